@@ -1,0 +1,36 @@
+# Everything runs from the project's own virtual environment, created on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+BUILD  := build
+
+.PHONY: demo test bench accuracy clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+## demo: set up, train on the bundled sample, classify the example messages
+demo: $(STAMP)
+	@mkdir -p $(BUILD)
+	$(BIN)/nbtext train data/corpus -o $(BUILD)/demo.nbm
+	$(BIN)/nbtext classify -m $(BUILD)/demo.nbm data/example-spam.eml
+	$(BIN)/nbtext classify -m $(BUILD)/demo.nbm data/example-ham.eml
+	$(BIN)/nbtext info -m $(BUILD)/demo.nbm --top 5
+
+## test: the whole test suite (uses ../shared/data when present)
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+## accuracy: nbtext and bogofilter side by side on the spamassassin-2002 80/20 split
+accuracy: $(STAMP)
+	$(BIN)/python scripts/spamassassin_split.py
+
+## bench: speed and memory against bogofilter and scikit-learn
+bench: $(STAMP)
+	$(BIN)/python scripts/bench.py
+
+clean:
+	rm -rf $(VENV) $(BUILD) .pytest_cache

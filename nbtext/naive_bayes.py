@@ -1,0 +1,238 @@
+"""Naive Bayes estimators: counts are the state, log-probabilities are derived from them.
+
+The classes follow scikit-learn's estimator conventions (fit / partial_fit / predict /
+predict_proba / predict_log_proba, fitted attributes ending in ``_``) without importing it.
+Counting is one sparse product, ``feature_count_ += Y.T @ X``; every ``predict*`` comes from
+one hook, the joint log-likelihood, and posteriors are ``jll - logsumexp(jll)``.
+Because the counts are all there is, ``partial_fit`` is "add counts", ``sample_weight=-1``
+takes documents out again, and two models over the same features add up exactly.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import NbtextError
+
+
+def logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    """log(sum(exp(a), axis=1)) without overflow or underflow."""
+    m = np.max(a, axis=1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    return (m + np.log(np.sum(np.exp(a - m), axis=1, keepdims=True)))[:, 0]
+
+
+def _as_csr(X) -> sp.csr_matrix:
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+    else:
+        X = sp.csr_matrix(np.asarray(X, dtype=np.float64))
+    if X.nnz and X.data.min() < 0:
+        raise NbtextError("Naive Bayes needs non-negative feature values")
+    return X
+
+
+class _BaseNB:
+    """Owns the counts, the class bookkeeping and every predict*; subclasses derive parameters."""
+
+    _binarize = False
+
+    def __init__(self, alpha: float = 1.0, fit_prior: bool = True, class_prior=None):
+        self.alpha = alpha
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+
+    # -- scikit-learn style parameter access ---------------------------------------------
+    def get_params(self, deep: bool = True) -> dict:
+        return {"alpha": self.alpha, "fit_prior": self.fit_prior, "class_prior": self.class_prior}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            setattr(self, k, v)
+        self._derived = None
+        return self
+
+    # -- counting -------------------------------------------------------------------------
+    def _check_alpha(self):
+        if not (self.alpha > 0):
+            raise NbtextError(f"alpha must be positive, got {self.alpha}")
+
+    def _features(self, X) -> sp.csr_matrix:
+        X = _as_csr(X)
+        if self._binarize:
+            X = X.copy()
+            X.data[:] = 1.0
+            X.eliminate_zeros()
+        return X
+
+    def _start(self, classes, n_features: int):
+        self.classes_ = np.asarray(classes)
+        k = len(self.classes_)
+        self.class_count_ = np.zeros(k)
+        self.feature_count_ = np.zeros((k, n_features))
+        self.n_features_in_ = n_features
+        self._derived = None
+
+    def grow(self, n_features: int):
+        """Widen the count matrix for new vocabulary (new columns start at zero)."""
+        if n_features > self.n_features_in_:
+            pad = np.zeros((len(self.classes_), n_features - self.n_features_in_))
+            self.feature_count_ = np.hstack([self.feature_count_, pad])
+            self.n_features_in_ = n_features
+            self._derived = None
+
+    def fit(self, X, y, sample_weight=None):
+        y = np.asarray(y)
+        classes = np.unique(y)
+        X = self._features(X)
+        self._start(classes, X.shape[1])
+        return self.partial_fit(X, y, sample_weight=sample_weight)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        self._check_alpha()
+        X = self._features(X)
+        y = np.asarray(y)
+        if not hasattr(self, "classes_"):
+            if classes is None:
+                raise NbtextError("classes must be passed on the first call to partial_fit")
+            self._start(np.unique(classes), X.shape[1])
+        if X.shape[0] != y.shape[0]:
+            raise NbtextError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
+        self.grow(X.shape[1])
+        if X.shape[1] < self.n_features_in_:
+            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], self.n_features_in_))
+        idx = np.searchsorted(self.classes_, y)
+        bad = (idx >= len(self.classes_)) | (self.classes_[np.minimum(idx, len(self.classes_) - 1)] != y)
+        if bad.any():
+            raise NbtextError(f"unknown label {str(y[bad][0])!r} (the model knows {[str(c) for c in self.classes_]})")
+        w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+        Y = sp.csr_matrix((w, (np.arange(len(y)), idx)), shape=(len(y), len(self.classes_)))
+        self._add_counts(np.asarray((Y.T @ X).todense()), np.asarray(Y.sum(axis=0)).ravel())
+        return self
+
+    def _add_counts(self, feature_count, class_count):
+        fc = self.feature_count_ + feature_count
+        cc = self.class_count_ + class_count
+        if (fc < -1e-9).any() or (cc < -1e-9).any():
+            raise NbtextError("that would take counts below zero: those documents were not learned")
+        self.feature_count_ = np.maximum(fc, 0.0)
+        self.class_count_ = np.maximum(cc, 0.0)
+        self._derived = None
+
+    # -- derived parameters ---------------------------------------------------------------
+    @property
+    def class_log_prior_(self) -> np.ndarray:
+        return self._params()[0]
+
+    @property
+    def feature_log_prob_(self) -> np.ndarray:
+        return self._params()[1]
+
+    def _params(self):
+        if getattr(self, "_derived", None) is None:
+            self._check_alpha()
+            self._derived = (self._log_prior(), *self._derive())
+        return self._derived
+
+    def _log_prior(self) -> np.ndarray:
+        k = len(self.classes_)
+        if self.class_prior is not None:
+            prior = np.asarray(self.class_prior, dtype=float)
+            if prior.shape != (k,):
+                raise NbtextError(f"class_prior needs {k} values")
+            return np.log(prior)
+        if not self.fit_prior:
+            return np.full(k, -np.log(k))
+        with np.errstate(divide="ignore"):
+            return np.log(self.class_count_) - np.log(self.class_count_.sum())
+
+    def _derive(self) -> tuple:
+        raise NotImplementedError
+
+    # -- prediction: everything comes from the joint log-likelihood ----------------------
+    def _joint_log_likelihood(self, X) -> np.ndarray:
+        raise NotImplementedError
+
+    def _check_X(self, X) -> sp.csr_matrix:
+        X = self._features(X)
+        if X.shape[1] != self.n_features_in_:
+            raise NbtextError(f"X has {X.shape[1]} features, the model {self.n_features_in_}")
+        return X
+
+    def predict_joint_log_proba(self, X) -> np.ndarray:
+        return self._joint_log_likelihood(self._check_X(X))
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        jll = self.predict_joint_log_proba(X)
+        return jll - logsumexp_rows(jll)[:, None]
+
+    def predict_proba(self, X) -> np.ndarray:
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+
+
+class MultinomialNB(_BaseNB):
+    """P(t|c) = (N_ct + alpha) / (N_c + alpha * V); a document is a bag of token counts."""
+
+    def _derive(self):
+        smoothed = self.feature_count_ + self.alpha
+        return (np.log(smoothed) - np.log(smoothed.sum(axis=1, keepdims=True)),)
+
+    def _joint_log_likelihood(self, X):
+        return np.asarray(X @ self.feature_log_prob_.T) + self.class_log_prior_
+
+
+class BernoulliNB(_BaseNB):
+    """P(t|c) = (df_ct + alpha) / (n_c + 2 alpha); absent vocabulary terms count against a class.
+
+    Scoring stays sparse: X @ (log p - log(1-p)).T + sum(log(1-p)).
+    """
+
+    _binarize = True
+
+    def _derive(self):
+        p_num = self.feature_count_ + self.alpha
+        denom = (self.class_count_ + 2 * self.alpha)[:, None]
+        log_p = np.log(p_num) - np.log(denom)
+        log_not_p = np.log(denom - p_num) - np.log(denom)
+        return log_p, log_not_p.sum(axis=1), log_p - log_not_p
+
+    def _joint_log_likelihood(self, X):
+        _, _, neg_sum, delta = self._params()
+        return np.asarray(X @ delta.T) + neg_sum + self.class_log_prior_
+
+
+class ComplementNB(_BaseNB):
+    """Complement Naive Bayes (Rennie et al. 2003): a class is scored by how unlike the
+    *other* classes' text the document is, which corrects for skewed class sizes.
+
+    w_ct = log((sum_{c' != c} N_c't + alpha) / (sum_{c' != c} N_c' + alpha * V)),
+    with weight normalization (norm=True) w_ct / sum_t |w_ct|. A document's score for c is
+    -sum_t x_t w_ct (the sign folded into the stored weights, as scikit-learn does).
+    """
+
+    def __init__(self, alpha: float = 1.0, fit_prior: bool = True, class_prior=None,
+                 norm: bool = False):
+        super().__init__(alpha, fit_prior, class_prior)
+        self.norm = norm
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {**super().get_params(deep), "norm": self.norm}
+
+    def _derive(self):
+        comp = self.feature_count_.sum(axis=0) + self.alpha - self.feature_count_
+        logged = np.log(comp) - np.log(comp.sum(axis=1, keepdims=True))
+        if self.norm:
+            return (logged / logged.sum(axis=1, keepdims=True),)
+        return (-logged,)
+
+    def _joint_log_likelihood(self, X):
+        jll = np.asarray(X @ self.feature_log_prob_.T)
+        if len(self.classes_) == 1:
+            jll = jll + self.class_log_prior_
+        return jll
+
+
+ESTIMATORS = {"multinomial": MultinomialNB, "bernoulli": BernoulliNB, "complement": ComplementNB}

@@ -1,0 +1,160 @@
+"""Documents -> tokens -> count matrices, chunk by chunk, on one core or several.
+
+Chunks keep memory bounded (a corpus is never held whole: each chunk's counts are added to
+the model and dropped) and give joblib's worker processes work big enough to be worth
+sending. Workers count against a vocabulary of their own; the parent maps it onto the shared
+one, so the result is identical to counting on one core.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import warnings
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import NbtextError
+from .model import Model
+from .read import Document
+from .settings import ModelSettings, TokenizerSettings
+from .tokenize import Tokenizer
+from .vectorize import Vocabulary, count_matrix
+
+CHUNK = 400
+
+
+@dataclass(frozen=True)
+class FeatureOptions:
+    min_df: int = 1
+    max_df: float = 1.0
+    max_features: int | None = None
+
+    def __post_init__(self):
+        if self.min_df < 1:
+            raise NbtextError(f"--min-df must be at least 1, got {self.min_df}")
+        if not (0 < self.max_df <= 1):
+            raise NbtextError(f"--max-df must be in (0, 1], got {self.max_df}")
+        if self.max_features is not None and self.max_features < 1:
+            raise NbtextError(f"--max-features must be at least 1, got {self.max_features}")
+
+
+def default_jobs() -> int:
+    return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
+
+
+def _count_chunk(datas: list, settings: TokenizerSettings):
+    tok = Tokenizer(settings)
+    vocab = Vocabulary()
+    X = count_matrix((tok(d) for d in datas), vocab, grow=True)
+    return vocab.tokens, X
+
+
+def _onto(X: sp.csr_matrix, local: list[str], vocab: Vocabulary, grow: bool) -> sp.csr_matrix:
+    """A chunk's matrix over its own vocabulary, moved onto the shared vocabulary. Without
+    ``grow``, tokens the shared vocabulary lacks are dropped (they cannot be scored)."""
+    if grow:
+        mapping = vocab.add(local)
+    else:
+        get = vocab.index.get
+        mapping = np.fromiter((get(t, -1) for t in local), dtype=np.int64, count=len(local))
+    cols = mapping[X.indices]
+    keep = cols >= 0
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    Y = sp.csr_matrix((X.data[keep], (rows[keep], cols[keep])), shape=(X.shape[0], len(vocab)))
+    Y.sum_duplicates()
+    return Y
+
+
+def counted_chunks(docs: Iterable[Document], settings: TokenizerSettings, vocab: Vocabulary,
+                   grow: bool, n_jobs: int = 1, chunk_size: int = CHUNK
+                   ) -> Iterator[tuple[list[Document], sp.csr_matrix]]:
+    """(documents, their count matrix over ``vocab``) for consecutive chunks, in input order.
+
+    Worker processes start only when there is more than one chunk of work."""
+    chunks = iter(lambda it=iter(docs): list(itertools.islice(it, chunk_size)), [])
+    first = next(chunks, None)
+    if first is None:
+        return
+    second = next(chunks, None)
+    rest = itertools.chain([first] + ([second] if second else []), chunks)
+    if n_jobs == 1 or second is None:
+        for chunk in rest:
+            local, X = _count_chunk([d.data for d in chunk], settings)
+            yield chunk, _onto(X, local, vocab, grow)
+        return
+    from joblib import Parallel, delayed
+
+    pending: deque = deque()
+
+    def tasks():
+        for chunk in rest:
+            pending.append(chunk)
+            yield delayed(_count_chunk)([d.data for d in chunk], settings)
+
+    # A reader that leaves early (`| head`) cancels the rest; that is not worth a warning.
+    warnings.filterwarnings("ignore", message=".*tasks which were still being processed")
+    with Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs") as par:
+        for local, X in par(tasks()):
+            yield pending.popleft(), _onto(X, local, vocab, grow)
+
+
+def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings: ModelSettings,
+                features: FeatureOptions = FeatureOptions(), n_jobs: int = 1,
+                progress=None) -> Model:
+    """Count every document into a new model, then keep the features the options select."""
+    vocab = Vocabulary()
+    classes: list[str] = []
+    fc = np.zeros((0, 0))
+    cc = np.zeros(0)
+    df = np.zeros(0)
+    for chunk, X in counted_chunks(docs, tokenizer, vocab, grow=True, n_jobs=n_jobs):
+        labels = [d.label for d in chunk]
+        for lab in labels:
+            if lab not in classes:
+                classes.append(lab)
+        k, v = len(classes), len(vocab)
+        fc = np.pad(fc, ((0, k - fc.shape[0]), (0, v - fc.shape[1])))
+        cc = np.pad(cc, (0, k - len(cc)))
+        df = np.pad(df, (0, v - len(df)))
+        idx = np.asarray([classes.index(lab) for lab in labels])
+        if settings.variant == "bernoulli":
+            X = X.copy()
+            X.data[:] = 1.0
+        Y = sp.csr_matrix((np.ones(len(idx)), (np.arange(len(idx)), idx)), shape=(len(idx), k))
+        fc += np.asarray((Y.T @ X).todense())
+        cc += np.bincount(idx, minlength=k)
+        df += np.bincount(X.indices, minlength=v)
+        if progress:
+            progress(len(chunk))
+    if not classes:
+        raise NbtextError("no documents found in the training sources")
+    order = np.argsort(classes, kind="stable")
+    model = Model.empty(tokenizer, settings, classes)
+    model.vocab, model.feature_count, model.class_count = vocab, fc[order], cc[order]
+    model.check_trainable()
+    if features != FeatureOptions():
+        keep = _select(df, fc, int(cc.sum()), features)
+        model.vocab = Vocabulary([vocab.tokens[i] for i in keep])
+        model.feature_count = model.feature_count[:, keep]
+    return model
+
+
+def _select(df: np.ndarray, fc: np.ndarray, n_docs: int, f: FeatureOptions) -> np.ndarray:
+    keep = (df >= f.min_df) & (df <= f.max_df * n_docs)
+    cols = np.flatnonzero(keep)
+    if f.max_features is not None and len(cols) > f.max_features:
+        totals = fc.sum(axis=0)[cols]
+        cols = np.sort(cols[np.argsort(-totals, kind="stable")[:f.max_features]])
+    return cols
+
+
+def score_chunks(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_size: int = CHUNK
+                 ) -> Iterator[tuple[list[Document], np.ndarray]]:
+    """(documents, posteriors) chunk by chunk, in input order."""
+    for chunk, X in counted_chunks(docs, model.tokenizer_settings, model.vocab, grow=False,
+                                   n_jobs=n_jobs, chunk_size=chunk_size):
+        yield chunk, model.proba(X)

@@ -1,0 +1,142 @@
+"""Figures and rows: evaluation metrics, and prediction rows in TSV, CSV or JSONL."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Sequence
+
+import numpy as np
+
+
+def fmt_prob(p: float) -> str:
+    return f"{p:.6f}"
+
+
+def prediction_row(fmt: str, doc_id: str, label: str, prob: float,
+                   classes: Sequence[str] | None = None, probs: Sequence[float] | None = None,
+                   extra: dict | None = None) -> str:
+    if fmt == "jsonl":
+        row = {"id": doc_id, "label": label, "probability": round(float(prob), 6),
+               "scores": {c: round(float(p), 6) for c, p in zip(classes, probs)}}
+        if extra:
+            row.update(extra)
+        return json.dumps(row, ensure_ascii=False)
+    if fmt == "csv":
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="").writerow([doc_id, label, fmt_prob(prob)])
+        return buf.getvalue()
+    # TSV: an id with a tab or newline in it would break the columns.
+    safe = doc_id.replace("\t", "\\t").replace("\n", "\\n")
+    return f"{safe}\t{label}\t{fmt_prob(prob)}"
+
+
+def header_row(fmt: str) -> str | None:
+    return {"tsv": "id\tlabel\tprobability", "csv": "id,label,probability"}.get(fmt)
+
+
+def roc_auc(y_pos: np.ndarray, score: np.ndarray) -> float | None:
+    """Area under the ROC curve by the rank-sum (Mann-Whitney) formula, ties averaged."""
+    n_pos, n_neg = int(y_pos.sum()), int((~y_pos).sum())
+    if n_pos == 0 or n_neg == 0:
+        return None
+    order = np.argsort(score, kind="mergesort")
+    ranks = np.empty(len(score))
+    sorted_scores = score[order]
+    # average ranks over ties
+    _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
+    avg = first + (counts + 1) / 2.0
+    ranks[order] = np.repeat(avg, counts)
+    return float((ranks[y_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def calibration_error(conf: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
+    """Expected calibration error: |accuracy - confidence| averaged over 10 equal-width bins
+    of the top-label probability, weighted by the bins' sizes."""
+    edges = np.linspace(0, 1, bins + 1)
+    which = np.clip(np.digitize(conf, edges[1:-1], right=True), 0, bins - 1)
+    ece = 0.0
+    for b in range(bins):
+        m = which == b
+        if m.any():
+            ece += m.mean() * abs(correct[m].mean() - conf[m].mean())
+    return float(ece)
+
+
+def evaluate(classes: Sequence[str], y_true: Sequence[str], y_pred: Sequence[str],
+             proba: np.ndarray, positive: str | None = None) -> dict:
+    classes = list(classes)
+    k = len(classes)
+    t = np.asarray([classes.index(y) for y in y_true])
+    p = np.asarray([classes.index(y) for y in y_pred])
+    cm = np.zeros((k, k), dtype=int)
+    np.add.at(cm, (t, p), 1)
+    per_class = {}
+    f1s = []
+    for i, c in enumerate(classes):
+        tp, fp, fn = cm[i, i], cm[:, i].sum() - cm[i, i], cm[i, :].sum() - cm[i, i]
+        prec = tp / (tp + fp) if tp + fp else 0.0
+        rec = tp / (tp + fn) if tp + fn else 0.0
+        f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+        per_class[c] = {"precision": float(prec), "recall": float(rec), "f1": float(f1),
+                        "support": int(cm[i, :].sum())}
+        f1s.append(f1)
+    n = len(t)
+    eps = 1e-15
+    p_true = np.clip(proba[np.arange(n), t], eps, 1.0)
+    onehot = np.zeros_like(proba)
+    onehot[np.arange(n), t] = 1.0
+    out = {
+        "documents": n,
+        "accuracy": float((t == p).mean()),
+        "macro_f1": float(np.mean(f1s)),
+        "log_loss": float(-np.log(p_true).mean()),
+        "brier": float(((proba - onehot) ** 2).sum(axis=1).mean()),
+        "ece": calibration_error(proba.max(axis=1), proba.argmax(axis=1) == t),
+        "classes": per_class,
+        "confusion_matrix": {"labels": classes, "matrix": cm.tolist()},
+    }
+    if k == 2:
+        pos = positive if positive in classes else classes[1]
+        pi = classes.index(pos)
+        ni = 1 - pi
+        neg_n, pos_n = int(cm[ni, :].sum()), int(cm[pi, :].sum())
+        out.update({
+            "positive": pos,
+            "roc_auc": roc_auc(t == pi, proba[:, pi]),
+            "false_positives": int(cm[ni, pi]),
+            "false_negatives": int(cm[pi, ni]),
+            "false_positive_rate": float(cm[ni, pi] / neg_n) if neg_n else 0.0,
+            "false_negative_rate": float(cm[pi, ni] / pos_n) if pos_n else 0.0,
+        })
+    return out
+
+
+def format_eval(r: dict) -> str:
+    lines = [
+        f"documents     {r['documents']}",
+        f"accuracy      {r['accuracy']:.4f}",
+        f"macro-F1      {r['macro_f1']:.4f}",
+        f"log-loss      {r['log_loss']:.4f}",
+        f"Brier score   {r['brier']:.4f}",
+        f"calibration   {r['ece']:.4f} (expected calibration error)",
+    ]
+    if "positive" in r:
+        classes = r["confusion_matrix"]["labels"]
+        neg = [c for c in classes if c != r["positive"]][0]
+        auc = "n/a" if r["roc_auc"] is None else f"{r['roc_auc']:.4f}"
+        lines += [
+            f"ROC-AUC       {auc} ({r['positive']} as positive)",
+            f"false-positive rate  {r['false_positive_rate']:.4f} ({r['false_positives']} {neg} called {r['positive']})",
+            f"false-negative rate  {r['false_negative_rate']:.4f} ({r['false_negatives']} {r['positive']} called {neg})",
+        ]
+    labels = r["confusion_matrix"]["labels"]
+    w = max(8, *(len(c) + 2 for c in labels))
+    lines += ["", f"{'class':<{w}}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}"]
+    for c, m in r["classes"].items():
+        lines.append(f"{c:<{w}}{m['precision']:>10.4f}{m['recall']:>10.4f}{m['f1']:>10.4f}{m['support']:>10}")
+    lines += ["", "confusion matrix (rows: true label, columns: predicted)",
+              " " * w + "".join(f"{c:>{w}}" for c in labels)]
+    for c, row in zip(labels, r["confusion_matrix"]["matrix"]):
+        lines.append(f"{c:<{w}}" + "".join(f"{v:>{w}}" for v in row))
+    return "\n".join(lines)

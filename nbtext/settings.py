@@ -1,0 +1,65 @@
+"""Settings travel as small frozen dataclasses, never as globals.
+
+TokenizerSettings is stored in every model file so that scoring tokenizes exactly as training did.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from .errors import NbtextError
+
+VARIANTS = ("multinomial", "bernoulli", "complement")
+MODES = ("auto", "text", "email")
+
+
+@dataclass(frozen=True)
+class TokenizerSettings:
+    mode: str = "auto"             # auto: mail-aware when a document looks like RFC 822
+    lowercase: bool = True         # case-fold words
+    ngram_max: int = 1             # word n-grams 1..ngram_max
+    char_ngram_min: int = 0        # character n-grams inside word boundaries (0 = off)
+    char_ngram_max: int = 0
+    max_word_length: int = 40      # longer words become one "skip:" summary token
+    max_bytes: int = 2_000_000     # text tokenized per document at most (huge mail never hangs)
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise NbtextError(f"unknown tokenizer mode {self.mode!r} (choose from {', '.join(MODES)})")
+        if self.ngram_max < 1:
+            raise NbtextError(f"--ngrams must be at least 1, got {self.ngram_max}")
+        if self.char_ngram_min < 0 or self.char_ngram_max < self.char_ngram_min:
+            raise NbtextError(
+                f"bad character n-gram range {self.char_ngram_min},{self.char_ngram_max}")
+        if self.max_word_length < 1:
+            raise NbtextError(f"max word length must be positive, got {self.max_word_length}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TokenizerSettings":
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise NbtextError(f"unknown tokenizer settings {sorted(unknown)}")
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    variant: str = "multinomial"
+    alpha: float = 1.0
+    norm: bool = False             # complement NB: weight normalization (Rennie et al. 3.2)
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise NbtextError(f"unknown variant {self.variant!r} (choose from {', '.join(VARIANTS)})")
+        if not (self.alpha > 0):
+            raise NbtextError(f"--alpha must be positive, got {self.alpha}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelSettings":
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})

@@ -1,0 +1,106 @@
+"""Bytes or text in, a list of string tokens out.
+
+Plain text: Unicode words, case-folded, optional word n-grams and character n-grams.
+Mail (auto-detected, or forced with mode="email"): see nbtext.mail, imported only when needed
+so that classifying plain text never pays for the email package.
+"""
+from __future__ import annotations
+
+import regex
+
+from .settings import TokenizerSettings
+
+# Han, kana: no spaces between words, so each ideograph is a token (as Lucene's standard
+# analyzer does); other scripts: letters/digits with inner apostrophes, dots and hyphens
+# ("don't", "e-mail", "3.5") and a leading currency sign ("$100" is a spam signal).
+_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
+WORD_RE = regex.compile(
+    rf"[{_CJK}]|[$€£¥]?[[\p{{L}}\p{{M}}\p{{N}}_]--[{_CJK}]]+(?:['’.\-][[\p{{L}}\p{{M}}\p{{N}}_]--[{_CJK}]]+)*",
+    regex.V1,
+)
+# Terminal colour codes are markup, not words (fortune-lang has "[33m" scattered through it).
+ANSI_RE = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+# A header block: an mbox "From " line or a header field, then more header fields.
+_HEADER_LINE = regex.compile(rb"[!-9;-~]+:[ \t]")
+
+
+def decode_text(data: bytes | str) -> str:
+    """Bytes are UTF-8 when they can be; otherwise Windows-1252 (never fails, never guesses wildly)."""
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace")
+
+
+def looks_like_mail(data: bytes | str) -> bool:
+    """True when the document starts with an RFC 822 header block (two or more header fields)."""
+    head = data[:4096]
+    if isinstance(head, str):
+        head = head.encode("utf-8", "replace")
+    lines = head.lstrip(b"\r\n").splitlines()
+    if lines and lines[0].startswith(b"From "):
+        lines = lines[1:]
+    fields = 0
+    for line in lines[:50]:
+        if not line.strip():
+            break
+        if line[:1] in (b" ", b"\t"):
+            continue  # folded continuation of the previous field
+        if not _HEADER_LINE.match(line):
+            return False
+        fields += 1
+    return fields >= 2
+
+
+def words(text: str, settings: TokenizerSettings, prefix: str = "") -> list[str]:
+    """Word tokens of a text, with over-long words summarized as one "skip:" token."""
+    if settings.lowercase:
+        text = text.casefold()
+    limit = settings.max_word_length
+    out = []
+    for w in WORD_RE.findall(text):
+        if len(w) > limit:
+            # SpamBayes' rule: an over-long "word" (a hash, an encoded blob) says little by
+            # its spelling but something by its first character and rough length.
+            out.append(f"skip:{w[0]} {len(w) // 10 * 10}")
+        else:
+            out.append(prefix + w if prefix else w)
+    return out
+
+
+def add_ngrams(tokens: list[str], settings: TokenizerSettings) -> list[str]:
+    """Word n-grams (joined by a space) and character n-grams ("c:" + slice of "<word>")."""
+    out = list(tokens)
+    for n in range(2, settings.ngram_max + 1):
+        out.extend(" ".join(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    lo, hi = settings.char_ngram_min, settings.char_ngram_max
+    if lo:
+        for w in tokens:
+            padded = f"<{w}>"
+            for n in range(lo, hi + 1):
+                out.extend("c:" + padded[i:i + n] for i in range(len(padded) - n + 1))
+    return out
+
+
+class Tokenizer:
+    """Callable: document bytes or text -> tokens, as the settings say."""
+
+    def __init__(self, settings: TokenizerSettings | None = None):
+        self.settings = settings or TokenizerSettings()
+
+    def is_mail(self, data: bytes | str) -> bool:
+        mode = self.settings.mode
+        return mode == "email" or (mode == "auto" and looks_like_mail(data))
+
+    def __call__(self, data: bytes | str) -> list[str]:
+        s = self.settings
+        data = data[: s.max_bytes]
+        if self.is_mail(data):
+            from .mail import mail_tokens  # the email package only when there is mail
+
+            return mail_tokens(data, s)
+        text = ANSI_RE.sub(" ", decode_text(data))
+        return add_ngrams(words(text, s), s)

@@ -1,0 +1,47 @@
+import os
+import pathlib
+
+import pytest
+from click.testing import CliRunner
+
+from nbtext.cli import cli
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+DATA = ROOT / "data"
+
+# The golden example of Manning, Raghavan & Schuetze, IR book, chapter 13 (table 13.1).
+IIR_TRAIN = [
+    ("yes", "Chinese Beijing Chinese"),
+    ("yes", "Chinese Chinese Shanghai"),
+    ("yes", "Chinese Macao"),
+    ("no", "Tokyo Japan Chinese"),
+]
+IIR_TEST = "Chinese Chinese Chinese Tokyo Japan"
+
+
+def need_shared(*parts):
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} is missing, and CI must run the corpus tests")
+        pytest.skip(f"{path} not present")
+    return path
+
+
+@pytest.fixture
+def run():
+    """Drive the CLI as a user: run(args, input=...) -> result with exit_code/stdout/stderr."""
+    runner = CliRunner()
+
+    def _run(*args, input=None, env=None):
+        return runner.invoke(cli, [str(a) for a in args], input=input, env=env, catch_exceptions=False)
+
+    return _run
+
+
+@pytest.fixture
+def iir_tsv(tmp_path):
+    p = tmp_path / "iir.tsv"
+    p.write_text("".join(f"{lab}\t{text}\n" for lab, text in IIR_TRAIN))
+    return p

@@ -1,0 +1,182 @@
+"""The CLI as a user drives it: exact outputs, exit codes, and refusals."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from fractions import Fraction as F
+
+import pytest
+
+from conftest import DATA, IIR_TEST
+
+IIR_YES = F(3, 4) * F(3, 7) ** 3 * F(1, 14) ** 2
+IIR_NO = F(1, 4) * F(2, 9) ** 5
+IIR_P = f"{float(IIR_YES / (IIR_YES + IIR_NO)):.6f}"
+
+
+def test_every_command_has_help_with_an_example(run):
+    from nbtext.cli import cli
+
+    for name, cmd in cli.commands.items():
+        r = run(name, "--help")
+        assert r.exit_code == 0, name
+        assert cmd.help and "nbtext " + name in r.stdout, f"{name} --help has no example"
+
+
+def test_train_tsv_and_classify_stdin_golden(run, iir_tsv, tmp_path):
+    model = tmp_path / "iir.nbm"
+    r = run("train", iir_tsv, "-o", model, "-q")
+    assert r.exit_code == 0 and r.stdout == "" and model.exists()
+    r = run("classify", "-m", model, input=IIR_TEST)
+    assert r.exit_code == 0
+    assert r.stdout == f"yes\t{IIR_P}\n"
+
+
+def test_model_from_environment(run, iir_tsv, tmp_path):
+    model = tmp_path / "iir.nbm"
+    run("train", iir_tsv, "-o", model, "-q")
+    r = run("classify", input="Tokyo Japan", env={"NBTEXT_MODEL": str(model)})
+    assert r.exit_code == 0 and r.stdout.startswith("no\t")
+
+
+def test_predict_lines_formats(run, iir_tsv, tmp_path):
+    model = tmp_path / "iir.nbm"
+    run("train", iir_tsv, "-o", model, "-q")
+    lines = tmp_path / "in.txt"
+    lines.write_text(f"{IIR_TEST}\nTokyo Japan Tokyo\n")
+    r = run("predict", "-m", model, "--lines", lines)
+    rows = [ln.split("\t") for ln in r.stdout.splitlines()]
+    assert [(i, lab) for i, lab, _ in rows] == [(f"{lines}:1", "yes"), (f"{lines}:2", "no")]
+    assert rows[0][2] == IIR_P
+    r = run("predict", "-m", model, "--lines", lines, "--format", "jsonl")
+    first = json.loads(r.stdout.splitlines()[0])
+    assert first["id"] == f"{lines}:1" and first["label"] == "yes"
+    assert first["probability"] == round(float(IIR_YES / (IIR_YES + IIR_NO)), 6)
+    assert set(first["scores"]) == {"yes", "no"}
+    assert first["scores"]["yes"] + first["scores"]["no"] == pytest.approx(1, abs=2e-6)
+    r = run("predict", "-m", model, "--lines", lines, "--format", "csv", "--header")
+    assert r.stdout.splitlines()[0] == "id,label,probability"
+    assert r.stdout.splitlines()[1] == f"{lines}:1,yes,{IIR_P}"
+    r = run("predict", "-m", model, "--lines", "-", input="Tokyo\nChinese\n")
+    assert [ln.split("\t")[:2] for ln in r.stdout.splitlines()] == [["-:1", "no"], ["-:2", "yes"]]
+
+
+@pytest.fixture(scope="module")
+def sample_model(tmp_path_factory):
+    """A model trained on the bundled sample through the real CLI."""
+    from click.testing import CliRunner
+    from nbtext.cli import cli
+
+    path = tmp_path_factory.mktemp("sample") / "sample.nbm"
+    r = CliRunner().invoke(cli, ["train", str(DATA / "corpus"), "-o", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "trained on 432 documents (298 ham, 134 spam)" in r.stderr
+    return path
+
+
+def test_folder_train_predict_classify_eval(run, sample_model, tmp_path):
+    r = run("classify", "-m", sample_model, input=(DATA / "example-spam.eml").read_bytes())
+    assert r.stdout.split("\t")[0] == "spam"
+    r = run("classify", "-m", sample_model, DATA / "example-ham.eml")
+    assert r.stdout.split("\t")[0] == "ham"
+    r = run("predict", "-m", sample_model, DATA / "example-ham.eml", DATA / "example-spam.eml")
+    rows = [ln.split("\t") for ln in r.stdout.splitlines()]
+    assert [(i, lab) for i, lab, _ in rows] == [
+        (str(DATA / "example-ham.eml"), "ham"), (str(DATA / "example-spam.eml"), "spam")]
+    assert all(0 <= float(p) <= 1 for _, _, p in rows)
+    r = run("eval", "-m", sample_model, DATA / "corpus", "--format", "json")
+    d = json.loads(r.stdout)
+    assert d["documents"] == 432
+    assert d["classes"]["ham"]["support"] == 298 and d["classes"]["spam"]["support"] == 134
+    cm = d["confusion_matrix"]
+    assert cm["labels"] == ["ham", "spam"] and sum(map(sum, cm["matrix"])) == 432
+    assert d["accuracy"] == pytest.approx((cm["matrix"][0][0] + cm["matrix"][1][1]) / 432)
+    for key in ("macro_f1", "log_loss", "roc_auc", "false_positive_rate", "false_negative_rate"):
+        assert key in d
+    r = run("eval", "-m", sample_model, DATA / "corpus")
+    assert r.stdout.startswith("documents     432\naccuracy      ")
+    assert "confusion matrix" in r.stdout
+
+
+def test_classify_exit_codes(run, sample_model):
+    r = run("classify", "-m", sample_model, "--exit-code", DATA / "example-spam.eml")
+    assert r.exit_code == 0
+    r = run("classify", "-m", sample_model, "--exit-code", DATA / "example-ham.eml")
+    assert r.exit_code == 1
+    r = run("classify", "-m", sample_model, "--exit-code", "/nonexistent/message")
+    assert r.exit_code == 3 and r.stderr == "nbtext: error: /nonexistent/message: no such file or directory\n"
+
+
+def test_info_json(run, sample_model):
+    d = json.loads(run("info", "-m", sample_model, "--format", "json").stdout)
+    assert d["classes"] == {"ham": 298, "spam": 134}
+    assert d["format_version"] == 1 and d["vocabulary"] > 1000
+    assert d["tokenizer"]["mode"] == "auto" and d["model"]["variant"] == "multinomial"
+    assert len(d["top_tokens"]["spam"]) == 10
+
+
+@pytest.mark.parametrize("args,message", [
+    (["train", "/no/such/dir", "-o", "{tmp}/m.nbm"], "nbtext: error: /no/such/dir: no such file or directory\n"),
+    (["train", "{tmp}/empty", "-o", "{tmp}/m.nbm"], "nbtext: error: {tmp}/empty: no label directories in it"),
+    (["train", "--label", "spam", "{tmp}/empty", "-o", "{tmp}/m.nbm"], "nbtext: error: no documents found"),
+    (["train", "--label", "spam", "{data}/example-spam.eml", "-o", "{tmp}/m.nbm"],
+     "nbtext: error: need documents of at least two classes to train, got ['spam']"),
+    (["classify", "-m", "{tmp}/none.nbm"], "nbtext: error: {tmp}/none.nbm: no such model file\n"),
+    (["predict", "-m", "{data}/example-ham.eml", "{data}/example-ham.eml"],
+     "nbtext: error: {data}/example-ham.eml: not an nbtext model file\n"),
+    (["train", "{tmp}/bad.tsv", "-o", "{tmp}/m.nbm"], "nbtext: error: {tmp}/bad.tsv:2: expected LABEL<TAB>TEXT, found no tab\n"),
+    (["train", "{tmp}/iir.tsv", "--alpha", "0", "-o", "{tmp}/m.nbm"], "nbtext: error: --alpha must be positive, got 0.0\n"),
+])
+def test_user_errors(run, tmp_path, iir_tsv, args, message):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "bad.tsv").write_text("spam\tbuy now\nno tab here\n")
+    fill = lambda s: s.replace("{tmp}", str(tmp_path)).replace("{data}", str(DATA))
+    r = run(*[fill(a) for a in args])
+    assert r.exit_code == 1
+    assert r.stdout == ""
+    assert r.stderr.startswith(fill(message)), r.stderr
+    assert not (tmp_path / "m.nbm").exists()
+
+
+def test_usage_error_exits_2(run):
+    r = run("train")
+    assert r.exit_code == 2
+
+
+def test_failed_train_leaves_existing_model_untouched(run, iir_tsv, tmp_path):
+    model = tmp_path / "m.nbm"
+    run("train", iir_tsv, "-o", model, "-q")
+    before = model.read_bytes()
+    (tmp_path / "bad.tsv").write_text("x\n")
+    r = run("train", tmp_path / "bad.tsv", "-o", model)
+    assert r.exit_code == 1 and model.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def nbtext_process(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "nbtext", *map(str, args)], capture_output=True, **kw)
+
+
+def test_real_process_pipeline_and_head(sample_model, tmp_path):
+    r = nbtext_process("classify", "-m", sample_model, input=(DATA / "example-spam.eml").read_bytes())
+    assert r.returncode == 0 and r.stdout.startswith(b"spam\t")
+    # `nbtext predict ... | head -1` ends quietly: no traceback, no error message.
+    p = subprocess.Popen(f"{sys.executable} -m nbtext predict -m {sample_model} {DATA / 'corpus'} | head -1",
+                         shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.communicate(timeout=120)
+    assert len(out.splitlines()) == 1 and err == b""
+    r = nbtext_process("predict", "-m", sample_model, "/nope")
+    assert r.returncode == 1 and r.stderr == b"nbtext: error: /nope: no such file or directory\n"
+
+
+def test_classify_does_not_import_heavy_modules(sample_model):
+    code = ("import sys; from nbtext.cli import main; sys.argv=['nbtext','classify','-m',%r,%r]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('numpy','scipy','joblib','email.parser') if m in sys.modules))"
+            % (str(sample_model), str(DATA / "example-ham.eml")))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.splitlines()[-1] == "['email.parser']"   # mail needs the parser, nothing more
+    r = subprocess.run([sys.executable, "-c", code.replace(repr(str(DATA / "example-ham.eml")), "'/dev/null'")],
+                       capture_output=True, text=True)
+    assert r.stdout.splitlines()[-1] == "[]"

@@ -1,0 +1,28 @@
+"""The real corpora of ../shared/data (skipped only when absent; CI has them)."""
+import json
+
+from conftest import need_shared
+
+
+def split_dirs(tmp_path, corpus, split):
+    """Materialize an 80/20 split as label directories of symlinks."""
+    root = need_shared(corpus)
+    test = set(need_shared("splits", split).read_text().split())
+    for label_dir in sorted(root.iterdir()):
+        if not label_dir.is_dir():
+            continue
+        for f in sorted(label_dir.iterdir()):
+            rel = f"{label_dir.name}/{f.name}"
+            dest = tmp_path / ("test" if rel in test else "train") / label_dir.name
+            dest.mkdir(parents=True, exist_ok=True)
+            (dest / f.name).symlink_to(f)
+    return tmp_path / "train", tmp_path / "test"
+
+
+def test_spamassassin_split_default_settings(run, tmp_path):
+    train, test = split_dirs(tmp_path, "spamassassin-2002", "spamassassin-2002.test")
+    model = tmp_path / "sa.nbm"
+    assert run("train", train, "-o", model, "-q").exit_code == 0
+    d = json.loads(run("eval", "-m", model, test, "--format", "json").stdout)
+    assert d["documents"] == 650
+    assert d["accuracy"] >= 0.97

@@ -1,0 +1,141 @@
+"""The counting core: golden examples worked by hand, and scikit-learn on the same matrices."""
+from fractions import Fraction as F
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from nbtext.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
+from nbtext.tokenize import Tokenizer
+from nbtext.vectorize import Vocabulary, count_matrix
+
+from conftest import IIR_TEST, IIR_TRAIN
+
+
+def iir_matrices():
+    tok = Tokenizer()
+    vocab = Vocabulary()
+    X = count_matrix([tok(t) for _, t in IIR_TRAIN], vocab, grow=True)
+    Xt = count_matrix([tok(IIR_TEST)], vocab, grow=False)
+    y = np.array([lab for lab, _ in IIR_TRAIN])
+    return vocab, X, y, Xt
+
+
+def test_multinomial_iir_example_13_1():
+    vocab, X, y, Xt = iir_matrices()
+    nb = MultinomialNB(alpha=1.0).fit(X, y)
+    assert list(nb.classes_) == ["no", "yes"]
+    c, j = vocab.index["chinese"], vocab.index["japan"]
+    # P(Chinese|c) = (5+1)/(8+6) = 3/7, P(Japan|c) = 1/14, P(Chinese|~c) = 2/9 = P(Japan|~c)
+    assert math.exp(nb.feature_log_prob_[1, c]) == pytest.approx(3 / 7, abs=1e-12)
+    assert math.exp(nb.feature_log_prob_[1, j]) == pytest.approx(1 / 14, abs=1e-12)
+    assert math.exp(nb.feature_log_prob_[0, c]) == pytest.approx(2 / 9, abs=1e-12)
+    assert math.exp(nb.feature_log_prob_[0, j]) == pytest.approx(2 / 9, abs=1e-12)
+    yes = F(3, 4) * F(3, 7) ** 3 * F(1, 14) ** 2   # the book's 0.0003
+    no = F(1, 4) * F(2, 9) ** 3 * F(2, 9) ** 2     # the book's 0.0001
+    assert round(float(yes), 4) == 0.0003 and round(float(no), 4) == 0.0001  # as printed in the book
+    proba = nb.predict_proba(Xt)[0]
+    assert proba[1] == pytest.approx(float(yes / (yes + no)), abs=1e-12)
+    assert nb.predict(Xt)[0] == "yes"
+
+
+def test_bernoulli_iir_example_13_2_by_hand():
+    vocab, X, y, Xt = iir_matrices()
+    nb = BernoulliNB(alpha=1.0).fit(X, y)
+    # Worked by hand: P(t|c) = (df + 1) / (N_c + 2)
+    p_yes = {"chinese": F(4, 5), "japan": F(1, 5), "tokyo": F(1, 5),
+             "beijing": F(2, 5), "macao": F(2, 5), "shanghai": F(2, 5)}
+    p_no = {"chinese": F(2, 3), "japan": F(2, 3), "tokyo": F(2, 3),
+            "beijing": F(1, 3), "macao": F(1, 3), "shanghai": F(1, 3)}
+    for t, i in vocab.index.items():
+        assert math.exp(nb.feature_log_prob_[1, i]) == pytest.approx(float(p_yes[t]), abs=1e-12)
+        assert math.exp(nb.feature_log_prob_[0, i]) == pytest.approx(float(p_no[t]), abs=1e-12)
+    present = {"chinese", "japan", "tokyo"}
+
+    def joint(prior, p):
+        out = prior
+        for t, v in p.items():
+            out *= v if t in present else 1 - v
+        return out
+
+    yes, no = joint(F(3, 4), p_yes), joint(F(1, 4), p_no)
+    assert float(yes) == pytest.approx(0.005, abs=5e-4)   # the book's figures
+    assert float(no) == pytest.approx(0.022, abs=5e-4)
+    assert nb.predict_proba(Xt)[0, 1] == pytest.approx(float(yes / (yes + no)), abs=1e-12)
+    assert nb.predict(Xt)[0] == "no"
+
+
+def test_complement_weights_by_hand():
+    vocab, X, y, Xt = iir_matrices()
+    nb = ComplementNB(alpha=1.0).fit(X, y)
+    c = vocab.index["chinese"]
+    # Class "yes" is scored against the complement, "no"'s counts: Chinese 1 of 3 tokens.
+    # w = -log((1 + 1) / (3 + 6)) for class yes; for class no, from "yes" counts: (5+1)/(8+6).
+    assert nb.feature_log_prob_[1, c] == pytest.approx(-math.log(2 / 9), abs=1e-12)
+    assert nb.feature_log_prob_[0, c] == pytest.approx(-math.log(6 / 14), abs=1e-12)
+    nbn = ComplementNB(alpha=1.0, norm=True).fit(X, y)
+    logged_yes = np.log((X[y == "no"].sum(axis=0).A1 + 1) / (3 + 6))
+    assert nbn.feature_log_prob_[1, c] == pytest.approx(math.log(2 / 9) / logged_yes.sum(), abs=1e-12)
+
+
+def random_counts(seed, n=60, v=40, k=3):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, v, density=0.2, random_state=seed, data_rvs=lambda m: rng.integers(1, 6, m)).tocsr()
+    y = rng.choice(np.array(["a", "b", "c"][:k]), size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.5, 1.0, 2.5])
+@pytest.mark.parametrize("name", ["MultinomialNB", "BernoulliNB", "ComplementNB"])
+def test_matches_scikit_learn(name, alpha):
+    sk = pytest.importorskip("sklearn.naive_bayes")
+    X, y = random_counts(int(alpha * 100))
+    ours = {"MultinomialNB": MultinomialNB, "BernoulliNB": BernoulliNB, "ComplementNB": ComplementNB}[name]
+    a = ours(alpha=alpha).fit(X, y)
+    b = getattr(sk, name)(alpha=alpha, force_alpha=True).fit(X, y)
+    np.testing.assert_allclose(a.feature_log_prob_, b.feature_log_prob_, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a.class_log_prior_, b.class_log_prior_, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a.predict_log_proba(X), b.predict_log_proba(X), rtol=0, atol=1e-9)
+    assert (a.predict(X) == b.predict(X)).all()
+
+
+@pytest.mark.parametrize("cls", [MultinomialNB, BernoulliNB, ComplementNB])
+def test_fit_equals_chunked_partial_fit(cls):
+    X, y = random_counts(7)
+    whole = cls(alpha=0.7).fit(X, y)
+    parts = cls(alpha=0.7)
+    for start in range(0, X.shape[0], 13):
+        parts.partial_fit(X[start:start + 13], y[start:start + 13], classes=np.unique(y))
+    np.testing.assert_array_equal(whole.feature_count_, parts.feature_count_)
+    np.testing.assert_array_equal(whole.class_count_, parts.class_count_)
+    np.testing.assert_allclose(whole.predict_proba(X), parts.predict_proba(X), atol=1e-12)
+
+
+def test_forgetting_restores_counts_and_refuses_going_negative():
+    X, y = random_counts(3)
+    nb = MultinomialNB().fit(X, y)
+    before = nb.feature_count_.copy()
+    nb.partial_fit(X[:5], y[:5])
+    nb.partial_fit(X[:5], y[:5], sample_weight=-np.ones(5))
+    np.testing.assert_array_equal(nb.feature_count_, before)
+    fresh = MultinomialNB().fit(X[:5], y[:5])
+    from nbtext.errors import NbtextError
+    with pytest.raises(NbtextError, match="below zero"):
+        fresh.partial_fit(X[5:], y[5:], sample_weight=-np.ones(X.shape[0] - 5))
+
+
+def test_long_documents_do_not_underflow():
+    X = sp.csr_matrix(np.array([[5000, 0], [0, 5000]]))
+    nb = MultinomialNB().fit(X, ["a", "b"])
+    p = nb.predict_proba(sp.csr_matrix(np.array([[100000, 99000]])))
+    assert np.isfinite(p).all() and p[0, 0] == pytest.approx(1.0)
+
+
+def test_unknown_label_in_partial_fit_is_refused():
+    X, y = random_counts(1, k=2)
+    nb = MultinomialNB().fit(X, y)
+    from nbtext.errors import NbtextError
+    with pytest.raises(NbtextError, match="unknown label 'zzz'"):
+        nb.partial_fit(X[:1], ["zzz"])
