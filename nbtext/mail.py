@@ -21,7 +21,7 @@ from email.utils import getaddresses
 import regex
 
 from .settings import TokenizerSettings
-from .tokenize import add_ngrams, words
+from .tokenize import add_ngrams, decode_text, words
 
 MAX_DEPTH = 30  # MIME nesting beyond this is abuse, not mail: one "mime:too-deep" token
 MAX_PARTS = 500
@@ -49,6 +49,7 @@ def decode_bytes(raw: bytes, charset: str | None) -> tuple[str, bool]:
 
     Returns the text and whether the declared charset could be used as declared.
     """
+    declared = bool(charset)
     if charset:
         charset = charset.strip().strip('"').lower()
         try:
@@ -63,7 +64,7 @@ def decode_bytes(raw: bytes, charset: str | None) -> tuple[str, bool]:
         except (LookupError, ValueError, TypeError):  # codecs that are not text codecs
             charset = None
     try:
-        return raw.decode("utf-8"), charset is None
+        return raw.decode("utf-8"), not declared
     except UnicodeDecodeError:
         return raw.decode(charset or "cp1252", errors="replace"), False
 
@@ -261,6 +262,12 @@ def mail_tokens(data: bytes | str, s: TokenizerSettings) -> list[str]:
     data = data.lstrip(b"\r\n")
     if data.startswith(b"From "):  # an mbox separator line is not a header
         data = data.split(b"\n", 1)[1] if b"\n" in data else b""
-    msg = email.message_from_bytes(data)  # compat32: ~6x faster than policy.default
-    meta, body = body_tokens(msg, s)
-    return header_tokens(msg, s) + meta + add_ngrams(body, s)
+    try:
+        msg = email.message_from_bytes(data)  # compat32: ~6x faster than policy.default
+        meta, body = body_tokens(msg, s)
+        head = header_tokens(msg, s)
+    except RecursionError:
+        # The standard parser recurses once per MIME level; a message nested deeper than
+        # Python's stack is an attack, not mail: read its bytes as plain words.
+        return ["mime:too-deep"] + add_ngrams(words(decode_text(data), s), s)
+    return head + meta + add_ngrams(body, s)

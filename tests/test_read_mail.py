@@ -1,0 +1,215 @@
+"""Containers give the same documents; MIME is read as a person would read it."""
+import gzip
+import json
+import os
+
+import numpy as np
+import pytest
+
+from nbtext.mail import mail_tokens
+from nbtext.model import Model
+from nbtext.read import LineOptions, input_documents, labelled_documents
+from nbtext.settings import ModelSettings, TokenizerSettings
+from nbtext.tokenize import Tokenizer, looks_like_mail
+
+from conftest import DATA
+
+S = TokenizerSettings()
+MESSAGES = sorted((DATA / "corpus" / "spam").iterdir())[:4] + sorted((DATA / "corpus" / "ham").iterdir())[:4]
+
+
+def strip_from(data: bytes) -> bytes:
+    return data.split(b"\n", 1)[1] if data.startswith(b"From ") else data
+
+
+def write_containers(tmp_path):
+    msgs = [(f.parent.name, strip_from(f.read_bytes())) for f in MESSAGES]
+    # label directories of single files
+    for i, (label, data) in enumerate(msgs):
+        d = tmp_path / "dir" / label
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{i:03d}.eml").write_bytes(data)
+    # one mbox per label, with From_ quoting of a body line starting with "From "
+    for label in ("ham", "spam"):
+        with open(tmp_path / f"{label}.mbox", "wb") as f:
+            for lab, data in msgs:
+                if lab != label:
+                    continue
+                f.write(b"From someone@example.com Sat Jan  1 00:00:00 2002\n")
+                for line in data.splitlines(keepends=True):
+                    f.write(b">" + line if line.lstrip(b">").startswith(b"From ") else line)
+                f.write(b"\n")
+    # Maildir per label (gzip-compressed messages in new/, plain ones in cur/)
+    for i, (label, data) in enumerate(msgs):
+        md = tmp_path / "maildir" / label
+        for sub in ("cur", "new", "tmp"):
+            (md / sub).mkdir(parents=True, exist_ok=True)
+        if i % 2:
+            (md / "new" / f"{i:03d}.host").write_bytes(gzip.compress(data))
+        else:
+            (md / "cur" / f"{i:03d}.host:2,S").write_bytes(data)
+    # MH folder per label
+    for i, (label, data) in enumerate(msgs):
+        mh = tmp_path / "mh" / label
+        mh.mkdir(parents=True, exist_ok=True)
+        (mh / ".mh_sequences").write_text("")
+        (mh / str(i + 1)).write_bytes(data)
+    # JSONL with the raw message as text
+    with open(tmp_path / "all.jsonl", "w") as f:
+        for label, data in msgs:
+            f.write(json.dumps({"label": label, "text": data.decode("utf-8", "surrogateescape")},
+                               ensure_ascii=True) + "\n")
+    return msgs
+
+
+def counts(docs):
+    docs = list(docs)
+    tok = Tokenizer(S)
+    m = Model.empty(S, ModelSettings(), [d.label for d in docs])
+    # sort by content so containers with different orders compare equal
+    order = sorted(range(len(docs)), key=lambda i: tok(docs[i].data))
+    m.add([tok(docs[i].data) for i in order], [docs[i].label for i in order])
+    return m
+
+
+def test_same_messages_in_every_container_give_the_same_counts(tmp_path):
+    msgs = write_containers(tmp_path)
+    utf8 = all(_is_utf8(d) for _, d in msgs)
+    sources = {
+        "dir": labelled_documents([str(tmp_path / "dir")], [], LineOptions()),
+        "mbox": labelled_documents([], [("ham", str(tmp_path / "ham.mbox")),
+                                        ("spam", str(tmp_path / "spam.mbox"))], LineOptions()),
+        "maildir": labelled_documents([str(tmp_path / "maildir")], [], LineOptions()),
+        "mh": labelled_documents([str(tmp_path / "mh")], [], LineOptions()),
+    }
+    if utf8:
+        sources["jsonl"] = labelled_documents([str(tmp_path / "all.jsonl")], [], LineOptions())
+    models = {k: counts(v) for k, v in sources.items()}
+    ref = models.pop("dir")
+    assert ref.n_documents == len(MESSAGES)
+    for name, m in models.items():
+        assert m.vocab.tokens == ref.vocab.tokens, name
+        np.testing.assert_array_equal(m.feature_count, ref.feature_count, err_msg=name)
+        np.testing.assert_array_equal(m.class_count, ref.class_count, err_msg=name)
+
+
+def _is_utf8(b):
+    try:
+        b.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def test_mbox_ids_are_from_line_numbers_and_quoting_is_undone(tmp_path):
+    p = tmp_path / "box"
+    p.write_bytes(b"From a Sat Jan  1 00:00:00 2002\nSubject: one\n\n>From here on\n\n"
+                  b"From b Sat Jan  1 00:00:00 2002\nSubject: two\n\nbody\n")
+    docs = list(input_documents([str(p)]))
+    assert [d.id for d in docs] == [f"{p}:1", f"{p}:6"]
+    assert b"\nFrom here on\n" in docs[0].data
+
+
+def test_line_formats(tmp_path):
+    (tmp_path / "a.tsv").write_text("label\ttext\nspam\tbuy now\nham\thello\tthere\n")
+    (tmp_path / "a.csv").write_text('text,label\n"buy, now",spam\nhello,ham\n')
+    (tmp_path / "a.ft").write_text("__label__spam buy now\n__label__ham hello\n")
+    (tmp_path / "a.jsonl").write_text('{"label": "spam", "text": "buy now"}\n\n{"label": "ham", "text": "hello"}\n')
+    with gzip.open(tmp_path / "b.tsv.gz", "wt") as f:
+        f.write("spam\tbuy now\n")
+    got = {name: [(d.label, d.data) for d in labelled_documents([str(tmp_path / name)], [], LineOptions())]
+           for name in ("a.tsv", "a.csv", "a.ft", "a.jsonl", "b.tsv.gz")}
+    assert got["a.tsv"] == [("spam", "buy now"), ("ham", "hello\tthere")]
+    assert got["a.csv"] == [("spam", "buy, now"), ("ham", "hello")]
+    assert got["a.ft"] == [("spam", "buy now"), ("ham", "hello")]
+    assert got["a.jsonl"] == [("spam", "buy now"), ("ham", "hello")]
+    assert got["b.tsv.gz"] == [("spam", "buy now")]
+
+
+def mime(body: str) -> bytes:
+    return body.replace("\n", "\r\n").encode("latin-1")
+
+
+def test_multipart_alternative_base64_html_and_tag_splitting():
+    import base64
+    html = base64.b64encode(b'<p>Buy <b>Vi</b><i>agra</i> now</p><a href="http://www.evil.example.com/x/buy">x</a>'
+                            b'<img src="http://1.2.3.4/a.gif" alt="cheap pills">').decode()
+    msg = mime(f"""From: Seller <seller@shop.example.com>
+To: a@example.org, b@example.org
+Subject: =?utf-8?B?w4lub3JtZSByYWJhaXM=?=
+MIME-Version: 1.0
+Content-Type: multipart/alternative; boundary="XX"
+
+--XX
+Content-Type: text/plain; charset=us-ascii
+
+Plain words here
+--XX
+Content-Type: text/html; charset=utf-8
+Content-Transfer-Encoding: base64
+
+{html}
+--XX--
+""")
+    assert looks_like_mail(msg)
+    toks = mail_tokens(msg, S)
+    assert "viagra" in toks and "vi" not in toks and "agra" not in toks
+    assert "plain" in toks and "cheap" in toks and "pills" in toks
+    assert {"subject:énorme", "subject:rabais"} <= set(toks)
+    assert {"url:www.evil.example.com", "url:evil.example.com", "url:example.com", "url:com",
+            "url:path:buy", "url:ip"} <= set(toks)
+    assert {"from:addr:seller@shop.example.com", "from:dom:shop.example.com", "from:name:seller",
+            "to:count:2", "ct:multipart/alternative", "ct:text/html", "cte:base64"} <= set(toks)
+    assert not any("PGI" in t or "pgi" in t for t in toks)  # no base64 blob as words
+
+
+def test_quoted_printable_bad_charset_and_8bit_headers():
+    msg = ("From: x@y.example\nSubject: caf\xe9 cr\xe8me\nContent-Type: text/plain; charset=\"x-no-such\"\n"
+           "Content-Transfer-Encoding: quoted-printable\n\nna=C3=AFve r=C3=A9sum=\n=C3=A9 soft=\nbreak\n").encode("latin-1")
+    toks = mail_tokens(msg, S)
+    assert "softbreak" in toks and "résumé" in toks and "naïve" in toks
+    assert "subject:café" in toks and "subject:crème" in toks
+    assert "charset:fallback" in toks
+
+
+def test_no_charset_nested_multipart_and_attachment():
+    msg = mime("""From: a@b.example
+Subject: report
+Content-Type: multipart/mixed; boundary="A"
+
+--A
+Content-Type: multipart/related; boundary="B"
+
+--B
+Content-Type: text/plain
+
+inner text
+--B--
+--A
+Content-Type: application/pdf; name="report.PDF"
+Content-Disposition: attachment; filename="report.PDF"
+Content-Transfer-Encoding: base64
+
+JVBERi0xLjQKJcfsj6IKNSAwIG9iago8PC9MZW5ndGggNiAwIFI+PgpzdHJlYW0K
+--A--
+""")
+    toks = mail_tokens(msg, S)
+    assert "inner" in toks and "text" in toks
+    assert {"ct:application/pdf", "filename:ext:pdf", "ct:multipart/related"} <= set(toks)
+    assert not any(t.startswith("jvber") for t in toks)
+
+
+def test_deep_nesting_and_huge_words_do_not_crash():
+    depth = 1000
+    parts = "".join(f'Content-Type: multipart/mixed; boundary="b{i}"\n\n--b{i}\n' for i in range(depth))
+    msg = ("From: a@b.example\nSubject: deep\n" + parts + "Content-Type: text/plain\n\nbottom\n").encode()
+    toks = mail_tokens(msg, S)
+    assert "mime:too-deep" in toks
+    toks = mail_tokens(b"From: a@b.example\nSubject: x\n\n" + b"A" * 5000 + b" ok\n", S)
+    assert "skip:a 5000" in toks and "ok" in toks
+
+
+def test_plain_text_is_not_mail():
+    assert not looks_like_mail(b"Hello: this is a sentence.\nAnd another one")
+    assert not looks_like_mail("__label__x foo")
+    assert looks_like_mail(b"From x@y Sat Jan  1\nReceived: from a\nSubject: hi\n\nbody")
