@@ -407,6 +407,90 @@ def info(model_path, fmt, top):
         click.echo(f"top tokens for {c}: " + ", ".join(t["token"] for t in toks))
 
 
+@cli.command(context_settings=CONTEXT)
+@model_option
+@click.option("--label", "label", required=True, help="The class the documents belong to.")
+@click.option("--forget", is_flag=True, help="Take the documents out instead (they must have been learned).")
+@click.argument("inputs", nargs=-1, type=click.Path(allow_dash=True))
+@quiet_option
+def learn(model_path, label, forget, inputs, quiet):
+    """Add documents to a model in place (--forget takes them out again).
+
+    INPUT is a message file, mbox, Maildir, folder, or - (default) for one message on stdin.
+    A document already learned under LABEL is skipped; concurrent runs wait for each other.
+
+    \b
+    Examples:
+      nbtext learn -m spam.nbm --label spam < missed.eml
+      nbtext learn -m spam.nbm --label spam --forget wrongly-learned.eml
+    """
+    from . import modelfile
+    from .operations import learn as learn_docs, locked
+    from .read import input_documents
+
+    with locked(model_path):
+        model = modelfile.load(model_path)
+        changed, skipped = learn_docs(model, input_documents(list(inputs) or ["-"]), label, forget)
+        if changed:
+            modelfile.save(model, model_path)
+    verb = "forgot" if forget else "learned"
+    info_line(quiet, f"nbtext: {verb} {changed} documents as {label}"
+                     + (f" ({skipped} already learned, skipped)" if skipped else ""))
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("-o", "--output", required=True, metavar="OUT", help="Model file to write.")
+@click.argument("models", nargs=-1, required=True, type=click.Path())
+def merge(output, models):
+    """Sum models trained with the same settings into OUT.
+
+    \b
+    Example:
+      nbtext merge -o all.nbm alice.nbm bob.nbm
+    """
+    from . import modelfile
+    from .operations import locked, merge as merge_models
+
+    loaded = [(p, modelfile.load(p)) for p in models]
+    with locked(output):
+        modelfile.save(merge_models(loaded), output)
+
+
+@cli.command(name="export", context_settings=CONTEXT)
+@model_option
+def export_cmd(model_path):
+    """Write a model as a text dump on stdout (back up, restore, diff).
+
+    \b
+    Example:
+      nbtext export -m spam.nbm > spam.dump && nbtext import spam.dump -o restored.nbm
+    """
+    from . import modelfile
+    from .operations import export_lines
+
+    out = sys.stdout
+    for line in export_lines(modelfile.load(model_path)):
+        out.write(line + "\n")
+
+
+@cli.command(name="import", context_settings=CONTEXT)
+@click.argument("dump", type=click.Path(allow_dash=True))
+@click.option("-o", "--output", required=True, metavar="MODEL", help="Model file to write.")
+def import_cmd(dump, output):
+    """Turn a text dump (from nbtext export) back into a model file, exactly.
+
+    \b
+    Example:
+      nbtext import spam.dump -o spam.nbm
+    """
+    from . import modelfile
+    from .operations import import_lines
+    from .read import read_bytes
+
+    text = read_bytes(dump).decode("utf-8", errors="replace")
+    modelfile.save(import_lines(text.splitlines(), dump), output)
+
+
 # -- the process edge -------------------------------------------------------------------
 
 def main(argv=None):

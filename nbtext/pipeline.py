@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 from .errors import NbtextError
 from .model import Model
+from .operations import digest
 from .read import Document
 from .settings import ModelSettings, TokenizerSettings
 from .tokenize import Tokenizer
@@ -111,6 +112,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings
     fc = np.zeros((0, 0))
     cc = np.zeros(0)
     df = np.zeros(0)
+    ledger: set = set()
     for chunk, X in counted_chunks(docs, tokenizer, vocab, grow=True, n_jobs=n_jobs):
         labels = [d.label for d in chunk]
         for lab in labels:
@@ -121,6 +123,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings
         cc = np.pad(cc, (0, k - len(cc)))
         df = np.pad(df, (0, v - len(df)))
         idx = np.asarray([classes.index(lab) for lab in labels])
+        ledger.update(digest(d.label, d.data) for d in chunk)
         if settings.variant == "bernoulli":
             X = X.copy()
             X.data[:] = 1.0
@@ -135,6 +138,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings
     order = np.argsort(classes, kind="stable")
     model = Model.empty(tokenizer, settings, classes)
     model.vocab, model.feature_count, model.class_count = vocab, fc[order], cc[order]
+    model.ledger = ledger
     model.check_trainable()
     if features != FeatureOptions():
         keep = _select(df, fc, int(cc.sum()), features)

@@ -1,0 +1,147 @@
+"""learn / forget / merge / export / import: exact algebra on counts, and safety."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from nbtext import modelfile
+from nbtext.model import Model
+from nbtext.operations import export_lines, import_lines, merge
+from nbtext.settings import ModelSettings, TokenizerSettings
+
+from conftest import DATA
+
+
+def as_dict(model):
+    return {t: tuple(model.feature_count[:, i]) for i, t in enumerate(model.vocab.tokens)
+            if model.feature_count[:, i].any()}, dict(zip(model.classes, model.class_count))
+
+
+@pytest.fixture
+def trained(run, tmp_path):
+    model = tmp_path / "m.nbm"
+    assert run("train", DATA / "corpus", "-o", model, "-q").exit_code == 0
+    return model
+
+
+def test_learn_then_forget_restores_exact_counts(run, trained, tmp_path):
+    msg = tmp_path / "new.eml"
+    msg.write_bytes(b"From: x@new.example\nSubject: brand new words\n\nzyzzyva quokka\n")
+    before = as_dict(modelfile.load(str(trained)))
+    r = run("learn", "-m", trained, "--label", "spam", msg)
+    assert r.exit_code == 0 and "learned 1 documents as spam" in r.stderr
+    after = modelfile.load(str(trained))
+    assert after.class_count[after.classes.index("spam")] == before[1]["spam"] + 1
+    assert "quokka" in after.vocab.index
+    r = run("learn", "-m", trained, "--label", "spam", msg)  # again: a no-op
+    assert "learned 0 documents" in r.stderr and "1 already learned" in r.stderr
+    assert as_dict(modelfile.load(str(trained)))[1]["spam"] == before[1]["spam"] + 1
+    r = run("learn", "-m", trained, "--label", "spam", "--forget", msg)
+    assert r.exit_code == 0
+    assert as_dict(modelfile.load(str(trained))) == before
+
+
+def test_forget_errors_leave_the_model_untouched(run, trained, tmp_path):
+    msg = tmp_path / "never.eml"
+    msg.write_bytes(b"Subject: never learned\nFrom: a@b.example\n\nhello\n")
+    before = trained.read_bytes()
+    r = run("learn", "-m", trained, "--label", "spam", "--forget", msg)
+    assert r.exit_code == 1
+    assert r.stderr == f"nbtext: error: {msg}: was never learned as 'spam', so it cannot be forgotten\n"
+    r = run("learn", "-m", trained, "--label", "eggs", "--forget", msg)
+    assert r.stderr == "nbtext: error: unknown label 'eggs': the model's classes are ham, spam\n"
+    # a message learned by train can be forgotten
+    first_spam = sorted((DATA / "corpus" / "spam").iterdir())[0]
+    assert run("learn", "-m", trained, "--label", "spam", "--forget", first_spam).exit_code == 0
+    assert trained.read_bytes() != before
+
+
+def test_export_import_round_trip_is_exact(run, trained, tmp_path):
+    r = run("export", "-m", trained)
+    assert r.exit_code == 0 and r.stdout.startswith("# nbtext dump 1\n")
+    dump = tmp_path / "m.dump"
+    dump.write_text(r.stdout)
+    assert run("import", dump, "-o", tmp_path / "back.nbm").exit_code == 0
+    assert (tmp_path / "back.nbm").read_bytes() == trained.read_bytes()
+    r = run("import", DATA / "example-ham.eml", "-o", tmp_path / "x.nbm")
+    assert r.exit_code == 1 and "not an nbtext dump" in r.stderr
+
+
+def test_train_on_a_plus_b_equals_merge_of_a_and_b(run, tmp_path):
+    a, b = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    a.write_text("spam\tbuy cheap pills now\nham\tmeeting at noon\n")
+    b.write_text("spam\tcheap watches\nham\tnoon lunch with bob\nham\tbob says hi\n")
+    ab = tmp_path / "ab.tsv"
+    ab.write_text(a.read_text() + b.read_text())
+    for name in ("a", "b", "ab"):
+        assert run("train", tmp_path / f"{name}.tsv", "-o", tmp_path / f"{name}.nbm", "-q").exit_code == 0
+    assert run("merge", "-o", tmp_path / "m1.nbm", tmp_path / "a.nbm", tmp_path / "b.nbm").exit_code == 0
+    assert run("merge", "-o", tmp_path / "m2.nbm", tmp_path / "b.nbm", tmp_path / "a.nbm").exit_code == 0
+    want = as_dict(modelfile.load(str(tmp_path / "ab.nbm")))
+    assert as_dict(modelfile.load(str(tmp_path / "m1.nbm"))) == want
+    assert as_dict(modelfile.load(str(tmp_path / "m2.nbm"))) == want
+
+
+def test_merge_refuses_mismatched_settings(run, tmp_path):
+    t = tmp_path / "a.tsv"
+    t.write_text("spam\tbuy\nham\thi\n")
+    run("train", t, "-o", tmp_path / "a.nbm", "-q")
+    run("train", t, "--ngrams", "2", "-o", tmp_path / "b.nbm", "-q")
+    r = run("merge", "-o", tmp_path / "m.nbm", tmp_path / "a.nbm", tmp_path / "b.nbm")
+    assert r.exit_code == 1
+    assert "tokenizer setting ngram_max differs" in r.stderr and "(" + str(tmp_path / "a.nbm") + ": 1" in r.stderr
+    assert not (tmp_path / "m.nbm").exists()
+
+
+def test_concurrent_learn_loses_no_counts(trained, tmp_path):
+    msgs = []
+    for i in range(10):
+        p = tmp_path / f"c{i}.eml"
+        p.write_bytes(f"From: a@b.example\nSubject: concurrent {i}\n\nword{i} shared\n".encode())
+        msgs.append(p)
+    before = modelfile.load(str(trained)).class_count.copy()
+    procs = [subprocess.Popen([sys.executable, "-m", "nbtext", "learn", "-m", str(trained), "--label", "ham",
+                               "-q", str(p)]) for p in msgs]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    after = modelfile.load(str(trained))
+    assert after.class_count[0] == before[0] + 10
+    assert all(f"word{i}" in after.vocab.index for i in range(10))
+    assert after.feature_count[0, after.vocab.index["shared"]] >= 10
+
+
+words = st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f"]), min_size=1, max_size=8)
+docs = st.lists(st.tuples(st.sampled_from(["x", "y"]), words), min_size=2, max_size=12)
+
+
+def model_of(pairs, classes=("x", "y")):
+    m = Model.empty(TokenizerSettings(), ModelSettings(), classes)
+    m.add([t for _, t in pairs], [lab for lab, _ in pairs])
+    return m
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs, docs)
+def test_algebra_merge_is_training_on_the_union(a, b):
+    assert as_dict(merge([("a", model_of(a)), ("b", model_of(b))])) == as_dict(model_of(a + b))
+    assert as_dict(merge([("a", model_of(a)), ("b", model_of(b))])) == \
+        as_dict(merge([("b", model_of(b)), ("a", model_of(a))]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs, docs)
+def test_algebra_learn_then_forget_restores_counts(a, extra):
+    m = model_of(a)
+    before = as_dict(m)
+    m.add([t for _, t in extra], [lab for lab, _ in extra])
+    m.add([t for _, t in extra], [lab for lab, _ in extra], weight=-1)
+    assert as_dict(m) == before
+
+
+@settings(max_examples=40, deadline=None)
+@given(docs)
+def test_algebra_dump_round_trip(a):
+    m = model_of(a)
+    back = import_lines(list(export_lines(m)), "dump")
+    assert modelfile.encode(back) == modelfile.encode(m)
