@@ -284,9 +284,13 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, j
 @click.option("--exit-code", is_flag=True,
               help="Exit 0 for the positive class, 1 for another, 2 unsure, 3 error (as bogofilter).")
 @click.option("--positive", default=None, help="The positive class (default: the model's, spam).")
+@click.option("--explain", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Also print the N tokens that pushed hardest for and against the label.")
+@click.option("-p", "--passthrough", is_flag=True,
+              help="Write the message back with X-Nbtext-Class and X-Nbtext-Score headers.")
 @quiet_option
 @click.pass_context
-def classify(ctx, model_path, file, exit_code, positive, quiet):
+def classify(ctx, model_path, file, exit_code, positive, explain, passthrough, quiet):
     """Classify one document (default: stdin) and print LABEL<TAB>PROBABILITY.
 
     \b
@@ -304,16 +308,48 @@ def classify(ctx, model_path, file, exit_code, positive, quiet):
                 raise NbtextError(f"--positive {positive!r} is not one of the model's classes "
                                   f"({', '.join(scorer.classes)})")
             scorer.decision.positive = positive
-        label, prob, unsure, _ = scorer.score(read_bytes(file))
+        data = read_bytes(file)
+        label, prob, unsure, _ = scorer.score(data)
     except NbtextError as e:
         if exit_code:
             click.echo(f"nbtext: error: {e}", err=True)
             ctx.exit(3)
         raise
-    click.echo(f"{label}\t{prob:.6f}")
+    if passthrough:
+        sys.stdout.buffer.write(with_headers(data, label if not unsure else "unsure", prob))
+        sys.stdout.flush()
+    else:
+        click.echo(f"{label}\t{prob:.6f}")
+    if explain:
+        e = scorer.explain(data, explain)
+        out = sys.stderr if passthrough else sys.stdout
+        print(f"prior\t{e['prior']:+.4f}", file=out)
+        print(f"unknown tokens\t{e['unknown_tokens']}", file=out)
+        for side in ("for", "against"):
+            for tok, v in e[side]:
+                print(f"{side}\t{v:+.4f}\t{tok}", file=out)
     if exit_code:
         pos = scorer.decision.positive or (scorer.classes[-1] if len(scorer.classes) == 2 else None)
         ctx.exit(2 if unsure else 0 if label == pos else 1)
+
+
+def with_headers(data: bytes, label: str, prob: float) -> bytes:
+    """The message with X-Nbtext-Class/-Score headers added at the end of its header block
+    (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail."""
+    nl = b"\r\n" if b"\r\n" in data[:2000] else b"\n"
+    head, sep, body = data.partition(nl + nl)
+    if not sep:
+        head, body = (data, b"") if data.strip() and not data.startswith(nl) else (b"", data)
+    lines = [ln for ln in head.split(nl) if ln] if head else []
+    kept, skip = [], False
+    for ln in lines:
+        if ln[:1] in (b" ", b"\t") and skip:
+            continue
+        skip = ln.lower().startswith((b"x-nbtext-class:", b"x-nbtext-score:"))
+        if not skip:
+            kept.append(ln)
+    kept += [f"X-Nbtext-Class: {label}".encode(), f"X-Nbtext-Score: {prob:.6f}".encode()]
+    return nl.join(kept) + nl + nl + body
 
 
 @cli.command(name="eval", context_settings=CONTEXT)

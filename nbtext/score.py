@@ -120,6 +120,29 @@ class FastScorer:
         z = sum(exps)
         return [e / z for e in exps]
 
+    def explain(self, data: bytes | str, n: int) -> dict:
+        """The n tokens pushing hardest for and against the chosen label: each token's
+        log-likelihood-ratio contribution, its score for the label minus its best score
+        for any other class; plus the prior's share and the count of unknown tokens."""
+        base, contrib, unknown = self.contributions(self.tokenizer(data))
+        jll = list(base)
+        for row in contrib.values():
+            for c, v in enumerate(row):
+                jll[c] += v
+        probs = self.posteriors(jll)
+        label, _ = decide(self.classes, self.decision, probs)
+        k = self.classes.index(label)
+        others = [c for c in range(len(self.classes)) if c != k]
+
+        def llr(row):
+            return row[k] - max(row[c] for c in others) if others else row[k]
+
+        ranked = sorted(((llr(row), tok) for tok, row in contrib.items()), reverse=True)
+        return {"label": label, "probability": probs[k],
+                "prior": llr(base), "unknown_tokens": unknown,
+                "for": [(t, v) for v, t in ranked[:n] if v > 0],
+                "against": [(t, v) for v, t in reversed(ranked[-n:]) if v < 0]}
+
     def score(self, data: bytes | str) -> tuple[str, float, bool, list[float]]:
         """(label, probability of that label, unsure, all posteriors) for one document."""
         probs = self.posteriors(self.joint_log_likelihood(self.tokenizer(data)))

@@ -180,3 +180,23 @@ def test_classify_does_not_import_heavy_modules(sample_model):
     r = subprocess.run([sys.executable, "-c", code.replace(repr(str(DATA / "example-ham.eml")), "'/dev/null'")],
                        capture_output=True, text=True)
     assert r.stdout.splitlines()[-1] == "[]"
+
+
+def test_classify_explain_and_passthrough(run, sample_model, tmp_path):
+    r = run("classify", "-m", sample_model, "--explain", "3", DATA / "example-spam.eml")
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("spam\t") and lines[1].startswith("prior\t") and lines[2].startswith("unknown tokens\t")
+    fors = [ln.split("\t") for ln in lines if ln.startswith("for\t")]
+    against = [ln.split("\t") for ln in lines if ln.startswith("against\t")]
+    assert 1 <= len(fors) <= 3 and all(float(v) > 0 for _, v, _ in fors)
+    assert all(float(v) < 0 for _, v, _ in against)
+    assert [float(v) for _, v, _ in fors] == sorted((float(v) for _, v, _ in fors), reverse=True)
+    msg = (DATA / "example-ham.eml").read_bytes()
+    r = run("classify", "-m", sample_model, "--passthrough", input=msg)
+    out = r.stdout_bytes
+    head, _, body = out.partition(b"\n\n")
+    assert head.endswith(b"\nX-Nbtext-Class: ham\nX-Nbtext-Score: " + head.rsplit(b" ", 1)[1])
+    assert out.replace(head.split(b"\nX-Nbtext-Class")[0], b"").startswith(b"\nX-Nbtext-Class: ham\n")
+    assert body == msg.partition(b"\n\n")[2]
+    again = run("classify", "-m", sample_model, "--passthrough", input=out).stdout_bytes
+    assert again.count(b"X-Nbtext-Class:") == 1

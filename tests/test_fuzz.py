@@ -1,0 +1,54 @@
+"""Property tests: the tokenizer, the mail reader and the model loader never crash or hang
+on arbitrary bytes (bounded examples, so CI stays fast)."""
+import os
+
+from hypothesis import given, settings, strategies as st
+
+from nbtext import modelfile
+from nbtext.errors import ModelFileError
+from nbtext.mail import mail_tokens
+from nbtext.settings import TokenizerSettings
+from nbtext.tokenize import Tokenizer
+
+S = TokenizerSettings(ngram_max=2, char_ngram_min=2, char_ngram_max=3)
+MAILISH = st.lists(st.sampled_from([
+    b"From: a@b.example\n", b"Subject: =?utf-8?B?w4k=?=\n", b"Subject: =?x-bad?Q?=FF?=\n",
+    b"Content-Type: multipart/mixed; boundary=\"b\"\n", b"Content-Type: text/html; charset=\"\xff\"\n",
+    b"Content-Transfer-Encoding: base64\n", b"Content-Transfer-Encoding: quoted-printable\n",
+    b"\n", b"--b\n", b"--b--\n", b"<a href='http://1.2.3.4/x'>", b"=C3=A9=\n", b"QUJD\n", b"\x00\xff\xfe",
+    b"<b>Vi</b>agra", b"http://@/", b"www.", b"\r\n",
+]), max_size=40).map(b"".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=3000))
+def test_tokenizer_on_arbitrary_bytes(data):
+    toks = Tokenizer(S)(data)
+    assert all(isinstance(t, str) and "\x00" not in t for t in toks)
+
+
+@settings(max_examples=200, deadline=None)
+@given(MAILISH)
+def test_mail_reader_on_mail_shaped_garbage(data):
+    toks = mail_tokens(data, S)
+    assert all(isinstance(t, str) and "\x00" not in t for t in toks)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=400), st.integers(min_value=0, max_value=10**6))
+def test_model_loader_refuses_damage_cleanly(garbage, where):
+    from test_modelfile import iir_model
+
+    good = modelfile.encode(iir_model())
+    i = where % len(good)
+    damaged = good[:i] + garbage + good[i + len(garbage):]
+    path = f"/tmp/nbtext-fuzz-{os.getpid()}.nbm"
+    with open(path, "wb") as f:
+        f.write(damaged)
+    try:
+        modelfile.load(path)
+        assert damaged == good or garbage == good[i:i + len(garbage)]
+    except ModelFileError:
+        pass
+    finally:
+        os.unlink(path)
