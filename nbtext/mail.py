@@ -27,7 +27,7 @@ MAX_DEPTH = 30  # MIME nesting beyond this is abuse, not mail: one "mime:too-dee
 MAX_PARTS = 500
 MAX_URLS = 200
 
-URL_RE = regex.compile(r"""(?i)\b(?:(https?|ftp)://|www\.)[^\s<>"'(){}\[\]]{1,2000}""")
+URL_RE = regex.compile(r"""(?i)\b(?:(https?|ftp)://|www\.)[^\s<>"'(){}\[\]\x00-\x1f\x7f]{1,2000}""")
 HREF_RE = regex.compile(r"""(?is)\b(?:href|src|action)\s*=\s*["']?([^"'\s>]{1,2000})""")
 ALT_RE = regex.compile(r"""(?is)\balt\s*=\s*["']([^"']{0,500})["']""")
 DROP_BLOCK_RE = regex.compile(r"(?is)<(style|script|head)\b.*?</\1\s*>|<!--.*?-->")
@@ -270,4 +270,7 @@ def mail_tokens(data: bytes | str, s: TokenizerSettings) -> list[str]:
         # The standard parser recurses once per MIME level; a message nested deeper than
         # Python's stack is an attack, not mail: read its bytes as plain words.
         return ["mime:too-deep"] + add_ngrams(words(decode_text(data), s), s)
-    return head + meta + add_ngrams(body, s)
+    out = head + meta + add_ngrams(body, s)
+    # Header names and URLs come from raw bytes; a NUL must never reach a token (the model
+    # file separates tokens with NUL, and the fuzz tests found one inside a "www." URL).
+    return [t.replace("\x00", "\ufffd") if "\x00" in t else t for t in out]

@@ -19,17 +19,20 @@ class Vocabulary:
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def add(self, tokens: Iterable[str]) -> np.ndarray:
-        """Ids of the given (distinct) tokens, appending those not seen yet."""
+    def ids(self, tokens: Iterable[str]) -> list[int]:
+        """Ids of the tokens, appending those not seen yet."""
         index, vocab = self.index, self.tokens
-        ids = []
+        out = []
         for t in tokens:
             i = index.get(t)
             if i is None:
                 i = index[t] = len(vocab)
                 vocab.append(t)
-            ids.append(i)
-        return np.asarray(ids, dtype=np.int64)
+            out.append(i)
+        return out
+
+    def add(self, tokens: Iterable[str]) -> np.ndarray:
+        return np.asarray(self.ids(tokens), dtype=np.int64)
 
 
 def count_matrix(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool) -> sp.csr_matrix:
@@ -41,14 +44,8 @@ def count_matrix(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool
     indices = array("q")
     indptr = array("q", [0])
     if grow:
-        tokens = vocab.tokens
         for toks in token_lists:
-            for t in toks:
-                i = index.get(t)
-                if i is None:
-                    i = index[t] = len(tokens)
-                    tokens.append(t)
-                indices.append(i)
+            indices.extend(vocab.ids(toks))
             indptr.append(len(indices))
     else:
         get = index.get
