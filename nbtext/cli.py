@@ -242,9 +242,11 @@ def output_options(f):
 @click.option("--input-format", type=click.Choice(["lines", "jsonl", "tsv", "csv", "fasttext"]),
               default=None, help="Read inputs as line files of this format (jsonl: its text field).")
 @click.option("--text-column", default="text", show_default=True, help="JSONL/CSV text field.")
+@click.option("--explain", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --format jsonl: the N tokens that pushed hardest for and against each label.")
 @jobs_option
 @quiet_option
-def predict(model_path, inputs, fmt, header, lines, input_format, text_column, jobs, quiet):
+def predict(model_path, inputs, fmt, header, lines, input_format, text_column, explain, jobs, quiet):
     """Score documents: one row per document, in input order, as it goes.
 
     INPUT is a file, a directory (walked recursively), an mbox, a Maildir, or - for one
@@ -260,7 +262,14 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, j
     from .read import LineOptions, input_documents
     from .report import header_row, prediction_row
 
+    if explain and fmt != "jsonl":
+        raise click.UsageError("--explain needs --format jsonl")
     model = modelfile.load(model_path)
+    explainer = None
+    if explain:
+        from .score import FastScorer
+
+        explainer = FastScorer(model_path)
     docs = input_documents(list(inputs) or ["-"], lines, input_format,
                            LineOptions(text_column=text_column))
     if header and header_row(fmt):
@@ -272,7 +281,8 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, j
                                      chunk_size=1 if streaming else 400):
         for doc, label, row in zip(chunk, model.verdicts(proba), proba):
             p = row[model.classes.index(label)]
-            out.write(prediction_row(fmt, doc.id, label, p, model.classes, row) + "\n")
+            extra = {"explain": explanation(explainer, doc.data, explain)} if explainer else None
+            out.write(prediction_row(fmt, doc.id, label, p, model.classes, row, extra) + "\n")
         out.flush()
         progress(len(chunk))
     progress.done()
@@ -288,9 +298,11 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, j
               help="Also print the N tokens that pushed hardest for and against the label.")
 @click.option("-p", "--passthrough", is_flag=True,
               help="Write the message back with X-Nbtext-Class and X-Nbtext-Score headers.")
+@click.option("-u", "--learn", "learn_verdict", is_flag=True,
+              help="Also learn the message as its verdict (not when unsure), as bogofilter -u.")
 @quiet_option
 @click.pass_context
-def classify(ctx, model_path, file, exit_code, positive, explain, passthrough, quiet):
+def classify(ctx, model_path, file, exit_code, positive, explain, passthrough, learn_verdict, quiet):
     """Classify one document (default: stdin) and print LABEL<TAB>PROBABILITY.
 
     \b
@@ -298,7 +310,7 @@ def classify(ctx, model_path, file, exit_code, positive, explain, passthrough, q
       nbtext classify -m spam.nbm < message.eml
       nbtext classify -m spam.nbm --exit-code message.eml; echo $?
     """
-    from .read import read_bytes
+    from .read import Document, read_bytes
     from .score import FastScorer
 
     try:
@@ -310,6 +322,8 @@ def classify(ctx, model_path, file, exit_code, positive, explain, passthrough, q
             scorer.decision.positive = positive
         data = read_bytes(file)
         label, prob, unsure, _ = scorer.score(data)
+        if learn_verdict and not unsure:
+            learn_in_place(model_path, [Document(file, data)], label, forget=False)
     except NbtextError as e:
         if exit_code:
             click.echo(f"nbtext: error: {e}", err=True)
@@ -331,6 +345,26 @@ def classify(ctx, model_path, file, exit_code, positive, explain, passthrough, q
     if exit_code:
         pos = scorer.decision.positive or (scorer.classes[-1] if len(scorer.classes) == 2 else None)
         ctx.exit(2 if unsure else 0 if label == pos else 1)
+
+
+def explanation(scorer, data, n: int) -> dict:
+    e = scorer.explain(data, n)
+    r = lambda v: round(v, 4)
+    return {"prior": r(e["prior"]), "unknown_tokens": e["unknown_tokens"],
+            "for": [[t, r(v)] for t, v in e["for"]], "against": [[t, r(v)] for t, v in e["against"]]}
+
+
+def learn_in_place(model_path: str, docs, label: str, forget: bool) -> tuple[int, int]:
+    """Load, learn or forget, save: under the model's lock, so concurrent runs lose nothing."""
+    from . import modelfile
+    from .operations import learn, locked
+
+    with locked(model_path):
+        model = modelfile.load(model_path)
+        changed, skipped = learn(model, docs, label, forget)
+        if changed:
+            modelfile.save(model, model_path)
+    return changed, skipped
 
 
 def with_headers(data: bytes, label: str, prob: float) -> bytes:
@@ -460,15 +494,9 @@ def learn(model_path, label, forget, inputs, quiet):
       nbtext learn -m spam.nbm --label spam < missed.eml
       nbtext learn -m spam.nbm --label spam --forget wrongly-learned.eml
     """
-    from . import modelfile
-    from .operations import learn as learn_docs, locked
     from .read import input_documents
 
-    with locked(model_path):
-        model = modelfile.load(model_path)
-        changed, skipped = learn_docs(model, input_documents(list(inputs) or ["-"]), label, forget)
-        if changed:
-            modelfile.save(model, model_path)
+    changed, skipped = learn_in_place(model_path, input_documents(list(inputs) or ["-"]), label, forget)
     verb = "forgot" if forget else "learned"
     info_line(quiet, f"nbtext: {verb} {changed} documents as {label}"
                      + (f" ({skipped} already learned, skipped)" if skipped else ""))

@@ -251,12 +251,32 @@ def load(path: str):
     return decode(header, payload, path)
 
 
+def _remove_stale_temporaries(directory: str, base: str) -> None:
+    """Temporary files of writers that were killed (kill -9 leaves them behind)."""
+    import glob
+
+    for tmp in glob.glob(os.path.join(glob.escape(directory), f".{glob.escape(base)}.*.tmp")):
+        pid = tmp[len(os.path.join(directory, f".{base}.")):-len(".tmp")]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        except PermissionError:
+            pass  # alive, and someone else's
+
+
 def save(model, path: str) -> None:
     """Write atomically: a temporary file in the same directory, fsync, rename over."""
     data = encode(model)
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
     tmp = os.path.join(directory, f".{base}.{os.getpid()}.tmp")
+    _remove_stale_temporaries(directory, base)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileNotFoundError:

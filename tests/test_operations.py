@@ -145,3 +145,37 @@ def test_algebra_dump_round_trip(a):
     m = model_of(a)
     back = import_lines(list(export_lines(m)), "dump")
     assert modelfile.encode(back) == modelfile.encode(m)
+
+
+def test_classify_learn_learns_the_verdict_once(run, trained):
+    before = modelfile.load(str(trained)).class_count.copy()
+    msg = (DATA / "example-spam.eml").read_bytes()
+    r = run("classify", "-m", trained, "--learn", input=msg)
+    assert r.stdout.startswith("spam\t")
+    after = modelfile.load(str(trained)).class_count
+    assert after[1] == before[1] + 1 and after[0] == before[0]
+    run("classify", "-m", trained, "--learn", input=msg)  # the ledger makes it a no-op
+    assert modelfile.load(str(trained)).class_count[1] == before[1] + 1
+
+
+def test_classify_learn_skips_unsure(run, tmp_path):
+    t = tmp_path / "a.tsv"
+    t.write_text("spam\tbuy now\nham\tlunch at noon\n")
+    model = tmp_path / "m.nbm"
+    run("train", t, "-o", model, "-q")
+    m = modelfile.load(str(model))
+    m.decision.unsure = (0.0, 1.0)  # everything is unsure
+    modelfile.save(m, str(model))
+    before = model.read_bytes()
+    r = run("classify", "-m", model, "--learn", "--exit-code", input="buy buy")
+    assert r.exit_code == 2 and model.read_bytes() == before
+
+
+def test_predict_jsonl_explain(run, trained):
+    import json
+    r = run("predict", "-m", trained, "--format", "jsonl", "--explain", "3", DATA / "example-spam.eml")
+    row = json.loads(r.stdout)
+    e = row["explain"]
+    assert row["label"] == "spam" and set(e) == {"prior", "unknown_tokens", "for", "against"}
+    assert 1 <= len(e["for"]) <= 3 and all(v > 0 for _, v in e["for"])
+    assert run("predict", "-m", trained, "--explain", "3", DATA / "example-spam.eml").exit_code == 2

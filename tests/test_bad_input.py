@@ -1,0 +1,145 @@
+"""Bad input, tried on purpose: a clear `nbtext: error:` or a sane result; never a traceback,
+never a hang, models untouched. And kill -9 at any moment leaves the old model or the new one."""
+import base64
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from nbtext import modelfile
+
+from conftest import DATA
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bad") / "m.nbm"
+    r = subprocess.run([sys.executable, "-m", "nbtext", "train", str(DATA / "corpus"), "-o", str(path), "-q"])
+    assert r.returncode == 0
+    return path
+
+
+def nb(*args, input=None, timeout=120):
+    r = subprocess.run([sys.executable, "-m", "nbtext", *map(str, args)], input=input,
+                       capture_output=True, timeout=timeout)
+    assert b"Traceback" not in r.stderr, r.stderr.decode()
+    return r
+
+
+BAD_DOCUMENTS = {
+    "binary": bytes(range(256)) * 40,
+    "invalid utf-8": b"caf\xe9 \xff\xfe na\xc3ve \xed\xa0\x80 text",
+    "nul bytes": b"hello\x00world\x00\x00 spam",
+    "empty": b"",
+    "malformed headers": b"From: <<<@@@>>>\nSubject\nTo: ,,,;;\n: no name\nContent-Type: text/\n\nbody",
+    "unknown charset": b"From: a@b.example\nContent-Type: text/plain; charset=klingon-8\n\n\xe0\xe1 words",
+    "truncated base64": b"From: a@b.example\nContent-Type: text/html\nContent-Transfer-Encoding: base64\n\n"
+                        + base64.b64encode(b"<p>hello there friend</p>" * 20)[:-7],
+    "deep mime": b"From: a@b.example\n" + b"".join(
+        b'Content-Type: multipart/mixed; boundary="b%d"\n\n--b%d\n' % (i, i) for i in range(1000)) + b"\nx\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_DOCUMENTS))
+def test_bad_documents_classify_and_predict(model, tmp_path, name):
+    before = model.read_bytes()
+    r = nb("classify", "-m", model, input=BAD_DOCUMENTS[name])
+    assert r.returncode == 0
+    label, prob = r.stdout.decode().rstrip("\n").split("\t")
+    assert label in ("ham", "spam") and 0 <= float(prob) <= 1
+    doc = tmp_path / "doc"
+    doc.write_bytes(BAD_DOCUMENTS[name])
+    r = nb("predict", "-m", model, doc)
+    assert r.returncode == 0 and r.stdout.decode().startswith(f"{doc}\t")
+    assert model.read_bytes() == before
+
+
+def test_bad_documents_in_a_training_corpus(tmp_path):
+    for i, (name, data) in enumerate(sorted(BAD_DOCUMENTS.items())):
+        d = tmp_path / "corpus" / ("spam" if i % 2 else "ham")
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"doc{i}").write_bytes(data)
+    r = nb("train", tmp_path / "corpus", "-o", tmp_path / "m.nbm")
+    assert r.returncode == 0
+    assert modelfile.load(str(tmp_path / "m.nbm")).n_documents == len(BAD_DOCUMENTS)
+
+
+def test_fifty_megabyte_message(model, tmp_path):
+    big = tmp_path / "big.eml"
+    with open(big, "wb") as f:
+        f.write(b"From: a@b.example\nSubject: huge\nContent-Type: text/plain\n\n")
+        line = b"lorem ipsum dolor sit amet consectetur adipiscing elit " * 2 + b"\n"
+        f.write(line * (50 * 2**20 // len(line)))
+    t = time.monotonic()
+    r = nb("classify", "-m", model, big, timeout=60)
+    assert r.returncode == 0 and time.monotonic() - t < 60
+
+
+def test_unreadable_path(model, tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root reads everything; permission errors cannot be produced")
+    p = tmp_path / "secret.eml"
+    p.write_bytes(b"hello")
+    p.chmod(0)
+    r = nb("classify", "-m", model, p)
+    assert r.returncode == 1 and r.stderr.decode() == f"nbtext: error: {p}: permission denied\n"
+
+
+@pytest.mark.parametrize("content,reason", [
+    (b"", "empty file, not a model"),
+    (b"NBTEXT\x1a\n\x01\x00", "truncated model file"),
+    (b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00\x8c\x08builtins", "a Python pickle, which nbtext never loads"),
+    (b"PK\x03\x04 zip", "a numpy/zip archive, not an nbtext model"),
+    (b"# nbtext dump 1\n{}", "an nbtext text dump"),
+])
+def test_bad_model_files(tmp_path, content, reason):
+    p = tmp_path / "m.nbm"
+    p.write_bytes(content)
+    for cmd in (["classify", "-m", p], ["predict", "-m", p, DATA / "example-ham.eml"],
+                ["learn", "-m", p, "--label", "spam", DATA / "example-ham.eml"], ["info", "-m", p]):
+        r = nb(*cmd, input=b"x")
+        assert r.returncode == 1, cmd
+        assert r.stderr.decode().startswith(f"nbtext: error: {p}: {reason}"), r.stderr
+        assert p.read_bytes() == content
+
+
+def kill_loop(cmd, path, tries, window):
+    """Start cmd, kill -9 it after a random delay, and check that path is whole every time."""
+    rng = random.Random(1)
+    seen = set()
+    for _ in range(tries):
+        before = path.read_bytes() if path.exists() else None
+        p = subprocess.Popen([sys.executable, "-m", "nbtext", *map(str, cmd)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0, window))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        if path.exists():
+            modelfile.load(str(path))  # whole: loads, or this raises
+            seen.add("changed" if path.read_bytes() != before else "same")
+        else:
+            assert before is None
+            seen.add("absent")
+    return seen
+
+
+def test_kill_minus_nine_during_train_learn_merge(tmp_path):
+    corpus = DATA / "corpus"
+    model = tmp_path / "m.nbm"
+    assert kill_loop(["train", corpus, "-o", model, "-q", "-j", "1"], model, 8, 4.0)
+    if not model.exists():
+        assert nb("train", corpus, "-o", model, "-q").returncode == 0
+    msgs = sorted((corpus / "ham").iterdir())[:40]
+    kill_loop(["learn", "-m", model, "--label", "spam", "-q", *msgs], model, 8, 1.5)
+    other = tmp_path / "o.nbm"
+    assert nb("train", corpus, "-o", other, "-q").returncode == 0
+    merged = tmp_path / "merged.nbm"
+    kill_loop(["merge", "-o", merged, model, other], merged, 8, 1.5)
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    nb("learn", "-m", model, "--label", "ham", "-q", DATA / "example-ham.eml")
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".m.nbm") and p.name.endswith(".tmp")], \
+        f"stale temporaries not cleaned: {leftovers}"
