@@ -8,13 +8,8 @@ gzip-compressed files are read transparently, whatever their name.
 """
 from __future__ import annotations
 
-import csv
-import gzip
-import io
-import json
 import os
 import sys
-import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
@@ -51,6 +46,9 @@ def _os_error(path: str, e: OSError) -> NbtextError:
 
 def gunzip_if_needed(data: bytes, path: str) -> bytes:
     if data[:2] == b"\x1f\x8b":
+        import gzip
+        import zlib
+
         try:
             return gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as e:
@@ -70,7 +68,8 @@ def read_bytes(path: str, stdin: BinaryIO | None = None) -> bytes:
 
 
 def is_mbox(data: bytes) -> bool:
-    return data.startswith(b"From ")
+    """An mbox of several messages: a From_ line first, and another after a blank line."""
+    return data.startswith(b"From ") and b"\n\nFrom " in data
 
 
 def is_maildir(path: str) -> bool:
@@ -122,9 +121,8 @@ def mail_folder_documents(path: str) -> Iterator[Document]:
         raise NbtextError(f"{path}: no such file or directory")
     if not os.path.isdir(path):
         data = read_bytes(path)
-        messages = list(split_mbox(data, path)) if is_mbox(data) else []
-        if len(messages) > 1:
-            yield from messages
+        if is_mbox(data):
+            yield from split_mbox(data, path)
         else:  # one message, even with an mbox-style "From " line (as SpamAssassin's corpus)
             yield Document(path, data)
         return
@@ -212,6 +210,8 @@ def line_documents(path: str, opts: LineOptions, labelled: bool, stdin: BinaryIO
                 if n == 1 and label.strip().lower() == "label":
                     continue  # a header row
         elif fmt == "jsonl":
+            import json
+
             try:
                 row = json.loads(text)
             except ValueError as e:
@@ -238,6 +238,9 @@ def line_documents(path: str, opts: LineOptions, labelled: bool, stdin: BinaryIO
 
 
 def _csv_documents(path: str, data: bytes, opts: LineOptions, labelled: bool) -> Iterator[Document]:
+    import csv
+    import io
+
     reader = csv.reader(io.StringIO(_text(data), newline=""))
     try:
         header = next(reader)
