@@ -87,6 +87,8 @@ def read_container(path: str) -> tuple[dict, memoryview]:
     except ValueError:
         raise ModelFileError(f"{path}: corrupt model file (header is not JSON)") from None
     pstart = start + hlen + _pad(start + hlen)
+    if any(data[start + hlen:pstart]):
+        raise ModelFileError(f"{path}: corrupt model file (padding after the header is not zero)")
     plen = header.get("payload_length", -1)
     if pstart + plen > len(data):
         raise ModelFileError(
