@@ -124,6 +124,61 @@ def training_options(f):
     return f
 
 
+def decision_options(f):
+    for opt in reversed([
+        click.option("--calibrate/--no-calibrate", default=True, show_default=True,
+                     help="Fit a temperature on internal folds so probabilities mean what they say."),
+        click.option("--positive", default=None, help="The positive class (default: spam, if present)."),
+        click.option("--threshold", type=float, default=None,
+                     help="Two classes: positive when P(positive) >= this (default 0.5)."),
+        click.option("--unsure", default=None, metavar="LOW,HIGH",
+                     help="Two classes: P(positive) in [LOW, HIGH) is unsure."),
+        click.option("--max-fpr", type=float, default=None, metavar="RATE",
+                     help="Choose the threshold by internal folds so that at most RATE of the "
+                          "negative class (ham) is called positive."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def build_decisions(kw: dict):
+    from .decision import DecisionOptions
+
+    return DecisionOptions(calibrate=kw["calibrate"], threshold=kw["threshold"],
+                           unsure=parse_pair(kw["unsure"], "--unsure", float),
+                           max_fpr=kw["max_fpr"], positive=kw["positive"])
+
+
+def override_options(f):
+    """--threshold/--unsure at scoring time, over what the model stores."""
+    for opt in reversed([
+        click.option("--threshold", type=float, default=None,
+                     help="Override the model's threshold on P(positive)."),
+        click.option("--unsure", default=None, metavar="LOW,HIGH",
+                     help="Override the model's unsure band on P(positive)."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def apply_overrides(decision, classes, threshold, unsure, positive=None):
+    from .decision import DecisionOptions
+
+    band = parse_pair(unsure, "--unsure", float)
+    DecisionOptions(calibrate=False, threshold=threshold, unsure=band)  # validates the values
+    if positive is not None:
+        if positive not in classes:
+            raise NbtextError(f"--positive {positive!r} is not one of the model's classes "
+                              f"({', '.join(classes)})")
+        decision.positive = positive
+    if (threshold is not None or band) and (len(classes) != 2 or decision.positive is None):
+        raise NbtextError("--threshold and --unsure need a two-class model with a positive class")
+    if threshold is not None:
+        decision.threshold = threshold
+    if band:
+        decision.unsure = band
+
+
 def parse_pair(value: str | None, name: str, cast=int) -> tuple | None:
     if value is None:
         return None
@@ -195,6 +250,7 @@ def info_line(quiet: bool, msg: str):
 @cli.command(context_settings=CONTEXT)
 @labelled_sources
 @training_options
+@decision_options
 @click.option("-o", "--output", "output", required=True, metavar="MODEL", help="Model file to write.")
 @jobs_option
 @quiet_option
@@ -216,9 +272,16 @@ def train(**kw):
 
     tok, settings, feats = build_settings(kw)
     progress = Progress("training", kw["quiet"])
-    model = train_model(read_labelled(kw), tok, settings, feats, n_jobs=n_jobs(kw), progress=progress)
+    model = train_model(read_labelled(kw), tok, settings, feats, build_decisions(kw),
+                        n_jobs=n_jobs(kw), progress=progress)
     progress.done()
     modelfile.save(model, kw["output"])
+    report = getattr(model, "fit_report", None)
+    if report:
+        info_line(kw["quiet"], f"nbtext: --max-fpr {kw['max_fpr']}: threshold {report['threshold']:.6f}; "
+                               f"in {build_decisions(kw).folds} internal folds it calls {report['fpr']:.2%} of "
+                               f"non-{model.decision.positive} positive and misses {report['fnr']:.2%} "
+                               f"of {model.decision.positive}")
     counts = ", ".join(f"{int(n)} {c}" for c, n in zip(model.classes, model.class_count))
     info_line(kw["quiet"], f"nbtext: trained on {model.n_documents} documents ({counts}), "
                            f"{len(model.vocab)} tokens; wrote {kw['output']}")
@@ -244,9 +307,11 @@ def output_options(f):
 @click.option("--text-column", default="text", show_default=True, help="JSONL/CSV text field.")
 @click.option("--explain", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --format jsonl: the N tokens that pushed hardest for and against each label.")
+@override_options
 @jobs_option
 @quiet_option
-def predict(model_path, inputs, fmt, header, lines, input_format, text_column, explain, jobs, quiet):
+def predict(model_path, inputs, fmt, header, lines, input_format, text_column, explain, threshold,
+            unsure, jobs, quiet):
     """Score documents: one row per document, in input order, as it goes.
 
     INPUT is a file, a directory (walked recursively), an mbox, a Maildir, or - for one
@@ -265,6 +330,7 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     if explain and fmt != "jsonl":
         raise click.UsageError("--explain needs --format jsonl")
     model = modelfile.load(model_path)
+    apply_overrides(model.decision, model.classes, threshold, unsure)
     explainer = None
     if explain:
         from .score import FastScorer
@@ -279,9 +345,11 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     progress = Progress("predicting", quiet)
     for chunk, proba in score_chunks(model, docs, n_jobs=jobs or n_jobs({}),
                                      chunk_size=1 if streaming else 400):
-        for doc, label, row in zip(chunk, model.verdicts(proba), proba):
+        for doc, (label, unsure_row), row in zip(chunk, model.decide_rows(proba), proba):
             p = row[model.classes.index(label)]
-            extra = {"explain": explanation(explainer, doc.data, explain)} if explainer else None
+            extra = {"unsure": True} if unsure_row else {}
+            if explainer:
+                extra["explain"] = explanation(explainer, doc.data, explain)
             out.write(prediction_row(fmt, doc.id, label, p, model.classes, row, extra) + "\n")
         out.flush()
         progress(len(chunk))
@@ -294,6 +362,7 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
 @click.option("--exit-code", is_flag=True,
               help="Exit 0 for the positive class, 1 for another, 2 unsure, 3 error (as bogofilter).")
 @click.option("--positive", default=None, help="The positive class (default: the model's, spam).")
+@override_options
 @click.option("--explain", type=click.IntRange(min=1), default=None, metavar="N",
               help="Also print the N tokens that pushed hardest for and against the label.")
 @click.option("-p", "--passthrough", is_flag=True,
@@ -302,7 +371,8 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
               help="Also learn the message as its verdict (not when unsure), as bogofilter -u.")
 @quiet_option
 @click.pass_context
-def classify(ctx, model_path, file, exit_code, positive, explain, passthrough, learn_verdict, quiet):
+def classify(ctx, model_path, file, exit_code, positive, threshold, unsure, explain, passthrough,
+             learn_verdict, quiet):
     """Classify one document (default: stdin) and print LABEL<TAB>PROBABILITY.
 
     \b
@@ -315,11 +385,7 @@ def classify(ctx, model_path, file, exit_code, positive, explain, passthrough, l
 
     try:
         scorer = FastScorer(model_path)
-        if positive is not None:
-            if positive not in scorer.classes:
-                raise NbtextError(f"--positive {positive!r} is not one of the model's classes "
-                                  f"({', '.join(scorer.classes)})")
-            scorer.decision.positive = positive
+        apply_overrides(scorer.decision, scorer.classes, threshold, unsure, positive)
         data = read_bytes(file)
         label, prob, unsure, _ = scorer.score(data)
         if learn_verdict and not unsure:
@@ -390,9 +456,10 @@ def with_headers(data: bytes, label: str, prob: float) -> bytes:
 @model_option
 @labelled_sources_for_eval
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@override_options
 @jobs_option
 @quiet_option
-def eval_cmd(model_path, fmt, jobs, quiet, **kw):
+def eval_cmd(model_path, fmt, threshold, unsure, jobs, quiet, **kw):
     """Score a model on labelled documents (same sources as train).
 
     Prints accuracy, per-class precision/recall/F1/support, macro-F1, the confusion matrix,
@@ -412,6 +479,7 @@ def eval_cmd(model_path, fmt, jobs, quiet, **kw):
     from .report import evaluate, format_eval
 
     model = modelfile.load(model_path)
+    apply_overrides(model.decision, model.classes, threshold, unsure)
     y_true, y_pred, probas = [], [], []
     progress = Progress("evaluating", quiet)
     for chunk, proba in score_chunks(model, read_labelled(kw), n_jobs=jobs or n_jobs({})):

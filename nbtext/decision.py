@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
+from .errors import NbtextError
+
 
 @dataclass
 class Decision:
@@ -46,3 +48,30 @@ def decide(classes: Sequence[str], decision: Decision, probs: Sequence[float]) -
     label = pos if p >= decision.threshold else classes[1 - i]
     unsure = bool(decision.unsure and decision.unsure[0] <= p < decision.unsure[1])
     return label, unsure
+
+
+@dataclass(frozen=True)
+class DecisionOptions:
+    """How train turns posteriors into verdicts; fitted on internal folds where asked."""
+
+    calibrate: bool = True               # temperature scaling on out-of-fold predictions
+    threshold: float | None = None       # P(positive) at or above which a document is positive
+    unsure: tuple | None = None          # (low, high): P(positive) in [low, high) is unsure
+    max_fpr: float | None = None         # choose the threshold keeping negatives' FPR under this
+    positive: str | None = None          # default: "spam" when that class exists
+    folds: int = 5
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.threshold is not None and not (0 <= self.threshold <= 1):
+            raise NbtextError(f"--threshold must be in [0, 1], got {self.threshold}")
+        if self.unsure is not None and not (0 <= self.unsure[0] <= self.unsure[1] <= 1):
+            raise NbtextError(f"--unsure needs 0 <= LOW <= HIGH <= 1, got {self.unsure[0]},{self.unsure[1]}")
+        if self.threshold is not None and self.max_fpr is not None:
+            raise NbtextError("give --threshold or --max-fpr, not both")
+        if self.folds < 2:
+            raise NbtextError(f"--folds must be at least 2, got {self.folds}")
+
+    @property
+    def needs_matrix(self) -> bool:
+        return self.calibrate or self.max_fpr is not None

@@ -78,7 +78,7 @@ class Model:
         self.feature_count, self.class_count = est.feature_count_, est.class_count_
 
     def check_trainable(self):
-        present = [c for c, n in zip(self.classes, self.class_count) if n > 0]
+        present = [str(c) for c, n in zip(self.classes, self.class_count) if n > 0]
         if len(present) < 2:
             raise NbtextError(
                 f"need documents of at least two classes to train, got {present or 'none'}")
@@ -98,6 +98,9 @@ class Model:
         tok = self.tokenizer
         return self.proba(self.matrix(tok(d) for d in docs))
 
+    def decide_rows(self, proba: np.ndarray) -> list[tuple[str, bool]]:
+        """(label, unsure) per row of posteriors: argmax, or the threshold for two classes."""
+        return [decide(self.classes, self.decision, row) for row in proba]
+
     def verdicts(self, proba: np.ndarray) -> list[str]:
-        """Labels for rows of posteriors: argmax, or the decision threshold for two classes."""
-        return [decide(self.classes, self.decision, row)[0] for row in proba]
+        return [label for label, _ in self.decide_rows(proba)]

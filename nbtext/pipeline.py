@@ -18,7 +18,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import NbtextError
+from .decision import DecisionOptions
 from .model import Model
+from .naive_bayes import logsumexp_rows
 from .operations import digest
 from .read import Document
 from .settings import ModelSettings, TokenizerSettings
@@ -104,47 +106,121 @@ def counted_chunks(docs: Iterable[Document], settings: TokenizerSettings, vocab:
 
 
 def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings: ModelSettings,
-                features: FeatureOptions = FeatureOptions(), n_jobs: int = 1,
+                features: FeatureOptions = FeatureOptions(),
+                decisions: DecisionOptions = DecisionOptions(calibrate=False), n_jobs: int = 1,
                 progress=None) -> Model:
-    """Count every document into a new model, then keep the features the options select."""
+    """Count every document into a new model, then keep the features the options select.
+
+    Counts stream chunk by chunk; the document matrix is kept only when calibration or
+    --max-fpr needs out-of-fold predictions."""
     vocab = Vocabulary()
-    classes: list[str] = []
-    fc = np.zeros((0, 0))
-    cc = np.zeros(0)
-    df = np.zeros(0)
-    ledger: set = set()
+    chunks, labels, ledger = [], [], set()
     for chunk, X in counted_chunks(docs, tokenizer, vocab, grow=True, n_jobs=n_jobs):
-        labels = [d.label for d in chunk]
-        for lab in labels:
-            if lab not in classes:
-                classes.append(lab)
-        k, v = len(classes), len(vocab)
-        fc = np.pad(fc, ((0, k - fc.shape[0]), (0, v - fc.shape[1])))
-        cc = np.pad(cc, (0, k - len(cc)))
-        df = np.pad(df, (0, v - len(df)))
-        idx = np.asarray([classes.index(lab) for lab in labels])
+        labels += [d.label for d in chunk]
         ledger.update(digest(d.label, d.data) for d in chunk)
-        if settings.variant == "bernoulli":
-            X = X.copy()
-            X.data[:] = 1.0
-        Y = sp.csr_matrix((np.ones(len(idx)), (np.arange(len(idx)), idx)), shape=(len(idx), k))
-        fc += np.asarray((Y.T @ X).todense())
-        cc += np.bincount(idx, minlength=k)
-        df += np.bincount(X.indices, minlength=v)
+        if decisions.needs_matrix:
+            chunks.append(X)
+        else:  # stream: fold the chunk into running counts, keep nothing per document
+            chunks = [_sum_chunk(chunks[0] if chunks else None, X, labels[-len(chunk):], settings)]
         if progress:
             progress(len(chunk))
-    if not classes:
+    if not labels:
         raise NbtextError("no documents found in the training sources")
-    order = np.argsort(classes, kind="stable")
-    model = Model.empty(tokenizer, settings, classes)
-    model.vocab, model.feature_count, model.class_count = vocab, fc[order], cc[order]
+    y = np.asarray(labels)
+    if decisions.needs_matrix:
+        X = sp.vstack([sp.csr_matrix((c.data, c.indices, c.indptr), shape=(c.shape[0], len(vocab)))
+                       for c in chunks]).tocsr()
+        model, _ = fit_matrix(X, y, vocab.tokens, tokenizer, settings, features, decisions)
+    else:
+        model = _model_from_sums(chunks[0], vocab, tokenizer, settings, features, decisions)
     model.ledger = ledger
-    model.check_trainable()
-    if features != FeatureOptions():
-        keep = _select(df, fc, int(cc.sum()), features)
-        model.vocab = Vocabulary([vocab.tokens[i] for i in keep])
-        model.feature_count = model.feature_count[:, keep]
     return model
+
+
+def _sum_chunk(acc, X, labels, settings):
+    """Running (classes, class counts, feature counts, document frequencies)."""
+    classes, cc, fc, df = acc if acc else ([], np.zeros(0), np.zeros((0, 0)), np.zeros(0))
+    for lab in labels:
+        if lab not in classes:
+            classes.append(lab)
+    k, v = len(classes), X.shape[1]
+    fc = np.pad(fc, ((0, k - fc.shape[0]), (0, v - fc.shape[1])))
+    cc, df = np.pad(cc, (0, k - len(cc))), np.pad(df, (0, v - len(df)))
+    idx = np.asarray([classes.index(lab) for lab in labels])
+    counts = _binary(X) if settings.variant == "bernoulli" else X
+    Y = sp.csr_matrix((np.ones(len(idx)), (np.arange(len(idx)), idx)), shape=(len(idx), k))
+    fc += np.asarray((Y.T @ counts).todense())
+    cc += np.bincount(idx, minlength=k)
+    df += np.bincount(X.indices, minlength=v)
+    return classes, cc, fc, df
+
+
+def _binary(X):
+    X = X.copy()
+    X.data[:] = 1.0
+    return X
+
+
+def _model_from_sums(acc, vocab, tokenizer, settings, features, decisions) -> Model:
+    classes, cc, fc, df = acc
+    order = np.argsort(classes, kind="stable")
+    keep = _select(df, fc, int(cc.sum()), features)
+    model = Model.empty(tokenizer, settings, classes)
+    model.vocab = Vocabulary([vocab.tokens[i] for i in keep]) if len(keep) < len(vocab) else vocab
+    model.feature_count, model.class_count = fc[order][:, keep], cc[order]
+    model.check_trainable()
+    apply_decisions(model, decisions, None, None)
+    return model
+
+
+def fit_matrix(X, y: np.ndarray, tokens: list[str], tokenizer: TokenizerSettings,
+               settings: ModelSettings, features: FeatureOptions = FeatureOptions(),
+               decisions: DecisionOptions = DecisionOptions(calibrate=False)) -> tuple[Model, np.ndarray]:
+    """A model from a document-by-term matrix and labels; returns it with the kept columns."""
+    y = np.asarray([str(v) for v in y])
+    acc = _sum_chunk(None, X, list(y), settings)
+    classes, cc, fc, df = acc
+    keep = _select(df, fc, int(cc.sum()), features)
+    model = Model.empty(tokenizer, settings, classes)
+    order = np.argsort(classes, kind="stable")
+    model.vocab = Vocabulary([tokens[i] for i in keep])
+    model.feature_count, model.class_count = fc[order][:, keep], cc[order]
+    model.check_trainable()
+    apply_decisions(model, decisions, X[:, keep], y)
+    return model, keep
+
+
+def apply_decisions(model: Model, d: DecisionOptions, X, y) -> None:
+    classes = model.classes
+    if d.positive is not None:
+        if d.positive not in classes:
+            raise NbtextError(f"--positive {d.positive!r} is not one of the classes ({', '.join(classes)})")
+        model.decision.positive = d.positive
+    pos = model.decision.positive
+    if (d.threshold is not None or d.max_fpr is not None or d.unsure) and (len(classes) != 2 or pos is None):
+        raise NbtextError("--threshold, --unsure and --max-fpr need two classes and a positive one "
+                          f"(--positive; the classes are {', '.join(classes)})")
+    if X is not None and d.needs_matrix:
+        from .calibrate import can_split, fit_temperature, out_of_fold_jll, threshold_for_fpr
+
+        if can_split(y, d.folds):
+            jll = out_of_fold_jll(X, y, classes, model.settings, d.folds, d.seed)
+            t_idx = np.searchsorted(classes, y)
+            if d.calibrate:
+                model.decision.temperature = fit_temperature(jll, t_idx)
+            if d.max_fpr is not None:
+                z = jll / model.decision.temperature
+                p = np.exp(z - logsumexp_rows(z)[:, None])[:, classes.index(pos)]
+                t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr)
+                model.fit_report = {  # what the threshold costs, in the same internal folds
+                    "threshold": t, "fpr": float((p[y != pos] >= t).mean()),
+                    "fnr": float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0}
+        elif d.max_fpr is not None:
+            raise NbtextError(f"--max-fpr needs at least {d.folds} documents of each class")
+    if d.threshold is not None:
+        model.decision.threshold = d.threshold
+    if d.unsure is not None:
+        model.decision.unsure = tuple(d.unsure)
 
 
 def _select(df: np.ndarray, fc: np.ndarray, n_docs: int, f: FeatureOptions) -> np.ndarray:
