@@ -499,6 +499,41 @@ def eval_cmd(model_path, fmt, threshold, unsure, jobs, quiet, **kw):
 
 
 @cli.command(context_settings=CONTEXT)
+@labelled_sources_for_eval
+@training_options
+@decision_options
+@click.option("-k", "--folds", type=click.IntRange(min=2), default=5, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fold shuffle.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@jobs_option
+@quiet_option
+def cv(folds, seed, fmt, jobs, quiet, **kw):
+    """Stratified k-fold cross-validation with train's options.
+
+    Prints eval's figures as mean ± standard deviation over the folds, per-class figures, and
+    the confusion matrix summed over folds. Sources are as for train (line files' format is
+    --input-format here, since --format chooses the output).
+
+    \b
+    Examples:
+      nbtext cv corpus/ --folds 5
+      nbtext cv lang.tsv --char-ngrams 1,4 --format json
+    """
+    import json
+
+    from .pipeline import count_corpus, cross_validate
+    from .report import aggregate, format_cv
+
+    tok, settings, feats = build_settings(kw)
+    progress = Progress("reading", quiet)
+    X, y, vocab = count_corpus(read_labelled(kw), tok, n_jobs=jobs or n_jobs({}), progress=progress)
+    progress.done()
+    results = cross_validate(X, y, vocab, tok, settings, feats, build_decisions(kw), folds, seed)
+    r = aggregate(results, seed)
+    click.echo(json.dumps(r, indent=2) if fmt == "json" else format_cv(r))
+
+
+@cli.command(context_settings=CONTEXT)
 @model_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,

@@ -238,3 +238,42 @@ def score_chunks(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_
     for chunk, X in counted_chunks(docs, model.tokenizer_settings, model.vocab, grow=False,
                                    n_jobs=n_jobs, chunk_size=chunk_size):
         yield chunk, model.proba(X)
+
+
+def count_corpus(docs: Iterable[Document], tokenizer: TokenizerSettings, n_jobs: int = 1,
+                 progress=None) -> tuple[sp.csr_matrix, np.ndarray, Vocabulary]:
+    """The whole corpus as one document-by-term matrix, with labels and vocabulary."""
+    vocab = Vocabulary()
+    chunks, labels = [], []
+    for chunk, X in counted_chunks(docs, tokenizer, vocab, grow=True, n_jobs=n_jobs):
+        chunks.append(X)
+        labels += [d.label for d in chunk]
+        if progress:
+            progress(len(chunk))
+    if not labels:
+        raise NbtextError("no documents found in the sources")
+    X = sp.vstack([sp.csr_matrix((c.data, c.indices, c.indptr), shape=(c.shape[0], len(vocab)))
+                   for c in chunks]).tocsr()
+    return X, np.asarray(labels), vocab
+
+
+def cross_validate(X, y, vocab: Vocabulary, tokenizer: TokenizerSettings, settings: ModelSettings,
+                   features: FeatureOptions, decisions: DecisionOptions, k: int, seed: int) -> list[dict]:
+    """Eval figures of each of k stratified folds, each scored by a model trained (with the
+    same options, calibration included) on the other k-1."""
+    from .calibrate import can_split, stratified_folds
+    from .report import evaluate
+
+    if not can_split(y, k):
+        classes, counts = np.unique(y, return_counts=True)
+        few = ", ".join(f"{c}: {n}" for c, n in zip(classes, counts) if n < k) or "only one class"
+        raise NbtextError(f"--folds {k} needs at least {k} documents of each of two or more classes ({few})")
+    folds = stratified_folds(y, k, seed)
+    results = []
+    for f in range(k):
+        test = folds == f
+        model, keep = fit_matrix(X[~test], y[~test], vocab.tokens, tokenizer, settings, features, decisions)
+        proba = model.proba(X[test][:, keep])
+        results.append(evaluate(model.classes, list(y[test]), model.verdicts(proba), proba,
+                                model.decision.positive))
+    return results

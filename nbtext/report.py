@@ -140,3 +140,51 @@ def format_eval(r: dict) -> str:
     for c, row in zip(labels, r["confusion_matrix"]["matrix"]):
         lines.append(f"{c:<{w}}" + "".join(f"{v:>{w}}" for v in row))
     return "\n".join(lines)
+
+
+SCALARS = ("accuracy", "macro_f1", "log_loss", "brier", "ece", "roc_auc",
+           "false_positive_rate", "false_negative_rate")
+
+
+def aggregate(folds: list[dict], seed: int) -> dict:
+    """Mean and standard deviation over folds; confusion matrices summed."""
+    first = folds[0]
+    out = {"folds": len(folds), "seed": seed, "documents": sum(f["documents"] for f in folds),
+           "mean": {}, "std": {}, "classes": {}}
+    for key in SCALARS:
+        vals = [f[key] for f in folds if f.get(key) is not None]
+        if vals:
+            out["mean"][key], out["std"][key] = float(np.mean(vals)), float(np.std(vals))
+    for c in first["classes"]:
+        out["classes"][c] = {m: {"mean": float(np.mean([f["classes"][c][m] for f in folds])),
+                                 "std": float(np.std([f["classes"][c][m] for f in folds]))}
+                             for m in ("precision", "recall", "f1")}
+        out["classes"][c]["support"] = int(sum(f["classes"][c]["support"] for f in folds))
+    labels = first["confusion_matrix"]["labels"]
+    out["confusion_matrix"] = {"labels": labels, "matrix": np.sum(
+        [f["confusion_matrix"]["matrix"] for f in folds], axis=0).tolist()}
+    if "positive" in first:
+        out["positive"] = first["positive"]
+    out["per_fold"] = folds
+    return out
+
+
+def format_cv(r: dict) -> str:
+    names = {"accuracy": "accuracy", "macro_f1": "macro-F1", "log_loss": "log-loss", "brier": "Brier score",
+             "ece": "calibration", "roc_auc": "ROC-AUC", "false_positive_rate": "false-positive rate",
+             "false_negative_rate": "false-negative rate"}
+    lines = [f"{r['folds']}-fold stratified cross-validation of {r['documents']} documents (seed {r['seed']})"]
+    for key, name in names.items():
+        if key in r["mean"]:
+            lines.append(f"{name:<21}{r['mean'][key]:.4f} ± {r['std'][key]:.4f}")
+    labels = r["confusion_matrix"]["labels"]
+    w = max(8, *(len(c) + 2 for c in labels))
+    lines += ["", f"{'class':<{w}}{'precision':>18}{'recall':>18}{'f1':>18}{'support':>9}"]
+    for c, m in r["classes"].items():
+        cells = "".join(f"{m[k]['mean']:>9.4f} ± {m[k]['std']:.4f}"[-18:].rjust(18) for k in ("precision", "recall", "f1"))
+        lines.append(f"{c:<{w}}{cells}{m['support']:>9}")
+    lines += ["", "confusion matrix, summed over folds (rows: true label, columns: predicted)",
+              " " * w + "".join(f"{c:>{w}}" for c in labels)]
+    for c, row in zip(labels, r["confusion_matrix"]["matrix"]):
+        lines.append(f"{c:<{w}}" + "".join(f"{v:>{w}}" for v in row))
+    return "\n".join(lines)

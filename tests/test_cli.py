@@ -200,3 +200,23 @@ def test_classify_explain_and_passthrough(run, sample_model, tmp_path):
     assert body == msg.partition(b"\n\n")[2]
     again = run("classify", "-m", sample_model, "--passthrough", input=out).stdout_bytes
     assert again.count(b"X-Nbtext-Class:") == 1
+
+
+def test_cv_text_and_json(run, tmp_path):
+    import json as _json
+    t = tmp_path / "c.tsv"
+    rows = [("spam", f"buy cheap pills offer {i}") for i in range(6)] + \
+           [("ham", f"meeting notes lunch {i}") for i in range(6)]
+    t.write_text("".join(f"{a}\t{b}\n" for a, b in rows))
+    r = run("cv", t, "--folds", "3", "--format", "json")
+    d = _json.loads(r.stdout)
+    assert r.exit_code == 0 and d["folds"] == 3 and d["documents"] == 12
+    assert d["mean"]["accuracy"] == 1.0 and d["std"]["accuracy"] == 0.0
+    assert d["confusion_matrix"] == {"labels": ["ham", "spam"], "matrix": [[6, 0], [0, 6]]}
+    assert len(d["per_fold"]) == 3 and sum(f["documents"] for f in d["per_fold"]) == 12
+    r = run("cv", t, "--folds", "3")
+    assert r.stdout.startswith("3-fold stratified cross-validation of 12 documents (seed 0)\n"
+                               "accuracy             1.0000 ± 0.0000\n")
+    r = run("cv", t, "--folds", "7")
+    assert r.exit_code == 1
+    assert r.stderr == "nbtext: error: --folds 7 needs at least 7 documents of each of two or more classes (ham: 6, spam: 6)\n"
