@@ -99,7 +99,7 @@ def training_options(f):
     for opt in reversed([
         click.option("--variant", type=click.Choice(["multinomial", "bernoulli", "complement"]),
                      default="multinomial", show_default=True, help="Naive Bayes event model."),
-        click.option("--alpha", type=float, default=1.0, show_default=True,
+        click.option("--alpha", type=float, default=0.1, show_default=True,
                      help="Lidstone smoothing (1 = Laplace)."),
         click.option("--norm/--no-norm", default=False,
                      help="Complement NB weight normalization."),
@@ -107,10 +107,12 @@ def training_options(f):
         click.option("--text", "mode", flag_value="text", help="Read every document as plain text."),
         click.option("--auto", "mode", flag_value="auto", default=True,
                      help="Mail-aware when a document looks like mail (default)."),
-        click.option("--ngrams", type=click.IntRange(min=1), default=1, show_default=True,
+        click.option("--ngrams", type=click.IntRange(min=1), default=2, show_default=True,
                      help="Word n-grams from 1 to N."),
-        click.option("--char-ngrams", default=None, metavar="MIN,MAX",
-                     help="Character n-grams inside words, e.g. 1,4."),
+        click.option("--char-ngrams", default="2,4", show_default=True, metavar="MIN,MAX",
+                     help="Character n-grams inside words of plain-text documents (0,0: none)."),
+        click.option("--mail-char-ngrams", is_flag=True,
+                     help="Character n-grams for mail bodies too."),
         click.option("--max-word-length", type=click.IntRange(min=1), default=40, show_default=True,
                      help="Longer words become one summary token."),
         click.option("--min-df", type=int, default=1, show_default=True,
@@ -197,6 +199,7 @@ def build_settings(kw: dict):
     chars = parse_pair(kw["char_ngrams"], "--char-ngrams") or (0, 0)
     tok = TokenizerSettings(mode=kw["mode"] or "auto", ngram_max=kw["ngrams"],
                             char_ngram_min=chars[0], char_ngram_max=chars[1],
+                            mail_char_ngrams=kw["mail_char_ngrams"],
                             max_word_length=kw["max_word_length"])
     model = ModelSettings(variant=kw["variant"], alpha=kw["alpha"], norm=kw["norm"])
     feats = FeatureOptions(min_df=kw["min_df"], max_df=kw["max_df"], max_features=kw["max_features"])

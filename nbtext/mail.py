@@ -276,8 +276,8 @@ def mail_tokens(data: bytes | str, s: TokenizerSettings) -> list[str]:
     except RecursionError:
         # The standard parser recurses once per MIME level; a message nested deeper than
         # Python's stack is an attack, not mail: read its bytes as plain words.
-        return ["mime:too-deep"] + add_ngrams(words(decode_text(data), s), s)
-    out = head + meta + add_ngrams(body, s)
+        return ["mime:too-deep"] + add_ngrams(words(decode_text(data), s), s, s.mail_char_ngrams)
+    out = head + meta + add_ngrams(body, s, s.mail_char_ngrams)
     # Header names and URLs come from raw bytes; a NUL must never reach a token (the model
     # file separates tokens with NUL, and the fuzz tests found one inside a "www." URL).
     return [t.replace("\x00", "\ufffd") if "\x00" in t else t for t in out]

@@ -88,13 +88,14 @@ def words_split_cjk(w: str, limit: int, prefix: str) -> list[str]:
     return out
 
 
-def add_ngrams(tokens: list[str], settings: TokenizerSettings) -> list[str]:
-    """Word n-grams (joined by a space) and character n-grams ("c:" + slice of "<word>")."""
+def add_ngrams(tokens: list[str], settings: TokenizerSettings, chars: bool = True) -> list[str]:
+    """Word n-grams (joined by a space) and, with ``chars``, character n-grams
+    ("c:" + slice of "<word>")."""
     out = list(tokens)
     for n in range(2, settings.ngram_max + 1):
         out.extend(" ".join(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
     lo, hi = settings.char_ngram_min, settings.char_ngram_max
-    if lo:
+    if lo and chars:
         for w in tokens:
             padded = f"<{w}>"
             for n in range(lo, hi + 1):

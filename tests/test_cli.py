@@ -13,6 +13,8 @@ from conftest import DATA, IIR_TEST
 IIR_YES = F(3, 4) * F(3, 7) ** 3 * F(1, 14) ** 2
 IIR_NO = F(1, 4) * F(2, 9) ** 5
 IIR_P = f"{float(IIR_YES / (IIR_YES + IIR_NO)):.6f}"
+# The book's example: Laplace smoothing over single words.
+IIR_OPTIONS = ("--alpha", "1", "--ngrams", "1", "--char-ngrams", "0,0")
 
 
 def test_every_command_has_help_with_an_example(run):
@@ -26,7 +28,7 @@ def test_every_command_has_help_with_an_example(run):
 
 def test_train_tsv_and_classify_stdin_golden(run, iir_tsv, tmp_path):
     model = tmp_path / "iir.nbm"
-    r = run("train", iir_tsv, "-o", model, "-q")
+    r = run("train", iir_tsv, "-o", model, "-q", *IIR_OPTIONS)
     assert r.exit_code == 0 and r.stdout == "" and model.exists()
     r = run("classify", "-m", model, input=IIR_TEST)
     assert r.exit_code == 0
@@ -42,7 +44,7 @@ def test_model_from_environment(run, iir_tsv, tmp_path):
 
 def test_predict_lines_formats(run, iir_tsv, tmp_path):
     model = tmp_path / "iir.nbm"
-    run("train", iir_tsv, "-o", model, "-q")
+    run("train", iir_tsv, "-o", model, "-q", *IIR_OPTIONS)
     lines = tmp_path / "in.txt"
     lines.write_text(f"{IIR_TEST}\nTokyo Japan Tokyo\n")
     r = run("predict", "-m", model, "--lines", lines)

@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from nbtext.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
+from nbtext.settings import TokenizerSettings
 from nbtext.tokenize import Tokenizer
 from nbtext.vectorize import Vocabulary, count_matrix
 
@@ -14,7 +15,7 @@ from conftest import IIR_TEST, IIR_TRAIN
 
 
 def iir_matrices():
-    tok = Tokenizer()
+    tok = Tokenizer(TokenizerSettings(ngram_max=1, char_ngram_min=0, char_ngram_max=0))
     vocab = Vocabulary()
     X = count_matrix([tok(t) for _, t in IIR_TRAIN], vocab, grow=True)
     Xt = count_matrix([tok(IIR_TEST)], vocab, grow=False)
