@@ -1,3 +1,18 @@
-from .cli import main
+"""`nbtext` and `python -m nbtext`: plain classify calls are answered without click
+(nbtext.quick); everything else goes to the click command line (nbtext.cli)."""
+import sys
 
-main()
+
+def main(argv=None):
+    from .quick import quick_classify
+
+    status = quick_classify(sys.argv[1:] if argv is None else list(argv))
+    if status is not None:
+        sys.exit(status)
+    from .cli import main as cli_main
+
+    cli_main(argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import NbtextError
-from .naive_bayes import ESTIMATORS, logsumexp_rows
+from .naive_bayes import logsumexp_rows, make_estimator
 
 
 def stratified_folds(y: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -38,9 +38,7 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
     folds = stratified_folds(y, k, seed)
     for f in range(k):
         test = folds == f
-        est = ESTIMATORS[settings.variant](alpha=settings.alpha)
-        if settings.variant == "complement":
-            est.norm = settings.norm
+        est = make_estimator(settings)
         est._start(np.asarray(classes), X.shape[1])
         est.partial_fit(X[~test], y[~test])
         jll[test] = est.predict_joint_log_proba(X[test])
@@ -53,11 +51,17 @@ def log_loss_at(jll: np.ndarray, t_idx: np.ndarray, temperature: float) -> float
 
 
 def fit_temperature(jll: np.ndarray, t_idx: np.ndarray) -> float:
-    """The T in [1e-2, 1e4] minimizing out-of-fold log-loss (golden-section on log T)."""
+    """The T minimizing out-of-fold log-loss (bounded search on log T).
+
+    The search spans 1e-4 to 1e2 times the typical spread of a document's scores, so that it
+    fits multinomial log-likelihoods (spreads in the hundreds) and Complement NB's normalized
+    weights (spreads in the thousandths) alike."""
     from scipy.optimize import minimize_scalar
 
+    spread = float(np.median(np.ptp(jll, axis=1))) if jll.size else 1.0
+    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
     r = minimize_scalar(lambda lt: log_loss_at(jll, t_idx, float(np.exp(lt))),
-                        bounds=(np.log(1e-2), np.log(1e4)), method="bounded",
+                        bounds=(np.log(1e-4 * spread), np.log(1e2 * spread)), method="bounded",
                         options={"xatol": 1e-4})
     return float(np.exp(r.x))
 

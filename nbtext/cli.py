@@ -99,10 +99,13 @@ def training_options(f):
     for opt in reversed([
         click.option("--variant", type=click.Choice(["multinomial", "bernoulli", "complement"]),
                      default="multinomial", show_default=True, help="Naive Bayes event model."),
-        click.option("--alpha", type=float, default=0.1, show_default=True,
+        click.option("--alpha", type=float, default=0.03, show_default=True,
                      help="Lidstone smoothing (1 = Laplace)."),
+        click.option("--tf", is_flag=True, help="Complement NB: log term frequency, log(1 + n)."),
+        click.option("--idf", is_flag=True, help="Complement NB: inverse document frequency weights."),
+        click.option("--length-norm", is_flag=True, help="Complement NB: unit-length documents."),
         click.option("--norm/--no-norm", default=False,
-                     help="Complement NB weight normalization."),
+                     help="Complement NB: weight normalization."),
         click.option("--email", "mode", flag_value="email", help="Read every document as mail."),
         click.option("--text", "mode", flag_value="text", help="Read every document as plain text."),
         click.option("--auto", "mode", flag_value="auto", default=True,
@@ -164,21 +167,9 @@ def override_options(f):
 
 
 def apply_overrides(decision, classes, threshold, unsure, positive=None):
-    from .decision import DecisionOptions
+    from .decision import override
 
-    band = parse_pair(unsure, "--unsure", float)
-    DecisionOptions(calibrate=False, threshold=threshold, unsure=band)  # validates the values
-    if positive is not None:
-        if positive not in classes:
-            raise NbtextError(f"--positive {positive!r} is not one of the model's classes "
-                              f"({', '.join(classes)})")
-        decision.positive = positive
-    if (threshold is not None or band) and (len(classes) != 2 or decision.positive is None):
-        raise NbtextError("--threshold and --unsure need a two-class model with a positive class")
-    if threshold is not None:
-        decision.threshold = threshold
-    if band:
-        decision.unsure = band
+    override(decision, classes, threshold, parse_pair(unsure, "--unsure", float), positive)
 
 
 def parse_pair(value: str | None, name: str, cast=int) -> tuple | None:
@@ -201,7 +192,8 @@ def build_settings(kw: dict):
                             char_ngram_min=chars[0], char_ngram_max=chars[1],
                             mail_char_ngrams=kw["mail_char_ngrams"],
                             max_word_length=kw["max_word_length"])
-    model = ModelSettings(variant=kw["variant"], alpha=kw["alpha"], norm=kw["norm"])
+    model = ModelSettings(variant=kw["variant"], alpha=kw["alpha"], norm=kw["norm"], tf=kw["tf"],
+                          idf=kw["idf"], length_norm=kw["length_norm"])
     feats = FeatureOptions(min_df=kw["min_df"], max_df=kw["max_df"], max_features=kw["max_features"])
     return tok, model, feats
 
@@ -383,14 +375,12 @@ def classify(ctx, model_path, file, exit_code, positive, threshold, unsure, expl
       nbtext classify -m spam.nbm < message.eml
       nbtext classify -m spam.nbm --exit-code message.eml; echo $?
     """
-    from .read import Document, read_bytes
-    from .score import FastScorer
+    from .quick import classify_document, exit_status, write_verdict
+    from .read import Document
 
     try:
-        scorer = FastScorer(model_path)
-        apply_overrides(scorer.decision, scorer.classes, threshold, unsure, positive)
-        data = read_bytes(file)
-        label, prob, unsure, _ = scorer.score(data)
+        scorer, data, label, prob, unsure = classify_document(
+            model_path, file, positive, threshold, parse_pair(unsure, "--unsure", float))
         if learn_verdict and not unsure:
             learn_in_place(model_path, [Document(file, data)], label, forget=False)
     except NbtextError as e:
@@ -398,11 +388,7 @@ def classify(ctx, model_path, file, exit_code, positive, threshold, unsure, expl
             click.echo(f"nbtext: error: {e}", err=True)
             ctx.exit(3)
         raise
-    if passthrough:
-        sys.stdout.buffer.write(with_headers(data, label if not unsure else "unsure", prob))
-        sys.stdout.flush()
-    else:
-        click.echo(f"{label}\t{prob:.6f}")
+    write_verdict(data, label, prob, unsure, passthrough)
     if explain:
         e = scorer.explain(data, explain)
         out = sys.stderr if passthrough else sys.stdout
@@ -412,8 +398,7 @@ def classify(ctx, model_path, file, exit_code, positive, threshold, unsure, expl
             for tok, v in e[side]:
                 print(f"{side}\t{v:+.4f}\t{tok}", file=out)
     if exit_code:
-        pos = scorer.decision.positive or (scorer.classes[-1] if len(scorer.classes) == 2 else None)
-        ctx.exit(2 if unsure else 0 if label == pos else 1)
+        ctx.exit(exit_status(scorer, label, unsure))
 
 
 def explanation(scorer, data, n: int) -> dict:
@@ -434,25 +419,6 @@ def learn_in_place(model_path: str, docs, label: str, forget: bool) -> tuple[int
         if changed:
             modelfile.save(model, model_path)
     return changed, skipped
-
-
-def with_headers(data: bytes, label: str, prob: float) -> bytes:
-    """The message with X-Nbtext-Class/-Score headers added at the end of its header block
-    (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail."""
-    nl = b"\r\n" if b"\r\n" in data[:2000] else b"\n"
-    head, sep, body = data.partition(nl + nl)
-    if not sep:
-        head, body = (data, b"") if data.strip() and not data.startswith(nl) else (b"", data)
-    lines = [ln for ln in head.split(nl) if ln] if head else []
-    kept, skip = [], False
-    for ln in lines:
-        if ln[:1] in (b" ", b"\t") and skip:
-            continue
-        skip = ln.lower().startswith((b"x-nbtext-class:", b"x-nbtext-score:"))
-        if not skip:
-            kept.append(ln)
-    kept += [f"X-Nbtext-Class: {label}".encode(), f"X-Nbtext-Score: {prob:.6f}".encode()]
-    return nl.join(kept) + nl + nl + body
 
 
 @cli.command(name="eval", context_settings=CONTEXT)
@@ -664,7 +630,9 @@ def import_cmd(dump, output):
 # -- the process edge -------------------------------------------------------------------
 
 def main(argv=None):
-    """Entry point: user errors as 'nbtext: error: ...', never a traceback."""
+    """The click command line: user errors as 'nbtext: error: ...', never a traceback.
+    (The `nbtext` command starts in nbtext.__main__, which answers plain classify calls
+    without importing click.)"""
     try:
         rv = cli.main(args=argv, prog_name="nbtext", standalone_mode=False)
     except click.exceptions.Abort:

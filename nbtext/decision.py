@@ -75,3 +75,20 @@ class DecisionOptions:
     @property
     def needs_matrix(self) -> bool:
         return self.calibrate or self.max_fpr is not None
+
+
+def override(decision: Decision, classes: Sequence[str], threshold: float | None,
+             unsure: tuple[float, float] | None, positive: str | None = None) -> None:
+    """Command-line --positive/--threshold/--unsure on top of a model's stored decision."""
+    DecisionOptions(calibrate=False, threshold=threshold, unsure=unsure)  # validates the values
+    if positive is not None:
+        if positive not in classes:
+            raise NbtextError(f"--positive {positive!r} is not one of the model's classes "
+                              f"({', '.join(classes)})")
+        decision.positive = positive
+    if (threshold is not None or unsure) and (len(classes) != 2 or decision.positive is None):
+        raise NbtextError("--threshold and --unsure need a two-class model with a positive class")
+    if threshold is not None:
+        decision.threshold = threshold
+    if unsure:
+        decision.unsure = unsure

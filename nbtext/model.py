@@ -13,7 +13,7 @@ import numpy as np
 
 from .decision import Decision, decide, default_positive
 from .errors import NbtextError
-from .naive_bayes import ESTIMATORS, logsumexp_rows
+from .naive_bayes import logsumexp_rows, make_estimator
 from .settings import ModelSettings, TokenizerSettings
 from .tokenize import Tokenizer
 from .vectorize import Vocabulary, count_matrix
@@ -29,6 +29,7 @@ class Model:
     class_count: np.ndarray            # (n_classes,) documents per class
     decision: Decision = field(default_factory=Decision)
     ledger: set = field(default_factory=set)  # content digests of learned documents
+    doc_freq: np.ndarray | None = None  # (n_features,) documents per term, kept for --idf
 
     # -- construction -----------------------------------------------------------------
     @classmethod
@@ -50,12 +51,12 @@ class Model:
     def estimator(self):
         """A scikit-learn-style estimator viewing this model's counts."""
         s = self.settings
-        est = ESTIMATORS[s.variant](alpha=s.alpha)
-        if s.variant == "complement":
-            est.norm = s.norm
+        est = make_estimator(s)
         est._start(np.asarray(self.classes), self.feature_count.shape[1])
         est.feature_count_ = self.feature_count
         est.class_count_ = self.class_count
+        if s.idf:
+            est.doc_freq_ = self.doc_freq if self.doc_freq is not None else np.zeros(self.feature_count.shape[1])
         est.grow(len(self.vocab))  # tokens added to the vocabulary since the last count
         return est
 
@@ -76,6 +77,8 @@ class Model:
         est = self.estimator
         est.partial_fit(X, np.asarray(labels), sample_weight=np.full(len(labels), float(weight)))
         self.feature_count, self.class_count = est.feature_count_, est.class_count_
+        if self.settings.idf:
+            self.doc_freq = est.doc_freq_
 
     def check_trainable(self):
         present = [str(c) for c, n in zip(self.classes, self.class_count) if n > 0]

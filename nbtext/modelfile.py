@@ -15,6 +15,7 @@ Layout (all integers little-endian):
                                crc32(token) with linear probing; a slot holds id+1, 0 = empty
                 counts         (n_classes, V) raw counts, uint32 when all are whole, else float64
                 ledger         16-byte BLAKE2b digests of learned documents, sorted
+                doc_freq       (V,) documents per term; only in --idf models
 
 The hash table lets `nbtext classify` look up a message's tokens in place, without numpy and
 without building a dict of the whole vocabulary. Files are written to a temporary file in the
@@ -149,19 +150,32 @@ def _hash_table(tokens_b: list[bytes]):
 
 def derived_values(model) -> dict:
     """Per-class sums over the whole vocabulary, cached so the pure-Python scorer never
-    has to walk the vocabulary. Recomputed from the counts at every save."""
+    has to walk the vocabulary. Recomputed from the counts at every save, summed over
+    C-ordered copies so that equal counts give equal bytes whatever their memory layout."""
+    import numpy as np
+
     est = model.estimator
-    out = {"feature_total": model.feature_count.sum(axis=1).tolist()}
+    out = {"feature_total": np.ascontiguousarray(model.feature_count).sum(axis=1).tolist()}
     if model.settings.variant == "bernoulli" and len(model.vocab):
         out["bernoulli_neg_sum"] = est._params()[2].tolist()
-    if model.settings.variant == "complement" and model.settings.norm and len(model.vocab):
-        import numpy as np
-
-        fc, alpha = model.feature_count, model.settings.alpha
-        comp = fc.sum(axis=0) + alpha - fc
-        logged = np.log(comp) - np.log(comp.sum(axis=1, keepdims=True))
-        out["complement_log_sum"] = logged.sum(axis=1).tolist()
+    if model.settings.variant == "complement" and len(model.vocab):
+        fc, alpha = np.ascontiguousarray(est.weighted_counts()), model.settings.alpha
+        out["feature_total"] = fc.sum(axis=1).tolist()
+        if model.settings.norm:
+            comp = fc.sum(axis=0) + alpha - fc
+            logged = np.log(comp) - np.log(comp.sum(axis=1, keepdims=True))
+            out["complement_log_sum"] = logged.sum(axis=1).tolist()
     return out
+
+
+def _array_section(name: str, a) -> tuple:
+    """Whole numbers below 2**32 as uint32 (half the size), anything else as float64."""
+    import numpy as np
+
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    whole = a.size == 0 or (np.all(a == np.round(a)) and a.min() >= 0 and a.max() < 2**32)
+    dtype = "<u4" if whole else "<f8"
+    return (name, dtype, a.shape, a.astype(dtype).tobytes())
 
 
 def encode(model) -> bytes:
@@ -176,17 +190,16 @@ def encode(model) -> bytes:
     lengths = np.fromiter((len(t) + 1 for t in tokens_b), dtype=np.int64, count=len(tokens_b))
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     off_dtype = "<u4" if len(blob) < 2**32 else "<u8"
-    counts = np.ascontiguousarray(model.feature_count, dtype=np.float64)
-    whole = counts.size == 0 or (np.all(counts == np.round(counts)) and counts.max() < 2**32)
     ledger = b"".join(sorted(model.ledger))
     arrays = [
         ("vocab_blob", "|u1", (len(blob),), blob),
         ("vocab_offsets", off_dtype, offsets.shape, offsets.astype(off_dtype).tobytes()),
         ("hash_slots", "<u4", None, _hash_table(tokens_b).astype("<u4").tobytes()),
-        ("counts", "<u4" if whole else "<f8", counts.shape,
-         counts.astype("<u4" if whole else "<f8").tobytes()),
+        _array_section("counts", model.feature_count),
         ("ledger", "|u1", (len(ledger),), ledger),
     ]
+    if model.doc_freq is not None:
+        arrays.append(_array_section("doc_freq", model.doc_freq))
     sections, chunks, offset = {}, [], 0
     for name, dtype, shape, raw in arrays:
         if shape is None:
@@ -239,11 +252,16 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
             Decision.from_dict(header["decision"]),
             {ledger_raw[i:i + 16] for i in range(0, len(ledger_raw), 16)},
         )
+        if "doc_freq" in header["sections"]:
+            model.doc_freq = np.asarray(section(header, payload, "doc_freq"), dtype=np.float64)
+        elif model.settings.idf:
+            raise ValueError("--idf model without document frequencies")
     except (KeyError, TypeError, ValueError) as e:
         raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
     except NbtextError as e:
         raise ModelFileError(f"{path}: corrupt model file ({e})") from None
-    if counts.shape != (len(classes), len(tokens)) or len(model.class_count) != len(classes):
+    if (counts.shape != (len(classes), len(tokens)) or len(model.class_count) != len(classes)
+            or (model.doc_freq is not None and model.doc_freq.shape != (len(tokens),))):
         raise ModelFileError(f"{path}: corrupt model file (count matrix does not match the vocabulary)")
     return model
 

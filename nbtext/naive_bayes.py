@@ -84,7 +84,7 @@ class _BaseNB:
     def fit(self, X, y, sample_weight=None):
         y = np.asarray(y)
         classes = np.unique(y)
-        X = self._features(X)
+        X = _as_csr(X)
         self._start(classes, X.shape[1])
         return self.partial_fit(X, y, sample_weight=sample_weight)
 
@@ -204,6 +204,29 @@ class BernoulliNB(_BaseNB):
         return np.asarray(X @ delta.T) + neg_sum + self.class_log_prior_
 
 
+def document_transform(X: sp.csr_matrix, tf: bool, length_norm: bool) -> sp.csr_matrix:
+    """Rennie et al.'s per-document transforms: log term frequency, log(1 + n) (section 4.1), and
+    document-length normalization, each row scaled to unit L2 length (4.3)."""
+    if not (tf or length_norm):
+        return X
+    X = X.copy()
+    if tf:
+        X.data = np.log1p(X.data)
+    if length_norm:
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        X = sp.csr_matrix(sp.diags(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)) @ X)
+    return X
+
+
+def idf_weights(doc_freq: np.ndarray, n_docs: float) -> np.ndarray:
+    """Rennie et al.'s inverse document frequency (4.2), log(N / df); 0 for unseen terms."""
+    df = np.asarray(doc_freq, dtype=float)
+    out = np.zeros_like(df)
+    seen = df > 0
+    out[seen] = np.log(n_docs / df[seen])
+    return out
+
+
 class ComplementNB(_BaseNB):
     """Complement Naive Bayes (Rennie et al. 2003): a class is scored by how unlike the
     *other* classes' text the document is, which corrects for skewed class sizes.
@@ -211,18 +234,55 @@ class ComplementNB(_BaseNB):
     w_ct = log((sum_{c' != c} N_c't + alpha) / (sum_{c' != c} N_c' + alpha * V)),
     with weight normalization (norm=True) w_ct / sum_t |w_ct|. A document's score for c is
     -sum_t x_t w_ct (the sign folded into the stored weights, as scikit-learn does).
+
+    The paper's other transforms are switches too. tf and length_norm apply to every
+    document, trained or scored, so N_ct sums transformed rows. idf multiplies N_ct by
+    log(N / df_t), kept as document frequencies (doc_freq_) so that learning, forgetting and
+    merging stay sums; the paper applies IDF before length normalization, here the length
+    is taken before IDF for that reason (the weights differ only by that scaling).
     """
 
     def __init__(self, alpha: float = 1.0, fit_prior: bool = True, class_prior=None,
-                 norm: bool = False):
+                 norm: bool = False, tf: bool = False, idf: bool = False, length_norm: bool = False):
         super().__init__(alpha, fit_prior, class_prior)
-        self.norm = norm
+        self.norm, self.tf, self.idf, self.length_norm = norm, tf, idf, length_norm
 
     def get_params(self, deep: bool = True) -> dict:
-        return {**super().get_params(deep), "norm": self.norm}
+        return {**super().get_params(deep), "norm": self.norm, "tf": self.tf, "idf": self.idf,
+                "length_norm": self.length_norm}
+
+    def _features(self, X) -> sp.csr_matrix:
+        return document_transform(super()._features(X), self.tf, self.length_norm)
+
+    def _start(self, classes, n_features: int):
+        super()._start(classes, n_features)
+        self.doc_freq_ = np.zeros(n_features)
+
+    def grow(self, n_features: int):
+        if n_features > len(self.doc_freq_):
+            self.doc_freq_ = np.concatenate([self.doc_freq_, np.zeros(n_features - len(self.doc_freq_))])
+        super().grow(n_features)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        super().partial_fit(X, y, classes, sample_weight)
+        X = _as_csr(X).copy()
+        w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+        X.sum_duplicates()
+        X.eliminate_zeros()
+        df = self.doc_freq_ + np.bincount(X.indices, weights=np.repeat(w, np.diff(X.indptr)),
+                                          minlength=self.n_features_in_)
+        self.doc_freq_ = np.maximum(df, 0.0)
+        return self
+
+    def weighted_counts(self) -> np.ndarray:
+        """N_ct, multiplied by the IDF weight of t when idf is on."""
+        if not self.idf:
+            return self.feature_count_
+        return self.feature_count_ * idf_weights(self.doc_freq_, self.class_count_.sum())
 
     def _derive(self):
-        comp = self.feature_count_.sum(axis=0) + self.alpha - self.feature_count_
+        fc = self.weighted_counts()
+        comp = fc.sum(axis=0) + self.alpha - fc
         logged = np.log(comp) - np.log(comp.sum(axis=1, keepdims=True))
         if self.norm:
             return (logged / logged.sum(axis=1, keepdims=True),)
@@ -236,3 +296,11 @@ class ComplementNB(_BaseNB):
 
 
 ESTIMATORS = {"multinomial": MultinomialNB, "bernoulli": BernoulliNB, "complement": ComplementNB}
+
+
+def make_estimator(settings):
+    """An unfitted estimator for a ModelSettings."""
+    if settings.variant == "complement":
+        return ComplementNB(alpha=settings.alpha, norm=settings.norm, tf=settings.tf,
+                            idf=settings.idf, length_norm=settings.length_norm)
+    return ESTIMATORS[settings.variant](alpha=settings.alpha)

@@ -89,15 +89,18 @@ def merge(models: list[tuple[str, Model]]) -> Model:
         vocab.add(m.vocab.tokens)
     fc = np.zeros((len(classes), len(vocab)))
     cc = np.zeros(len(classes))
+    df = np.zeros(len(vocab)) if first.settings.idf else None
     ledger: set = set()
     for _, m in models:
         rows = [classes.index(c) for c in m.classes]
         cols = np.asarray([vocab.index[t] for t in m.vocab.tokens], dtype=np.int64)
         fc[np.ix_(rows, cols)] += m.feature_count
         cc[rows] += m.class_count
+        if df is not None:
+            df[cols] += m.doc_freq
         ledger |= m.ledger
     out = Model(first.tokenizer_settings, first.settings, classes, vocab, fc, cc,
-                Decision.from_dict(first.decision.to_dict()), ledger)
+                Decision.from_dict(first.decision.to_dict()), ledger, df)
     if out.decision.positive not in classes:
         out.decision.positive = None
     return out
@@ -108,14 +111,15 @@ def _num(x: float) -> str:
 
 
 def export_lines(model: Model) -> Iterator[str]:
-    """The text dump: a magic line, one JSON line of settings, then token<TAB>counts per class."""
+    """The text dump: a magic line, one JSON line of settings, then token<TAB>counts per class
+    (and<TAB>its document frequency, for --idf models)."""
     yield DUMP_MAGIC
     yield json.dumps({
         "tokenizer": model.tokenizer_settings.to_dict(), "model": model.settings.to_dict(),
         "classes": model.classes, "class_count": [_num(x) for x in model.class_count],
         "decision": model.decision.to_dict(), "ledger": sorted(h.hex() for h in model.ledger),
     }, sort_keys=True)
-    fc = model.feature_count
+    fc = model.feature_count if model.doc_freq is None else np.vstack([model.feature_count, model.doc_freq])
     for i, t in enumerate(model.vocab.tokens):
         yield json.dumps(t, ensure_ascii=False) + "\t" + "\t".join(_num(x) for x in fc[:, i])
 
@@ -128,25 +132,29 @@ def import_lines(lines: Iterable[str], source: str) -> Model:
     try:
         meta = json.loads(next(it))
         classes = list(meta["classes"])
+        settings = ModelSettings.from_dict(meta["model"])
+        width = len(classes) + settings.idf
         tokens, rows = [], []
         for n, line in enumerate(it, 3):
             line = line.rstrip("\n")
             if not line:
                 continue
             tok, *counts = line.split("\t")
-            if len(counts) != len(classes):
-                raise NbtextError(f"{source}:{n}: expected {len(classes)} counts, found {len(counts)}")
+            if len(counts) != width:
+                raise NbtextError(f"{source}:{n}: expected {width} counts, found {len(counts)}")
             tokens.append(json.loads(tok))
             rows.append([float(c) for c in counts])
-        fc = np.asarray(rows, dtype=np.float64).reshape(len(tokens), len(classes)).T.copy()
-        model = Model(TokenizerSettings.from_dict(meta["tokenizer"]), ModelSettings.from_dict(meta["model"]),
+        table = np.asarray(rows, dtype=np.float64).reshape(len(tokens), width).T.copy()
+        fc = table[:len(classes)].copy()
+        model = Model(TokenizerSettings.from_dict(meta["tokenizer"]), settings,
                       classes, Vocabulary(tokens), fc,
                       np.asarray([float(x) for x in meta["class_count"]]),
-                      Decision.from_dict(meta["decision"]), {bytes.fromhex(h) for h in meta["ledger"]})
+                      Decision.from_dict(meta["decision"]), {bytes.fromhex(h) for h in meta["ledger"]},
+                      table[len(classes)] if settings.idf else None)
     except (KeyError, TypeError, ValueError, StopIteration) as e:
         raise NbtextError(f"{source}: malformed dump ({e.__class__.__name__}: {e})") from None
     if len(set(tokens)) != len(tokens):
         raise NbtextError(f"{source}: malformed dump (a token appears twice)")
-    if (fc < 0).any() or (model.class_count < 0).any():
+    if (table < 0).any() or (model.class_count < 0).any():
         raise NbtextError(f"{source}: malformed dump (negative counts)")
     return model

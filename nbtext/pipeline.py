@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from .errors import NbtextError
 from .decision import DecisionOptions
 from .model import Model
-from .naive_bayes import logsumexp_rows
+from .naive_bayes import document_transform, logsumexp_rows
 from .operations import digest
 from .read import Document
 from .settings import ModelSettings, TokenizerSettings
@@ -147,7 +147,8 @@ def _sum_chunk(acc, X, labels, settings):
     fc = np.pad(fc, ((0, k - fc.shape[0]), (0, v - fc.shape[1])))
     cc, df = np.pad(cc, (0, k - len(cc))), np.pad(df, (0, v - len(df)))
     idx = np.asarray([classes.index(lab) for lab in labels])
-    counts = _binary(X) if settings.variant == "bernoulli" else X
+    counts = (_binary(X) if settings.variant == "bernoulli"
+              else document_transform(X, settings.tf, settings.length_norm))
     Y = sp.csr_matrix((np.ones(len(idx)), (np.arange(len(idx)), idx)), shape=(len(idx), k))
     fc += np.asarray((Y.T @ counts).todense())
     cc += np.bincount(idx, minlength=k)
@@ -168,6 +169,7 @@ def _model_from_sums(acc, vocab, tokenizer, settings, features, decisions) -> Mo
     model = Model.empty(tokenizer, settings, classes)
     model.vocab = Vocabulary([vocab.tokens[i] for i in keep]) if len(keep) < len(vocab) else vocab
     model.feature_count, model.class_count = fc[order][:, keep], cc[order]
+    model.doc_freq = df[keep] if settings.idf else None
     model.check_trainable()
     apply_decisions(model, decisions, None, None)
     return model
@@ -185,6 +187,7 @@ def fit_matrix(X, y: np.ndarray, tokens: list[str], tokenizer: TokenizerSettings
     order = np.argsort(classes, kind="stable")
     model.vocab = Vocabulary([tokens[i] for i in keep])
     model.feature_count, model.class_count = fc[order][:, keep], cc[order]
+    model.doc_freq = df[keep] if settings.idf else None
     model.check_trainable()
     apply_decisions(model, decisions, X[:, keep], y)
     return model, keep

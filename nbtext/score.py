@@ -34,6 +34,7 @@ class FastScorer:
             self.offsets = section(header, payload, "vocab_offsets")
             self.slots = section(header, payload, "hash_slots")
             self.counts = section(header, payload, "counts")
+            self.doc_freq = section(header, payload, "doc_freq") if self.settings.idf else None
         except (KeyError, TypeError, ValueError) as e:
             raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
         self.mask = len(self.slots) - 1
@@ -90,14 +91,23 @@ class FastScorer:
                 contrib[names[tid]] = [
                     math.log(counts[c * V + tid] + alpha) - math.log(self.class_count[c] + alpha - counts[c * V + tid])
                     for c in range(K)]
-        else:  # complement
+        else:  # complement, with the transforms of nbtext.naive_bayes.ComplementNB
             grand = sum(totals)
             log_den = [math.log(grand + alpha * V - totals[c]) for c in range(K)]
             norm = self.derived.get("complement_log_sum") if s.norm else None
             if K > 1:
                 base = [0.0] * K
-            for tid, n in ids.items():
+            x = {tid: math.log1p(n) if s.tf else float(n) for tid, n in ids.items()}
+            if s.length_norm and x:
+                length = math.sqrt(sum(v * v for v in x.values()))
+                x = {tid: v / length for tid, v in x.items()}
+            n_docs = sum(self.class_count)
+            for tid, n in x.items():
                 col = [counts[c * V + tid] for c in range(K)]
+                if s.idf:
+                    df = self.doc_freq[tid]
+                    idf = math.log(n_docs / df) if df > 0 else 0.0
+                    col = [v * idf for v in col]
                 all_t = sum(col)
                 logged = [math.log(all_t + alpha - col[c]) - log_den[c] for c in range(K)]
                 w = [logged[c] / norm[c] for c in range(K)] if norm else [-x for x in logged]

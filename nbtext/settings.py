@@ -53,14 +53,25 @@ class TokenizerSettings:
 @dataclass(frozen=True)
 class ModelSettings:
     variant: str = "multinomial"
-    alpha: float = 0.1             # Lidstone; 0.05-0.1 beat Laplace's 1 on both corpora
-    norm: bool = False             # complement NB: weight normalization (Rennie et al. 3.2)
+    alpha: float = 0.03            # Lidstone; 0.03 beat 0.1 and Laplace's 1 on both corpora
+    # Complement NB's transforms (Rennie et al. 2003), each off by default: docs/defaults.md
+    norm: bool = False             # weight normalization (section 3.2)
+    tf: bool = False               # log term frequency, log(1 + n) (section 4.1)
+    idf: bool = False              # inverse document frequency (section 4.2)
+    length_norm: bool = False      # unit-length documents (section 4.3)
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
             raise NbtextError(f"unknown variant {self.variant!r} (choose from {', '.join(VARIANTS)})")
+        if self.variant != "complement" and self.transforms:
+            raise NbtextError(f"--{self.transforms[0].replace('_', '-')} is a Complement NB transform: "
+                              "it needs --variant complement")
         if not (self.alpha > 0):
             raise NbtextError(f"--alpha must be positive, got {self.alpha}")
+
+    @property
+    def transforms(self) -> list[str]:
+        return [k for k in ("tf", "idf", "length_norm", "norm") if getattr(self, k)]
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -29,18 +29,26 @@ from nbtext.read import label_directory  # noqa: E402
 from nbtext.report import aggregate  # noqa: E402
 from nbtext.settings import ModelSettings, TokenizerSettings  # noqa: E402
 
+NO_CHARS = dict(char_ngram_min=0, char_ngram_max=0)
 TOKENIZERS = {
-    "words": TokenizerSettings(),
-    "words+bigrams": TokenizerSettings(ngram_max=2),
-    "words+char2-4": TokenizerSettings(char_ngram_min=2, char_ngram_max=4),
+    "words": TokenizerSettings(ngram_max=1, **NO_CHARS),
+    "words+bigrams": TokenizerSettings(ngram_max=2, **NO_CHARS),
+    "words+char2-4": TokenizerSettings(ngram_max=1, mail_char_ngrams=True),
+    "words+bigrams+char2-4": TokenizerSettings(ngram_max=2, mail_char_ngrams=True),
+    "words+bigrams+char2-4 not on mail (default)": TokenizerSettings(),
 }
+DEFAULT_TOKENS = "words+bigrams+char2-4 not on mail (default)"
+TWCNB = dict(tf=True, idf=True, length_norm=True, norm=True)
 MODELS = {
     "multinomial a=1": ModelSettings("multinomial", 1.0),
     "multinomial a=0.1": ModelSettings("multinomial", 0.1),
-    "complement a=1": ModelSettings("complement", 1.0),
+    "multinomial a=0.03 (default)": ModelSettings("multinomial", 0.03),
     "complement a=0.3": ModelSettings("complement", 0.3),
+    "complement a=0.3 tf": ModelSettings("complement", 0.3, tf=True),
+    "complement a=0.3 tf+idf+length+norm": ModelSettings("complement", 0.3, **TWCNB),
     "bernoulli a=1": ModelSettings("bernoulli", 1.0),
 }
+assert TOKENIZERS[DEFAULT_TOKENS] == TokenizerSettings() and MODELS["multinomial a=0.03 (default)"] == ModelSettings()
 
 
 def sklearn_rows(X, y, folds: int) -> list[tuple[str, dict]]:
@@ -88,7 +96,7 @@ def main():
     for cname, path in corpora.items():
         for tname, tok in TOKENIZERS.items():
             X, y, vocab = count_corpus(label_directory(str(path)), tok, n_jobs=default_jobs())
-            if tname == "words":
+            if tname == DEFAULT_TOKENS:
                 reference[cname] = sklearn_rows(X, y, args.folds)
             for mname, ms in MODELS.items():
                 folds = cross_validate(X, y, vocab, tok, ms, FeatureOptions(), DecisionOptions(),

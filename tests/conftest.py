@@ -35,7 +35,8 @@ def run():
     runner = CliRunner()
 
     def _run(*args, input=None, env=None):
-        return runner.invoke(cli, [str(a) for a in args], input=input, env=env, catch_exceptions=False)
+        return runner.invoke(cli, [str(a) for a in args], input=input, env=env, catch_exceptions=False,
+                             prog_name="nbtext")
 
     return _run
 

@@ -173,15 +173,35 @@ def test_real_process_pipeline_and_head(sample_model, tmp_path):
 
 
 def test_classify_does_not_import_heavy_modules(sample_model):
-    code = ("import sys; from nbtext.cli import main; sys.argv=['nbtext','classify','-m',%r,%r]\n"
+    code = ("import sys; from nbtext.__main__ import main; sys.argv=['nbtext','classify','-m',%r,%r]\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('numpy','scipy','joblib','email.parser') if m in sys.modules))"
+            "print(sorted(m for m in ('numpy','scipy','joblib','click','email.parser') if m in sys.modules))"
             % (str(sample_model), str(DATA / "example-ham.eml")))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout.splitlines()[-1] == "['email.parser']"   # mail needs the parser, nothing more
     r = subprocess.run([sys.executable, "-c", code.replace(repr(str(DATA / "example-ham.eml")), "'/dev/null'")],
                        capture_output=True, text=True)
     assert r.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("args", [
+    ["{spam}"], ["{ham}", "--exit-code"], ["--exit-code", "{spam}"], ["-p", "{ham}"],
+    ["--passthrough", "--threshold", "0.999999", "{spam}"], ["--unsure", "0.0,1.0", "--exit-code", "{spam}"],
+    ["--unsure=0.2,0.3", "{ham}"], ["--positive", "ham", "--exit-code", "{ham}"],
+    ["--positive", "eggs", "{ham}"], ["--threshold", "2", "{ham}"], ["--threshold", "x", "{ham}"],
+    ["/nonexistent/msg"], ["--exit-code", "/nonexistent/msg"], ["-q", "{ham}", "{spam}"],
+    ["--model={model}", "{ham}"], ["--explain", "2", "{ham}"], ["--bogus", "{ham}"],
+])
+def test_quick_classify_path_answers_as_the_click_command(run, sample_model, args):
+    """`nbtext classify` skips click for its plain forms; what it prints and returns must be
+    exactly what the click command (driven here by CliRunner) prints and returns."""
+    names = {"spam": DATA / "example-spam.eml", "ham": DATA / "example-ham.eml", "model": sample_model}
+    args = [a.format(**names) for a in args]
+    if not any(a.startswith("--model=") for a in args):
+        args = ["-m", str(sample_model), *args]
+    want = run("classify", *args)
+    got = nbtext_process("classify", *args)
+    assert (got.returncode, got.stdout, got.stderr.decode()) == (want.exit_code, want.stdout_bytes, want.stderr)
 
 
 def test_classify_explain_and_passthrough(run, sample_model, tmp_path):

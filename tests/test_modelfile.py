@@ -16,15 +16,21 @@ from nbtext.tokenize import Tokenizer
 from conftest import IIR_TEST, IIR_TRAIN
 
 
+TRANSFORMED = dict(tf=True, idf=True, length_norm=True, norm=True)
+
+
 def iir_model(variant="multinomial", **kw):
     tok = Tokenizer(TokenizerSettings(**kw))
-    m = Model.empty(tok.settings, ModelSettings(variant=variant, alpha=0.5), ["yes", "no"])
+    transforms = TRANSFORMED if variant == "complement+transforms" else {}
+    settings = ModelSettings(variant=variant.split("+")[0], alpha=0.5, **transforms)
+    m = Model.empty(tok.settings, settings, ["yes", "no"])
     m.add([tok(t) for _, t in IIR_TRAIN], [lab for lab, _ in IIR_TRAIN])
     return m
 
 
-def test_round_trip_exact(tmp_path):
-    m = iir_model(ngram_max=2)
+@pytest.mark.parametrize("variant", ["multinomial", "complement+transforms"])
+def test_round_trip_exact(tmp_path, variant):
+    m = iir_model(variant, ngram_max=2)
     m.ledger.add(b"x" * 16)
     path = tmp_path / "m.nbm"
     modelfile.save(m, str(path))
@@ -34,10 +40,13 @@ def test_round_trip_exact(tmp_path):
     np.testing.assert_array_equal(back.class_count, m.class_count)
     assert back.tokenizer_settings == m.tokenizer_settings and back.settings == m.settings
     assert back.ledger == m.ledger
+    if m.settings.idf:
+        np.testing.assert_array_equal(back.doc_freq, m.doc_freq)
+        assert back.doc_freq.sum() > 0
     assert modelfile.encode(back) == path.read_bytes()
 
 
-@pytest.mark.parametrize("variant", ["multinomial", "bernoulli", "complement"])
+@pytest.mark.parametrize("variant", ["multinomial", "bernoulli", "complement", "complement+transforms"])
 def test_fast_scorer_agrees_with_numpy_path(tmp_path, variant):
     m = iir_model(variant)
     path = tmp_path / "m.nbm"

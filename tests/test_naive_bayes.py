@@ -80,6 +80,82 @@ def test_complement_weights_by_hand():
     assert nbn.feature_log_prob_[1, c] == pytest.approx(math.log(2 / 9) / logged_yes.sum(), abs=1e-12)
 
 
+def test_complement_transforms_by_hand():
+    """Rennie et al.'s TF, IDF and length transforms on three documents, worked by hand.
+
+    a: "x x y"; b: "y z", "z". N = 3 documents; df x=1, y=2, z=2.
+    TF: a -> (x log 3, y log 2); b -> (y log 2, z log 2), (z log 2).
+    Length (of the TF vector): a's is L = sqrt(log^2 3 + log^2 2); b's first is sqrt(2) log 2.
+    So N_a = (log 3 / L, log 2 / L, 0), N_b = (0, 1/sqrt 2, 1 + 1/sqrt 2), each times IDF:
+    idf x = log 3, idf y = idf z = log 3/2.
+    """
+    vocab = {"x": 0, "y": 1, "z": 2}
+    X = sp.csr_matrix(np.array([[2, 1, 0], [0, 1, 1], [0, 0, 1]]))
+    y = np.array(["a", "b", "b"])
+    nb = ComplementNB(alpha=1.0, tf=True, idf=True, length_norm=True).fit(X, y)
+    L, r2 = math.sqrt(math.log(3) ** 2 + math.log(2) ** 2), math.sqrt(2)
+    idf = {"x": math.log(3), "y": math.log(1.5), "z": math.log(1.5)}
+    n_a = {"x": math.log(3) / L * idf["x"], "y": math.log(2) / L * idf["y"], "z": 0.0}
+    n_b = {"x": 0.0, "y": 1 / r2 * idf["y"], "z": (1 + 1 / r2) * idf["z"]}
+    np.testing.assert_array_equal(nb.doc_freq_, [1, 2, 2])
+    # Class a is weighed by its complement, b's counts, and b by a's: w = log((N_t + 1) / (sum + 3)).
+    for cls, comp in ((0, n_b), (1, n_a)):
+        total = sum(comp.values()) + 3
+        for t, i in vocab.items():
+            assert nb.feature_log_prob_[cls, i] == pytest.approx(-math.log((comp[t] + 1) / total), abs=1e-12)
+    # A test document "x x x y" is transformed the same way before scoring: TF, then unit length.
+    doc = np.array([math.log(4), math.log(2), 0.0])
+    doc /= np.linalg.norm(doc)
+    want = doc @ nb.feature_log_prob_.T
+    want = np.exp(want - np.logaddexp.reduce(want))
+    np.testing.assert_allclose(nb.predict_proba(sp.csr_matrix([[3, 1, 0]]))[0], want, atol=1e-12)
+    # Weight normalization divides each class's logged weights by their sum.
+    nbn = ComplementNB(alpha=1.0, tf=True, idf=True, length_norm=True, norm=True).fit(X, y)
+    logged = -nb.feature_log_prob_
+    np.testing.assert_allclose(nbn.feature_log_prob_, logged / logged.sum(axis=1, keepdims=True), atol=1e-12)
+
+
+def test_complement_transforms_match_scikit_learn_on_transformed_counts():
+    sk = pytest.importorskip("sklearn.naive_bayes")
+    X, y = random_counts(11)
+    ours = ComplementNB(alpha=0.5, tf=True).fit(X, y)
+    logX = X.copy().astype(float)
+    logX.data = np.log1p(logX.data)
+    theirs = sk.ComplementNB(alpha=0.5).fit(logX, y)
+    np.testing.assert_allclose(ours.feature_log_prob_, theirs.feature_log_prob_, atol=1e-9)
+    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(logX), atol=1e-9)
+    # IDF weighs the training counts only: scikit-learn fitted on X * idf, scoring raw X.
+    ours = ComplementNB(alpha=0.5, idf=True).fit(X, y)
+    df = (X > 0).sum(axis=0).A1
+    idf = np.log(X.shape[0] / np.maximum(df, 1)) * (df > 0)
+    theirs = sk.ComplementNB(alpha=0.5).fit(sp.csr_matrix(X.multiply(idf[None, :])), y)
+    np.testing.assert_allclose(ours.feature_log_prob_, theirs.feature_log_prob_, atol=1e-9)
+    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-9)
+
+
+def test_transformed_complement_learns_and_forgets_as_sums():
+    X, y = random_counts(5)
+    kw = dict(alpha=0.5, tf=True, idf=True, length_norm=True)
+    whole = ComplementNB(**kw).fit(X, y)
+    parts = ComplementNB(**kw)
+    for start in range(0, X.shape[0], 17):
+        parts.partial_fit(X[start:start + 17], y[start:start + 17], classes=np.unique(y))
+    np.testing.assert_allclose(whole.feature_count_, parts.feature_count_, atol=1e-12)
+    np.testing.assert_array_equal(whole.doc_freq_, parts.doc_freq_)
+    parts.partial_fit(X[:9], y[:9], sample_weight=-np.ones(9))
+    rest = ComplementNB(**kw).fit(X[9:], y[9:])
+    np.testing.assert_allclose(parts.feature_count_, rest.feature_count_, atol=1e-12)
+    np.testing.assert_array_equal(parts.doc_freq_, rest.doc_freq_)
+    np.testing.assert_allclose(parts.predict_proba(X), rest.predict_proba(X), atol=1e-9)
+
+
+def test_transforms_need_the_complement_variant():
+    from nbtext.errors import NbtextError
+    from nbtext.settings import ModelSettings
+    with pytest.raises(NbtextError, match="--length-norm is a Complement NB transform"):
+        ModelSettings(variant="multinomial", length_norm=True)
+
+
 def random_counts(seed, n=60, v=40, k=3):
     rng = np.random.default_rng(seed)
     X = sp.random(n, v, density=0.2, random_state=seed, data_rvs=lambda m: rng.integers(1, 6, m)).tocsr()

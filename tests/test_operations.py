@@ -84,6 +84,45 @@ def test_train_on_a_plus_b_equals_merge_of_a_and_b(run, tmp_path):
     assert as_dict(modelfile.load(str(tmp_path / "m2.nbm"))) == want
 
 
+TRANSFORMS = ("--variant", "complement", "--tf", "--idf", "--length-norm", "--norm",
+              "--ngrams", "1", "--char-ngrams", "0,0")
+
+
+def test_transformed_complement_models_learn_merge_and_round_trip(run, tmp_path):
+    """--tf/--idf/--length-norm keep sums (and document frequencies) as the state, so the
+    operations of a mail filter stay exact for them too."""
+    a, b = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    a.write_text("spam\tbuy cheap pills now now\nham\tmeeting at noon\n")
+    b.write_text("spam\tcheap watches\nham\tnoon lunch with bob\nham\tbob says hi\n")
+    (tmp_path / "ab.tsv").write_text(a.read_text() + b.read_text())
+    for name in ("a", "b", "ab"):
+        r = run("train", tmp_path / f"{name}.tsv", *TRANSFORMS, "-o", tmp_path / f"{name}.nbm", "-q")
+        assert r.exit_code == 0, r.stderr
+    assert run("merge", "-o", tmp_path / "m.nbm", tmp_path / "a.nbm", tmp_path / "b.nbm").exit_code == 0
+    merged, ab = modelfile.load(str(tmp_path / "m.nbm")), modelfile.load(str(tmp_path / "ab.nbm"))
+    assert merged.settings.idf and merged.settings.length_norm
+    assert as_dict(merged)[0].keys() == as_dict(ab)[0].keys() and as_dict(merged)[1] == as_dict(ab)[1]
+    order = [merged.vocab.index[t] for t in ab.vocab.tokens]
+    np.testing.assert_allclose(merged.feature_count[:, order], ab.feature_count, atol=1e-12)
+    np.testing.assert_array_equal(merged.doc_freq[order], ab.doc_freq)
+    r = run("export", "-m", tmp_path / "ab.nbm")
+    (tmp_path / "ab.dump").write_text(r.stdout)
+    assert r.stdout.splitlines()[2].count("\t") == 3  # two classes and the document frequency
+    assert run("import", tmp_path / "ab.dump", "-o", tmp_path / "back.nbm").exit_code == 0
+    assert (tmp_path / "back.nbm").read_bytes() == (tmp_path / "ab.nbm").read_bytes()
+    msg = tmp_path / "new.txt"
+    msg.write_text("quokka cheap\n")
+    before = modelfile.load(str(tmp_path / "ab.nbm"))
+    assert run("learn", "-m", tmp_path / "ab.nbm", "--label", "spam", msg).exit_code == 0
+    assert modelfile.load(str(tmp_path / "ab.nbm")).doc_freq.sum() == before.doc_freq.sum() + 2
+    assert run("learn", "-m", tmp_path / "ab.nbm", "--label", "spam", "--forget", msg).exit_code == 0
+    after = modelfile.load(str(tmp_path / "ab.nbm"))
+    np.testing.assert_allclose(after.feature_count[:, :len(before.vocab)], before.feature_count, atol=1e-12)
+    np.testing.assert_array_equal(after.doc_freq[:len(before.vocab)], before.doc_freq)
+    r = run("train", a, "--tf", "-o", tmp_path / "x.nbm")
+    assert r.exit_code == 1 and "--tf is a Complement NB transform: it needs --variant complement" in r.stderr
+
+
 def test_merge_refuses_mismatched_settings(run, tmp_path):
     t = tmp_path / "a.tsv"
     t.write_text("spam\tbuy\nham\thi\n")

@@ -1,0 +1,99 @@
+"""Calibration, thresholds, the unsure band and --max-fpr: what a user relies on."""
+import json
+
+import numpy as np
+import pytest
+
+from nbtext.calibrate import fit_temperature, threshold_for_fpr
+from nbtext.decision import DecisionOptions
+from nbtext.errors import NbtextError
+from nbtext.naive_bayes import logsumexp_rows
+from nbtext.pipeline import count_corpus, fit_matrix
+from nbtext.read import label_directory
+from nbtext.report import evaluate
+from nbtext.settings import ModelSettings, TokenizerSettings
+
+from conftest import DATA, IIR_TEST, IIR_TRAIN
+
+IIR = ("--alpha", "1", "--ngrams", "1", "--char-ngrams", "0,0", "--no-calibrate", "--positive", "yes")
+
+
+@pytest.mark.parametrize("true_t", [0.01, 1.0, 40.0])
+def test_fit_temperature_recovers_a_known_temperature(true_t):
+    """Labels drawn from softmax(z), scores reported as z * T: the fit must find T."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(scale=2.0, size=(20000, 3))
+    p = np.exp(z - logsumexp_rows(z)[:, None])
+    labels = (rng.random(len(z))[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+    assert fit_temperature(z * true_t, labels) == pytest.approx(true_t, rel=0.05)
+
+
+def test_calibration_lowers_held_out_log_loss():
+    """On the bundled sample, 80/20 by position: the calibrated model's test log-loss is
+    lower than the raw model's, and its verdicts are the same (T > 0 keeps the argmax)."""
+    X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+    test = np.arange(len(y)) % 5 == 0
+    results = {}
+    for calibrate in (False, True):
+        model, keep = fit_matrix(X[~test], y[~test], vocab.tokens, TokenizerSettings(), ModelSettings(),
+                                 decisions=DecisionOptions(calibrate=calibrate))
+        proba = model.proba(X[test][:, keep])
+        results[calibrate] = (model.decision.temperature,
+                              evaluate(model.classes, list(y[test]), model.verdicts(proba), proba, "spam"))
+    (t_raw, raw), (t_cal, cal) = results[False], results[True]
+    assert t_raw == 1.0 and t_cal > 1.0  # Naive Bayes is over-confident: the fit softens it
+    assert cal["log_loss"] < raw["log_loss"]
+    assert cal["accuracy"] == raw["accuracy"]
+
+
+def test_threshold_and_unsure_band_on_the_worked_example(run, tmp_path):
+    """IIR 13.1: P(yes | test document) = 0.000301 / (0.000301 + 0.000136) = 0.6898."""
+    tsv = tmp_path / "iir.tsv"
+    tsv.write_text("".join(f"{lab}\t{text}\n" for lab, text in IIR_TRAIN))
+    model = tmp_path / "m.nbm"
+    assert run("train", tsv, *IIR, "-o", model, "-q").exit_code == 0
+    assert run("classify", "-m", model, input=IIR_TEST).stdout == "yes\t0.689759\n"
+    assert run("classify", "-m", model, "--threshold", "0.8", input=IIR_TEST).stdout == "no\t0.310241\n"
+    # stored at train time, and the same in predict
+    assert run("train", tsv, *IIR, "--threshold", "0.8", "-o", model, "-q").exit_code == 0
+    assert run("classify", "-m", model, input=IIR_TEST).stdout == "no\t0.310241\n"
+    r = run("predict", "-m", model, "--lines", "-", input=IIR_TEST + "\n")
+    assert r.stdout == "-:1\tno\t0.310241\n"
+    # the unsure band: exit code 2 from classify, "unsure": true in JSONL
+    assert run("classify", "-m", model, "--unsure", "0.6,0.9", "--exit-code", input=IIR_TEST).exit_code == 2
+    assert run("classify", "-m", model, "--unsure", "0.1,0.6", "--exit-code", input=IIR_TEST).exit_code == 1
+    r = run("predict", "-m", model, "--unsure", "0.6,0.9", "--lines", "-", "--format", "jsonl", input=IIR_TEST + "\n")
+    assert json.loads(r.stdout)["unsure"] is True
+    r = run("classify", "-m", model, "--unsure", "0.9,0.6", input=IIR_TEST)
+    assert r.exit_code == 1 and "--unsure needs 0 <= LOW <= HIGH <= 1, got 0.9,0.6" in r.stderr
+
+
+def test_max_fpr_keeps_out_of_fold_false_positives_under_the_rate(run, tmp_path):
+    model = tmp_path / "m.nbm"
+    r = run("train", DATA / "corpus", "--max-fpr", "0", "-o", model)
+    assert r.exit_code == 0, r.stderr
+    info = json.loads(run("info", "-m", model, "--format", "json").stdout)
+    t = info["decision"]["threshold"]
+    assert 0.5 < t <= 1.0
+    # No bundled ham message scores at or above the stored threshold.
+    r = run("predict", "-m", model, "--format", "jsonl", DATA / "corpus" / "ham")
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(rows) == 298 and all(row["label"] == "ham" for row in rows)
+    r = run("train", DATA / "corpus", "--max-fpr", "0.01", "--threshold", "0.9", "-o", tmp_path / "x.nbm")
+    assert r.exit_code == 1 and "give --threshold or --max-fpr, not both" in r.stderr
+
+
+def test_threshold_for_fpr_is_exact():
+    p = np.array([0.1, 0.2, 0.3, 0.4, 0.9, 0.95])
+    neg = np.array([True, True, True, True, False, False])
+    assert threshold_for_fpr(p, neg, 0.0) == np.nextafter(0.4, 1)   # no negative at or above
+    assert threshold_for_fpr(p, neg, 0.25) == np.nextafter(0.3, 1)  # one of four allowed
+    with pytest.raises(NbtextError, match="--max-fpr must be in"):
+        threshold_for_fpr(p, neg, 1.5)
+
+
+def test_decisions_need_two_classes(run, tmp_path):
+    t = tmp_path / "three.tsv"
+    t.write_text("a\tx y\nb\ty z\nc\tz w\n")
+    r = run("train", t, "--threshold", "0.7", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1 and "--threshold, --unsure and --max-fpr need two classes" in r.stderr
