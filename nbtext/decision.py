@@ -4,14 +4,13 @@ Pure Python (no numpy): the one-message classify path uses it.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from .errors import NbtextError
+from .record import Record
 
 
-@dataclass
-class Decision:
+class Decision(Record, frozen=False):
     """How posteriors become a verdict (two-class models use positive/threshold/unsure)."""
 
     positive: str | None = None     # the class whose probability the threshold applies to
@@ -20,7 +19,7 @@ class Decision:
     temperature: float = 1.0        # posteriors = softmax(jll / temperature)
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = super().to_dict()
         d["unsure"] = list(self.unsure) if self.unsure else None
         return d
 
@@ -50,8 +49,7 @@ def decide(classes: Sequence[str], decision: Decision, probs: Sequence[float]) -
     return label, unsure
 
 
-@dataclass(frozen=True)
-class DecisionOptions:
+class DecisionOptions(Record):
     """How train turns posteriors into verdicts; fitted on internal folds where asked."""
 
     calibrate: bool = True               # temperature scaling on out-of-fold predictions

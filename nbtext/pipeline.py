@@ -12,7 +12,7 @@ import os
 import warnings
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import scipy.sparse as sp

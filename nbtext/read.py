@@ -10,25 +10,40 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+
+TYPE_CHECKING = False  # importing typing would cost `nbtext classify` 10-20 ms
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 from .errors import NbtextError
+from .record import Record
 
 LINE_FORMATS = ("tsv", "csv", "jsonl", "fasttext")
 EXTENSIONS = {".tsv": "tsv", ".tab": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
               ".ft": "fasttext", ".fasttext": "fasttext"}
 
 
-@dataclass
 class Document:
-    id: str
-    data: bytes | str
-    label: str | None = None
+    """One document: its id (a path, FILE:LINE, ...), its bytes or text, its label if known."""
+
+    __slots__ = ("id", "data", "label")
+
+    def __init__(self, id: str, data: bytes | str, label: str | None = None):
+        self.id, self.data, self.label = id, data, label
+
+    def __eq__(self, other):
+        if not isinstance(other, Document):
+            return NotImplemented
+        return (self.id, self.data, self.label) == (other.id, other.data, other.label)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"Document(id={self.id!r}, label={self.label!r}, {len(self.data)} bytes)"
 
 
-@dataclass(frozen=True)
-class LineOptions:
+class LineOptions(Record):
     """How to read line files: the format (None: by extension, else sniffed) and columns."""
 
     format: str | None = None

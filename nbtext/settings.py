@@ -1,19 +1,17 @@
-"""Settings travel as small frozen dataclasses, never as globals.
+"""Settings travel as small frozen records, never as globals.
 
 TokenizerSettings is stored in every model file so that scoring tokenizes exactly as training did.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-
 from .errors import NbtextError
+from .record import Record
 
 VARIANTS = ("multinomial", "bernoulli", "complement")
 MODES = ("auto", "text", "email")
 
 
-@dataclass(frozen=True)
-class TokenizerSettings:
+class TokenizerSettings(Record):
     # Defaults chosen by 5-fold cross-validation on both development corpora (docs/defaults.md):
     # word bigrams helped both; character 2-4-grams helped short text (fortune-lang macro-F1
     # 98.0% -> 99.1%) and hurt mail (spamassassin accuracy 99.2% -> 98.6%), so they apply to
@@ -38,20 +36,16 @@ class TokenizerSettings:
         if self.max_word_length < 1:
             raise NbtextError(f"max word length must be positive, got {self.max_word_length}")
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
     @classmethod
     def from_dict(cls, d: dict) -> "TokenizerSettings":
-        known = {f.name for f in fields(cls)}
+        known = set(cls._fields)
         unknown = set(d) - known
         if unknown:
             raise NbtextError(f"unknown tokenizer settings {sorted(unknown)}")
         return cls(**d)
 
 
-@dataclass(frozen=True)
-class ModelSettings:
+class ModelSettings(Record):
     variant: str = "multinomial"
     alpha: float = 0.03            # Lidstone; 0.03 beat 0.1 and Laplace's 1 on both corpora
     # Complement NB's transforms (Rennie et al. 2003), each off by default: docs/defaults.md
@@ -73,9 +67,6 @@ class ModelSettings:
     def transforms(self) -> list[str]:
         return [k for k in ("tf", "idf", "length_norm", "norm") if getattr(self, k)]
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
     @classmethod
     def from_dict(cls, d: dict) -> "ModelSettings":
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+        return cls(**{name: d[name] for name in cls._fields if name in d})

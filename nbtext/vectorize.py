@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from array import array
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import scipy.sparse as sp
