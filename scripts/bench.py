@@ -2,6 +2,8 @@
 
     python scripts/bench.py [--corpus DIR] [--scales 1,4,16] [--repeat 3] [--runs 21]
 
+The table from our machine is committed as docs/bench.md.
+
 The corpus (default ../shared/data/spamassassin-2002, a label directory) is scaled by
 symbolic links: k copies of every message, so "4x" and "16x" show how time and memory grow
 with the number of documents. Every system trains on the whole corpus and then predicts all
