@@ -105,34 +105,71 @@ def counted_chunks(docs: Iterable[Document], settings: TokenizerSettings, vocab:
             yield pending.popleft(), _onto(X, local, vocab, grow)
 
 
+CALIBRATION_SAMPLE = 20_000
+
+
+class Reservoir:
+    """A uniform random sample of at most ``size`` documents' rows, in input order.
+
+    Each document draws a random key; the sample is the ``size`` smallest keys. Chunks are
+    only merged when twice the size has piled up, so the cost per document stays constant."""
+
+    def __init__(self, size: int, seed: int):
+        self.size, self.rng = size, np.random.default_rng(seed)
+        self.parts: list = []       # (matrix, labels, keys, positions)
+        self.rows = self.seen = 0
+
+    def add(self, X: sp.csr_matrix, labels: list[str]):
+        keys = self.rng.random(X.shape[0])
+        pos = np.arange(self.seen, self.seen + X.shape[0])
+        self.parts.append((X, np.asarray(labels), keys, pos))
+        self.rows += X.shape[0]
+        self.seen += X.shape[0]
+        if self.rows > 2 * self.size:
+            self._shrink()
+
+    def _shrink(self):
+        width = max(p[0].shape[1] for p in self.parts)
+        X = sp.vstack([sp.csr_matrix((m.data, m.indices, m.indptr), shape=(m.shape[0], width))
+                       for m, *_ in self.parts]).tocsr()
+        y, keys, pos = (np.concatenate([p[i] for p in self.parts]) for i in (1, 2, 3))
+        if len(keys) > self.size:
+            keep = np.sort(np.argpartition(keys, self.size - 1)[:self.size])
+            X, y, keys, pos = X[keep], y[keep], keys[keep], pos[keep]
+        self.parts, self.rows = [(X, y, keys, pos)], len(keys)
+
+    def sample(self, width: int) -> tuple[sp.csr_matrix, np.ndarray]:
+        self._shrink()
+        X, y, _, _ = self.parts[0]
+        return sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width)), y
+
+
 def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings: ModelSettings,
                 features: FeatureOptions = FeatureOptions(),
                 decisions: DecisionOptions = DecisionOptions(calibrate=False), n_jobs: int = 1,
-                progress=None) -> Model:
+                progress=None, calibration_sample: int = CALIBRATION_SAMPLE) -> Model:
     """Count every document into a new model, then keep the features the options select.
 
-    Counts stream chunk by chunk; the document matrix is kept only when calibration or
-    --max-fpr needs out-of-fold predictions."""
+    Counts stream chunk by chunk: nothing per document is kept but its label and digest.
+    Calibration and --max-fpr, which need out-of-fold predictions, fit on a uniform random
+    sample of at most ``calibration_sample`` documents (all of them in a smaller corpus), so
+    memory stays bounded however large the corpus."""
     vocab = Vocabulary()
-    chunks, labels, ledger = [], [], set()
+    acc, labels, ledger = None, [], set()
+    reservoir = Reservoir(calibration_sample, decisions.seed) if decisions.needs_matrix else None
     for chunk, X in counted_chunks(docs, tokenizer, vocab, grow=True, n_jobs=n_jobs):
-        labels += [d.label for d in chunk]
+        chunk_labels = [d.label for d in chunk]
+        labels += chunk_labels
         ledger.update(digest(d.label, d.data) for d in chunk)
-        if decisions.needs_matrix:
-            chunks.append(X)
-        else:  # stream: fold the chunk into running counts, keep nothing per document
-            chunks = [_sum_chunk(chunks[0] if chunks else None, X, labels[-len(chunk):], settings)]
+        acc = _sum_chunk(acc, X, chunk_labels, settings)
+        if reservoir is not None:
+            reservoir.add(X, chunk_labels)
         if progress:
             progress(len(chunk))
     if not labels:
         raise NbtextError("no documents found in the training sources")
-    y = np.asarray(labels)
-    if decisions.needs_matrix:
-        X = sp.vstack([sp.csr_matrix((c.data, c.indices, c.indptr), shape=(c.shape[0], len(vocab)))
-                       for c in chunks]).tocsr()
-        model, _ = fit_matrix(X, y, vocab.tokens, tokenizer, settings, features, decisions)
-    else:
-        model = _model_from_sums(chunks[0], vocab, tokenizer, settings, features, decisions)
+    sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
+    model = _model_from_sums(acc, vocab, tokenizer, settings, features, decisions, *sample)
     model.ledger = ledger
     return model
 
@@ -162,7 +199,7 @@ def _binary(X):
     return X
 
 
-def _model_from_sums(acc, vocab, tokenizer, settings, features, decisions) -> Model:
+def _model_from_sums(acc, vocab, tokenizer, settings, features, decisions, X=None, y=None) -> Model:
     classes, cc, fc, df = acc
     order = np.argsort(classes, kind="stable")
     keep = _select(df, fc, int(cc.sum()), features)
@@ -171,7 +208,7 @@ def _model_from_sums(acc, vocab, tokenizer, settings, features, decisions) -> Mo
     model.feature_count, model.class_count = fc[order][:, keep], cc[order]
     model.doc_freq = df[keep] if settings.idf else None
     model.check_trainable()
-    apply_decisions(model, decisions, None, None)
+    apply_decisions(model, decisions, X[:, keep] if X is not None else None, y)
     return model
 
 

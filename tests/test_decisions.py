@@ -97,3 +97,26 @@ def test_decisions_need_two_classes(run, tmp_path):
     t.write_text("a\tx y\nb\ty z\nc\tz w\n")
     r = run("train", t, "--threshold", "0.7", "-o", tmp_path / "m.nbm")
     assert r.exit_code == 1 and "--threshold, --unsure and --max-fpr need two classes" in r.stderr
+
+
+def test_calibration_fits_on_a_bounded_sample_and_counts_stay_whole():
+    """A corpus larger than the calibration sample: counts still cover every document, and
+    the temperature comes from a sample of the given size (memory stays bounded)."""
+    from nbtext.pipeline import Reservoir, train_model
+    import scipy.sparse as sp
+
+    docs = lambda: label_directory(str(DATA / "corpus"))  # noqa: E731
+    whole = train_model(docs(), TokenizerSettings(), ModelSettings(), decisions=DecisionOptions())
+    small = train_model(docs(), TokenizerSettings(), ModelSettings(), decisions=DecisionOptions(),
+                        calibration_sample=120)
+    np.testing.assert_array_equal(small.feature_count, whole.feature_count)
+    np.testing.assert_array_equal(small.class_count, [298, 134])
+    assert small.decision.temperature > 1.0 and small.decision.temperature != whole.decision.temperature
+    r = Reservoir(50, seed=1)
+    for start in range(0, 1000, 37):
+        n = min(37, 1000 - start)
+        r.add(sp.csr_matrix(np.arange(start, start + n, dtype=float)[:, None]), ["x"] * n)
+    X, y = r.sample(1)
+    rows = X.toarray().ravel()
+    assert len(rows) == 50 and list(rows) == sorted(rows) and len(set(rows)) == 50
+    assert rows.min() < 200 and rows.max() > 800  # drawn from the whole stream, not its start
