@@ -105,14 +105,14 @@ def counted_chunks(docs: Iterable[Document], settings: TokenizerSettings, vocab:
             yield pending.popleft(), _onto(X, local, vocab, grow)
 
 
-CALIBRATION_SAMPLE = 20_000
+CALIBRATION_SAMPLE = 5_000  # one temperature (or threshold) is well fitted by 5,000 documents
 
 
 class Reservoir:
     """A uniform random sample of at most ``size`` documents' rows, in input order.
 
     Each document draws a random key; the sample is the ``size`` smallest keys. Chunks are
-    only merged when twice the size has piled up, so the cost per document stays constant."""
+    only merged when half the size again has piled up, so the cost per document stays constant."""
 
     def __init__(self, size: int, seed: int):
         self.size, self.rng = size, np.random.default_rng(seed)
@@ -125,7 +125,7 @@ class Reservoir:
         self.parts.append((X, np.asarray(labels), keys, pos))
         self.rows += X.shape[0]
         self.seen += X.shape[0]
-        if self.rows > 2 * self.size:
+        if self.rows > self.size + self.size // 2:
             self._shrink()
 
     def _shrink(self):
