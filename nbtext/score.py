@@ -97,12 +97,12 @@ class FastScorer:
             norm = self.derived.get("complement_log_sum") if s.norm else None
             if K > 1:
                 base = [0.0] * K
-            x = {tid: math.log1p(n) if s.tf else float(n) for tid, n in ids.items()}
-            if s.length_norm and x:
-                length = math.sqrt(sum(v * v for v in x.values()))
-                x = {tid: v / length for tid, v in x.items()}
+            values = {tid: math.log1p(n) if s.tf else float(n) for tid, n in ids.items()}
+            if s.length_norm and values:
+                length = math.sqrt(sum(v * v for v in values.values()))
+                values = {tid: v / length for tid, v in values.items()}
             n_docs = sum(self.class_count)
-            for tid, n in x.items():
+            for tid, n in values.items():
                 col = [counts[c * V + tid] for c in range(K)]
                 if s.idf:
                     df = self.doc_freq[tid]
