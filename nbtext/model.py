@@ -55,8 +55,8 @@ class Model:
         est._start(np.asarray(self.classes), self.feature_count.shape[1])
         est.feature_count_ = self.feature_count
         est.class_count_ = self.class_count
-        if s.idf:
-            est.doc_freq_ = self.doc_freq if self.doc_freq is not None else np.zeros(self.feature_count.shape[1])
+        if self.doc_freq is not None:
+            est.doc_freq_ = self.doc_freq
         est.grow(len(self.vocab))  # tokens added to the vocabulary since the last count
         return est
 

@@ -116,15 +116,12 @@ class Reservoir:
 
     def __init__(self, size: int, seed: int):
         self.size, self.rng = size, np.random.default_rng(seed)
-        self.parts: list = []       # (matrix, labels, keys, positions)
-        self.rows = self.seen = 0
+        self.parts: list = []       # (matrix, labels, keys), in input order
+        self.rows = 0
 
     def add(self, X: sp.csr_matrix, labels: list[str]):
-        keys = self.rng.random(X.shape[0])
-        pos = np.arange(self.seen, self.seen + X.shape[0])
-        self.parts.append((X, np.asarray(labels), keys, pos))
+        self.parts.append((X, np.asarray(labels), self.rng.random(X.shape[0])))
         self.rows += X.shape[0]
-        self.seen += X.shape[0]
         if self.rows > self.size + self.size // 2:
             self._shrink()
 
@@ -132,15 +129,15 @@ class Reservoir:
         width = max(p[0].shape[1] for p in self.parts)
         X = sp.vstack([sp.csr_matrix((m.data, m.indices, m.indptr), shape=(m.shape[0], width))
                        for m, *_ in self.parts]).tocsr()
-        y, keys, pos = (np.concatenate([p[i] for p in self.parts]) for i in (1, 2, 3))
+        y, keys = (np.concatenate([p[i] for p in self.parts]) for i in (1, 2))
         if len(keys) > self.size:
-            keep = np.sort(np.argpartition(keys, self.size - 1)[:self.size])
-            X, y, keys, pos = X[keep], y[keep], keys[keep], pos[keep]
-        self.parts, self.rows = [(X, y, keys, pos)], len(keys)
+            keep = np.sort(np.argpartition(keys, self.size - 1)[:self.size])  # sorted: input order
+            X, y, keys = X[keep], y[keep], keys[keep]
+        self.parts, self.rows = [(X, y, keys)], len(keys)
 
     def sample(self, width: int) -> tuple[sp.csr_matrix, np.ndarray]:
         self._shrink()
-        X, y, _, _ = self.parts[0]
+        X, y, _ = self.parts[0]
         return sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width)), y
 
 
@@ -155,21 +152,22 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings
     sample of at most ``calibration_sample`` documents (all of them in a smaller corpus), so
     memory stays bounded however large the corpus."""
     vocab = Vocabulary()
-    acc, labels, ledger = None, [], set()
+    acc, n_docs, ledger = None, 0, set()
     reservoir = Reservoir(calibration_sample, decisions.seed) if decisions.needs_matrix else None
     for chunk, X in counted_chunks(docs, tokenizer, vocab, grow=True, n_jobs=n_jobs):
         chunk_labels = [d.label for d in chunk]
-        labels += chunk_labels
+        n_docs += len(chunk)
         ledger.update(digest(d.label, d.data) for d in chunk)
         acc = _sum_chunk(acc, X, chunk_labels, settings)
         if reservoir is not None:
             reservoir.add(X, chunk_labels)
         if progress:
             progress(len(chunk))
-    if not labels:
+    if not n_docs:
         raise NbtextError("no documents found in the training sources")
     sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
-    model = _model_from_sums(acc, vocab, tokenizer, settings, features, decisions, *sample)
+    model, _ = _model_from_sums(acc, vocab.tokens, tokenizer, settings, features, decisions, *sample,
+                                vocab=vocab)
     model.ledger = ledger
     return model
 
@@ -199,17 +197,23 @@ def _binary(X):
     return X
 
 
-def _model_from_sums(acc, vocab, tokenizer, settings, features, decisions, X=None, y=None) -> Model:
+def _model_from_sums(acc, tokens: list[str], tokenizer, settings, features, decisions, X=None, y=None,
+                     vocab: Vocabulary | None = None) -> tuple[Model, np.ndarray]:
+    """The model of running sums (see _sum_chunk) over ``tokens``, with the features the
+    options keep and the decisions fitted on (X, y) when given; returns it with the kept
+    columns. ``vocab``, the Vocabulary of ``tokens`` if there is one, is reused when every
+    token is kept."""
     classes, cc, fc, df = acc
     order = np.argsort(classes, kind="stable")
     keep = _select(df, fc, int(cc.sum()), features)
     model = Model.empty(tokenizer, settings, classes)
-    model.vocab = Vocabulary([vocab.tokens[i] for i in keep]) if len(keep) < len(vocab) else vocab
+    model.vocab = vocab if vocab is not None and len(keep) == len(tokens) else \
+        Vocabulary([tokens[i] for i in keep])
     model.feature_count, model.class_count = fc[order][:, keep], cc[order]
     model.doc_freq = df[keep] if settings.idf else None
     model.check_trainable()
     apply_decisions(model, decisions, X[:, keep] if X is not None else None, y)
-    return model
+    return model, keep
 
 
 def fit_matrix(X, y: np.ndarray, tokens: list[str], tokenizer: TokenizerSettings,
@@ -217,17 +221,8 @@ def fit_matrix(X, y: np.ndarray, tokens: list[str], tokenizer: TokenizerSettings
                decisions: DecisionOptions = DecisionOptions(calibrate=False)) -> tuple[Model, np.ndarray]:
     """A model from a document-by-term matrix and labels; returns it with the kept columns."""
     y = np.asarray([str(v) for v in y])
-    acc = _sum_chunk(None, X, list(y), settings)
-    classes, cc, fc, df = acc
-    keep = _select(df, fc, int(cc.sum()), features)
-    model = Model.empty(tokenizer, settings, classes)
-    order = np.argsort(classes, kind="stable")
-    model.vocab = Vocabulary([tokens[i] for i in keep])
-    model.feature_count, model.class_count = fc[order][:, keep], cc[order]
-    model.doc_freq = df[keep] if settings.idf else None
-    model.check_trainable()
-    apply_decisions(model, decisions, X[:, keep], y)
-    return model, keep
+    return _model_from_sums(_sum_chunk(None, X, list(y), settings), tokens, tokenizer, settings,
+                            features, decisions, X, y)
 
 
 def apply_decisions(model: Model, d: DecisionOptions, X, y) -> None:
