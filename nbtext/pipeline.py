@@ -62,8 +62,7 @@ def _onto(X: sp.csr_matrix, local: list[str], vocab: Vocabulary, grow: bool) -> 
     if grow:
         mapping = vocab.add(local)
     else:
-        get = vocab.index.get
-        mapping = np.fromiter((get(t, -1) for t in local), dtype=np.int64, count=len(local))
+        mapping = vocab.lookup(local)
     cols = mapping[X.indices]
     keep = cols >= 0
     rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))

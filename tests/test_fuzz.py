@@ -52,3 +52,20 @@ def test_model_loader_refuses_damage_cleanly(garbage, where):
         pass
     finally:
         os.unlink(path)
+
+
+ASCII_WORDISH = st.text(alphabet=st.sampled_from("aZ09_$'.-’€ \t\n!é"), max_size=200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ASCII_WORDISH)
+def test_ascii_words_match_the_unicode_pattern(text):
+    """ASCII text takes the standard re module's path; it must find exactly the words the
+    regex module's Unicode pattern finds (and non-ASCII text still goes to that pattern)."""
+    import regex
+
+    from nbtext.tokenize import WORD, words
+
+    expected = regex.compile(WORD).findall(text.casefold())
+    found = words(text, TokenizerSettings(max_word_length=1000))
+    assert found == expected
