@@ -13,7 +13,6 @@ from __future__ import annotations
 import codecs
 import email
 import email.errors
-import itertools
 import re
 
 
@@ -253,9 +252,16 @@ def body_tokens(msg: email.message.Message, s: TokenizerSettings) -> tuple[list[
                     meta.append(t)
                 else:
                     body += words(t, s)
-        for m in itertools.islice(URL_RE.finditer(text), MAX_URLS):
-            meta += url_tokens(m.group(0))
-        text = URL_RE.sub(" ", text)
+        # One scan: each URL becomes tokens (the first MAX_URLS) and a space in the text.
+        rest, last = [], 0
+        for n, m in enumerate(URL_RE.finditer(text)):
+            if n < MAX_URLS:
+                meta += url_tokens(m.group(0))
+            rest.append(text[last:m.start()])
+            last = m.end()
+        if rest:
+            rest.append(text[last:])
+            text = " ".join(rest)
         body += words(text, s)
         if budget <= 0:
             meta.append("mime:truncated")

@@ -133,7 +133,7 @@ def _hash_table(tokens_b: list[bytes]):
     while size < 2 * n:
         size *= 2
     slots = np.zeros(size, dtype=np.uint32)
-    pos = np.fromiter((zlib.crc32(t) for t in tokens_b), dtype=np.uint64, count=n) & (size - 1)
+    pos = np.fromiter(map(zlib.crc32, tokens_b), dtype=np.uint64, count=n) & (size - 1)
     pending = np.arange(n, dtype=np.int64)
     pos = pos.astype(np.int64)
     while len(pending):
@@ -183,12 +183,14 @@ def encode(model) -> bytes:
 
     from . import __version__
 
-    tokens_b = [t.encode("utf-8", "surrogatepass") for t in model.vocab.tokens]
-    if any(b"\x00" in t for t in tokens_b):
+    # One join and one encode for the whole vocabulary; token boundaries are the NULs.
+    tokens = model.vocab.tokens
+    blob = ("\x00".join(tokens) + "\x00").encode("utf-8", "surrogatepass") if tokens else b""
+    ends = np.flatnonzero(np.frombuffer(blob, dtype=np.uint8) == 0) + 1
+    if len(ends) != len(tokens):
         raise NbtextError("a token contains a NUL character; tokens must not")
-    blob = b"".join(t + b"\x00" for t in tokens_b)
-    lengths = np.fromiter((len(t) + 1 for t in tokens_b), dtype=np.int64, count=len(tokens_b))
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    offsets = np.concatenate([[0], ends])
+    tokens_b = blob.split(b"\x00")[:-1]
     off_dtype = "<u4" if len(blob) < 2**32 else "<u8"
     ledger = b"".join(sorted(model.ledger))
     arrays = [

@@ -85,15 +85,13 @@ def merge(models: list[tuple[str, Model]]) -> Model:
                     f"{path}: {b.to_dict()[k]!r}); only models with equal settings can be merged")
     classes = sorted(set().union(*(m.classes for _, m in models)))
     vocab = Vocabulary()
-    for _, m in models:
-        vocab.add(m.vocab.tokens)
+    columns = [vocab.extend(m.vocab.tokens) for _, m in models]
     fc = np.zeros((len(classes), len(vocab)))
     cc = np.zeros(len(classes))
     df = np.zeros(len(vocab)) if first.settings.idf else None
     ledger: set = set()
-    for _, m in models:
+    for (_, m), cols in zip(models, columns):
         rows = [classes.index(c) for c in m.classes]
-        cols = np.asarray([vocab.index[t] for t in m.vocab.tokens], dtype=np.int64)
         fc[np.ix_(rows, cols)] += m.feature_count
         cc[rows] += m.class_count
         if df is not None:

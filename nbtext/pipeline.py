@@ -60,7 +60,7 @@ def _onto(X: sp.csr_matrix, local: list[str], vocab: Vocabulary, grow: bool) -> 
     """A chunk's matrix over its own vocabulary, moved onto the shared vocabulary. Without
     ``grow``, tokens the shared vocabulary lacks are dropped (they cannot be scored)."""
     if grow:
-        mapping = vocab.add(local)
+        mapping = vocab.extend(local)
     else:
         mapping = vocab.lookup(local)
     cols = mapping[X.indices]
