@@ -2,8 +2,16 @@
 
 Naive Bayes posteriors are over-confident: independence is assumed, so evidence that comes in
 correlated groups (every word of a newsletter footer) is counted many times. Temperature
-scaling divides the joint log-likelihood by one number T, fitted to minimize the log-loss of
+scaling divides the joint log-likelihood by one number T, fitted to minimize the Brier score of
 out-of-fold predictions; it never changes which class scores highest, only how sure it is.
+
+Why the Brier score and not the log-loss: Naive Bayes scores grow with a document's length, so a
+few long documents are wrong by thousands of nats. The log-loss is unbounded on them and pushes T
+up until every other prediction is near a coin toss; the Brier score is bounded and proper. Fitted
+on one half of the out-of-fold scores and measured on the other (scripts/calibration_objective.py,
+docs/calibration.md), the Brier fit improves log-loss, Brier score and calibration error over no
+calibration on all three corpora we have; the log-loss fit made spamassassin's Brier score and
+calibration error worse than no calibration at all (ECE 0.022 -> 0.080; Brier fit: 0.009).
 """
 from __future__ import annotations
 
@@ -45,13 +53,25 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
     return jll
 
 
+def probabilities_at(jll: np.ndarray, temperature: float) -> np.ndarray:
+    z = jll / temperature
+    return np.exp(z - logsumexp_rows(z)[:, None])
+
+
 def log_loss_at(jll: np.ndarray, t_idx: np.ndarray, temperature: float) -> float:
     z = jll / temperature
     return float((logsumexp_rows(z) - z[np.arange(len(z)), t_idx]).mean())
 
 
-def fit_temperature(jll: np.ndarray, t_idx: np.ndarray) -> float:
-    """The T minimizing out-of-fold log-loss (bounded search on log T).
+def brier_at(jll: np.ndarray, t_idx: np.ndarray, temperature: float) -> float:
+    """Mean over documents of the squared distance between the probabilities and the truth."""
+    p = probabilities_at(jll, temperature)
+    p[np.arange(len(p)), t_idx] -= 1.0
+    return float(np.square(p).sum(axis=1).mean())
+
+
+def fit_temperature(jll: np.ndarray, t_idx: np.ndarray, objective=brier_at) -> float:
+    """The T minimizing the out-of-fold Brier score (bounded search on log T).
 
     The search spans 1e-4 to 1e2 times the typical spread of a document's scores, so that it
     fits multinomial log-likelihoods (spreads in the hundreds) and Complement NB's normalized
@@ -60,7 +80,7 @@ def fit_temperature(jll: np.ndarray, t_idx: np.ndarray) -> float:
 
     spread = float(np.median(np.ptp(jll, axis=1))) if jll.size else 1.0
     spread = spread if np.isfinite(spread) and spread > 0 else 1.0
-    r = minimize_scalar(lambda lt: log_loss_at(jll, t_idx, float(np.exp(lt))),
+    r = minimize_scalar(lambda lt: objective(jll, t_idx, float(np.exp(lt))),
                         bounds=(np.log(1e-4 * spread), np.log(1e2 * spread)), method="bounded",
                         options={"xatol": 1e-4})
     return float(np.exp(r.x))
@@ -77,5 +97,11 @@ def threshold_for_fpr(p_pos: np.ndarray, negative: np.ndarray, rate: float) -> f
     allowed = int(np.floor(rate * len(neg)))
     if allowed >= len(neg):
         return 0.0
+    if neg[allowed] >= 1.0:
+        # Those negatives are certain positives out of fold: only a threshold that calls
+        # nothing positive would keep them out, and that is no filter.
+        sure = int((neg >= 1.0).sum())
+        raise NbtextError(f"--max-fpr {rate} cannot be met: {sure} of the {len(neg)} negative-class "
+                          f"documents score P(positive) = 1 in internal cross-validation")
     # Strictly above the (allowed+1)-th highest negative score: at most `allowed` are above.
     return float(np.nextafter(neg[allowed], np.inf))

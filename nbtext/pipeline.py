@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from .errors import NbtextError
 from .decision import DecisionOptions
 from .model import Model
-from .naive_bayes import document_transform, logsumexp_rows
+from .naive_bayes import document_transform
 from .operations import digest
 from .read import Document
 from .settings import ModelSettings, TokenizerSettings
@@ -235,7 +235,8 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y) -> None:
         raise NbtextError("--threshold, --unsure and --max-fpr need two classes and a positive one "
                           f"(--positive; the classes are {', '.join(classes)})")
     if X is not None and d.needs_matrix:
-        from .calibrate import can_split, fit_temperature, out_of_fold_jll, threshold_for_fpr
+        from .calibrate import (can_split, fit_temperature, out_of_fold_jll, probabilities_at,
+                                threshold_for_fpr)
 
         if can_split(y, d.folds):
             jll = out_of_fold_jll(X, y, classes, model.settings, d.folds, d.seed)
@@ -243,8 +244,7 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y) -> None:
             if d.calibrate:
                 model.decision.temperature = fit_temperature(jll, t_idx)
             if d.max_fpr is not None:
-                z = jll / model.decision.temperature
-                p = np.exp(z - logsumexp_rows(z)[:, None])[:, classes.index(pos)]
+                p = probabilities_at(jll, model.decision.temperature)[:, classes.index(pos)]
                 t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr)
                 model.fit_report = {  # what the threshold costs, in the same internal folds
                     "threshold": t, "fpr": float((p[y != pos] >= t).mean()),

@@ -28,9 +28,10 @@ def test_fit_temperature_recovers_a_known_temperature(true_t):
     assert fit_temperature(z * true_t, labels) == pytest.approx(true_t, rel=0.05)
 
 
-def test_calibration_lowers_held_out_log_loss():
-    """On the bundled sample, 80/20 by position: the calibrated model's test log-loss is
-    lower than the raw model's, and its verdicts are the same (T > 0 keeps the argmax)."""
+def test_calibration_lowers_held_out_log_loss_brier_and_ece():
+    """On the bundled sample, 80/20 by position: the calibrated model's test log-loss, Brier
+    score and calibration error are lower than the raw model's, and its verdicts are the same
+    (T > 0 keeps the argmax)."""
     X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
     test = np.arange(len(y)) % 5 == 0
     results = {}
@@ -43,6 +44,9 @@ def test_calibration_lowers_held_out_log_loss():
     (t_raw, raw), (t_cal, cal) = results[False], results[True]
     assert t_raw == 1.0 and t_cal > 1.0  # Naive Bayes is over-confident: the fit softens it
     assert cal["log_loss"] < raw["log_loss"]
+    # and not by making every answer a coin toss (what fitting T by log-loss did): the Brier
+    # score and the calibration error improve too
+    assert cal["brier"] < raw["brier"] and cal["ece"] < raw["ece"]
     assert cal["accuracy"] == raw["accuracy"]
 
 
@@ -70,7 +74,7 @@ def test_threshold_and_unsure_band_on_the_worked_example(run, tmp_path):
 
 def test_max_fpr_keeps_out_of_fold_false_positives_under_the_rate(run, tmp_path):
     model = tmp_path / "m.nbm"
-    r = run("train", DATA / "corpus", "--max-fpr", "0", "-o", model)
+    r = run("train", DATA / "corpus", "--max-fpr", "0.01", "-o", model)
     assert r.exit_code == 0, r.stderr
     info = json.loads(run("info", "-m", model, "--format", "json").stdout)
     t = info["decision"]["threshold"]
@@ -88,6 +92,9 @@ def test_threshold_for_fpr_is_exact():
     neg = np.array([True, True, True, True, False, False])
     assert threshold_for_fpr(p, neg, 0.0) == np.nextafter(0.4, 1)   # no negative at or above
     assert threshold_for_fpr(p, neg, 0.25) == np.nextafter(0.3, 1)  # one of four allowed
+    # a negative that is certainly positive out of fold: no threshold <= 1 keeps it out
+    with pytest.raises(NbtextError, match="--max-fpr 0.0 cannot be met: 1 of the 4 negative-class"):
+        threshold_for_fpr(np.array([0.1, 0.2, 0.3, 1.0]), np.ones(4, bool), 0.0)
     with pytest.raises(NbtextError, match="--max-fpr must be in"):
         threshold_for_fpr(p, neg, 1.5)
 
