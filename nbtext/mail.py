@@ -5,14 +5,16 @@ parts are decoded from quoted-printable/base64 in their declared charset; HTML i
 text, its link hosts and image alt text; attachments give their type and extension, never their
 bytes. Nothing here raises on bad mail: a decoding failure becomes a token.
 
-Each rule says, in a comment, what it was for; figures are from the 80/20 split of
-spamassassin-2002 (650 test messages, scripts/mail_ablation.py reruns them).
+Each rule says, in a comment, what it was for and what it changed: scripts/mail_ablation.py
+turns each one off in turn (NBTEXT_MAIL_ABLATE, below) and measures 5-fold cross-validation on
+spamassassin-2002; its table is docs/mail_ablation.md.
 """
 from __future__ import annotations
 
 import codecs
 import email
 import email.errors
+import os
 import re
 
 
@@ -43,6 +45,20 @@ MSGID_DOMAIN_RE = re.compile(r"@([^>\s]+)")
 # Addresses by pattern, not email.utils.getaddresses: a third of header time went to its
 # RFC 2822 parser, and spam's malformed address lists are exactly where it is least useful.
 ADDRESS_RE = re.compile(r"[\w.+'=-]+@[\w-]+(?:\.[\w-]+)+")
+
+# For measurement only: NBTEXT_MAIL_ABLATE=html,urls,... turns those rules off (an environment
+# variable, so that train's worker processes see it too). Rule names are the keys of RULES.
+RULES = {
+    "headers": "namespaced header tokens (subject words, addresses, domains, X-Mailer, ...)",
+    "header-names": "one hdr:NAME token per header field present",
+    "received": "relay domains of Received hops",
+    "recipients": "a bucketed count of To/Cc addresses",
+    "decode": "quoted-printable and base64 decoded (off: the raw transfer encoding is read)",
+    "html": "HTML reduced to text, links and alt text (off: markup read as words)",
+    "urls": "URL tokens: scheme, host and parents, path pieces (off: URLs read as words)",
+    "mime": "content type, encoding, charset and attachment extension tokens",
+}
+ABLATED = frozenset(filter(None, os.environ.get("NBTEXT_MAIL_ABLATE", "").split(",")))
 
 ADDRESS_HEADERS = ("from", "to", "cc", "reply-to", "sender", "return-path")
 WORD_HEADERS = ("x-mailer", "user-agent", "organization")
@@ -124,7 +140,9 @@ def html_to_text(text: str, out: list[str]) -> str:
     import html
     for m in HREF_RE.finditer(text):
         target = html.unescape(m.group(1))
-        if LINK_RE.match(target):
+        if "urls" in ABLATED:
+            out.append(target)  # ablation: the link read as words
+        elif LINK_RE.match(target):
             out.extend(url_tokens(target))
         elif target.lower().startswith("mailto:"):
             out.append("url:mailto")
@@ -151,13 +169,17 @@ def header_tokens(msg: email.message.Message, s: TokenizerSettings) -> list[str]
         name = name.lower().strip()
         if not name or len(name) > 40:
             continue
-        if name not in seen_names:
+        if name not in seen_names and "header-names" not in ABLATED:
             # Which headers a message has says who sent it: mailing-list software adds
             # List-Id and X-Mailing-List, bulk mailers add their own X- headers.
+            # (Ablation, docs/mail_ablation.md: ham FPR 0.33% without, 0.29% with.)
             seen_names.add(name)
             out.append(f"hdr:{name}")
         text = header_text(value) if isinstance(value, str) else ""
+        if "headers" in ABLATED and name not in ("received", "to", "cc"):
+            continue
         if name == "subject":
+            # Header tokens as a whole: log-loss 0.113 without, 0.072 with (ablation).
             out += words(text, s, "subject:")
             if "!" in text:
                 out.append("subject:!")
@@ -168,6 +190,8 @@ def header_tokens(msg: email.message.Message, s: TokenizerSettings) -> list[str]
             addrs = ADDRESS_RE.findall(text)
             if name in ("to", "cc"):
                 recipients += len(addrs)
+                if "headers" in ABLATED:
+                    continue
             if not addrs:
                 out.append(f"{name}:none")
             for addr in addrs[:20]:
@@ -181,16 +205,18 @@ def header_tokens(msg: email.message.Message, s: TokenizerSettings) -> list[str]
         elif name == "message-id":
             m = MSGID_DOMAIN_RE.search(text)
             out += domain_tokens("message-id:dom:", m.group(1))[:2] if m else ["message-id:none"]
-        elif name == "received":
+        elif name == "received" and "received" not in ABLATED:
             # Relay host names (not the whole hop: dates, ids and IPs are noise); only the
             # registered domain, so a new relay of a known provider still counts.
+            # (Ablation: accuracy 99.11% without, 99.14% with.)
             for host in HOST_RE.findall(text)[:4]:
                 labels = host.lower().split(".")
                 out.append("received:" + ".".join(labels[-2:]))
         elif name == "content-type":
             ct = text.split(";", 1)[0].strip().lower()
             out.append(f"ct:{ct}")
-    out.append(f"to:count:{_bucket(recipients)}")
+    if "recipients" not in ABLATED:
+        out.append(f"to:count:{_bucket(recipients)}")
     return out
 
 
@@ -231,7 +257,9 @@ def body_tokens(msg: email.message.Message, s: TokenizerSettings) -> tuple[list[
         cte = str(part.get("content-transfer-encoding", "")).strip().lower()
         if cte in ("base64", "quoted-printable"):
             meta.append(f"cte:{cte}")
-        raw = part.get_payload(decode=True)
+        raw = part.get_payload(decode="decode" not in ABLATED)
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "surrogateescape")  # ablation "decode" only
         if not isinstance(raw, bytes):
             meta.append("error:payload")
             continue
@@ -243,8 +271,9 @@ def body_tokens(msg: email.message.Message, s: TokenizerSettings) -> tuple[list[
             meta.append(f"charset:{charset[:20]}")
         if not as_declared:
             meta.append("charset:fallback")
-        if part.get_content_subtype() == "html":
-            # Spam is mostly HTML with little text; ham is mostly plain text.
+        if part.get_content_subtype() == "html" and "html" not in ABLATED:
+            # Spam is mostly HTML with little text; ham is mostly plain text. Reading markup
+            # as words instead: ham FPR 0.29% -> 0.44%, log-loss 0.072 -> 0.107 (ablation).
             alt_and_links: list[str] = []
             text = html_to_text(text, alt_and_links)
             for t in alt_and_links:
@@ -254,7 +283,7 @@ def body_tokens(msg: email.message.Message, s: TokenizerSettings) -> tuple[list[
                     body += words(t, s)
         # One scan: each URL becomes tokens (the first MAX_URLS) and a space in the text.
         rest, last = [], 0
-        for n, m in enumerate(URL_RE.finditer(text)):
+        for n, m in enumerate(URL_RE.finditer(text) if "urls" not in ABLATED else ()):
             if n < MAX_URLS:
                 meta += url_tokens(m.group(0))
             rest.append(text[last:m.start()])
@@ -266,6 +295,8 @@ def body_tokens(msg: email.message.Message, s: TokenizerSettings) -> tuple[list[
         if budget <= 0:
             meta.append("mime:truncated")
             break
+    if "mime" in ABLATED:
+        meta = [t for t in meta if not t.startswith(("ct:", "cte:", "charset:", "filename:"))]
     return meta, body
 
 

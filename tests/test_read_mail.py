@@ -213,3 +213,29 @@ def test_plain_text_is_not_mail():
     assert not looks_like_mail(b"Hello: this is a sentence.\nAnd another one")
     assert not looks_like_mail("__label__x foo")
     assert looks_like_mail(b"From x@y Sat Jan  1\nReceived: from a\nSubject: hi\n\nbody")
+
+
+HTML_MAIL = (b"From: a@example.com\nTo: b@example.com\nSubject: offer\nMIME-Version: 1.0\n"
+             b"Content-Type: text/html\n\n<p>Buy <b>now</b> at <a href='http://shop.example.com/x'>"
+             b"here</a></p>\n")
+
+
+def test_ablation_switches_turn_rules_off(monkeypatch):
+    """scripts/mail_ablation.py measures each rule by turning it off; each switch must do that
+    and nothing else."""
+    import nbtext.mail as mail
+
+    s = TokenizerSettings(ngram_max=1)
+    full = mail.mail_tokens(HTML_MAIL, s)
+    assert {"buy", "now", "here", "url:shop.example.com", "subject:offer", "hdr:from"} <= set(full)
+    assert "b" not in full and "href" not in full
+    monkeypatch.setattr(mail, "ABLATED", frozenset({"html"}))
+    no_html = mail.mail_tokens(HTML_MAIL, s)
+    assert {"b", "href", "buy"} <= set(no_html)
+    monkeypatch.setattr(mail, "ABLATED", frozenset({"headers", "header-names"}))
+    no_headers = mail.mail_tokens(HTML_MAIL, s)
+    assert not [t for t in no_headers if t.startswith(("subject:", "from:", "hdr:"))]
+    assert "url:shop.example.com" in no_headers
+    monkeypatch.setattr(mail, "ABLATED", frozenset({"urls"}))
+    no_urls = mail.mail_tokens(HTML_MAIL, s)
+    assert not [t for t in no_urls if t.startswith("url:")] and "shop.example.com" in no_urls

@@ -16,3 +16,16 @@ def test_bench_script_prints_its_tables():
     rows = [ln.split(" | ")[0].lstrip("| ") for ln in lines if ln.startswith("| ") and "---" not in ln]
     assert rows.count("nbtext") == 2 and rows.count("nbtext --no-calibrate") == 2  # 1x and growth tables
     assert "## Growth with the corpus" in r.stdout and "2x / 1x time" in r.stdout
+
+
+def test_mail_ablation_script_turns_each_rule_off():
+    from nbtext.mail import RULES
+
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "mail_ablation.py"), "--corpus",
+                        str(DATA / "corpus"), "--folds", "2"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split(" | ") for ln in r.stdout.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
+    assert [row[0].lstrip("| ") for row in rows] == ["(all rules on)"] + [f"no {k}" for k in RULES] + ["no skip"]
+    assert rows[0][-1] == "+0.0000 |"
+    # the switches reach the worker processes: turning the header rules off changes the figures
+    assert len({row[2] + row[5] for row in rows}) > 1
