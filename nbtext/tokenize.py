@@ -36,6 +36,7 @@ def unicode_patterns():
                              regex.compile(rf"[{_CJK}]|[^{_CJK}]+"))
     return _unicode_patterns
 
+
 # A header block: an mbox "From " line or a header field, then more header fields.
 _HEADER_LINE = re.compile(rb"[!-9;-~]+:[ \t]")
 

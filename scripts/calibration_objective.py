@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 from nbtext.calibrate import brier_at, fit_temperature, log_loss_at, out_of_fold_jll, probabilities_at  # noqa: E402
 from nbtext.pipeline import count_corpus, default_jobs  # noqa: E402
 from nbtext.read import label_directory  # noqa: E402
-from nbtext.report import calibration_error  # noqa: E402
+from nbtext.report import evaluate  # noqa: E402
 from nbtext.settings import ModelSettings, TokenizerSettings  # noqa: E402
 
 
@@ -36,11 +36,9 @@ def rows(name: str, path: Path):
                                    ("log-loss", fit_temperature(jll[fit], t[fit], log_loss_at)),
                                    ("Brier score", fit_temperature(jll[fit], t[fit], brier_at))):
         p = probabilities_at(jll[held], temperature)
-        truth = t[held]
-        p_true = np.clip(p[np.arange(len(truth)), truth], 1e-15, 1.0)
-        ece = calibration_error(p.max(axis=1), p.argmax(axis=1) == truth)
-        yield (f"| {name} | {objective} | {temperature:.3g} | {-np.log(p_true).mean():.4f} | "
-               f"{brier_at(jll[held], truth, temperature):.4f} | {ece:.4f} |")
+        r = evaluate(classes, y[held], [classes[i] for i in p.argmax(axis=1)], p)
+        yield (f"| {name} | {objective} | {temperature:.3g} | {r['log_loss']:.4f} | "
+               f"{r['brier']:.4f} | {r['ece']:.4f} |")
 
 
 def main():

@@ -29,3 +29,13 @@ def test_mail_ablation_script_turns_each_rule_off():
     assert rows[0][-1] == "+0.0000 |"
     # the switches reach the worker processes: turning the header rules off changes the figures
     assert len({row[2] + row[5] for row in rows}) > 1
+
+
+def test_calibration_objective_script_compares_the_fits(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "calibration_objective.py"), "--shared",
+                        str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split(" | ") for ln in r.stdout.splitlines() if ln.startswith("| bundled sample")]
+    assert [row[1] for row in rows] == ["none (T = 1)", "log-loss", "Brier score"]
+    (_, _, _, _, brier_none, _), (_, _, _, _, brier_ll, _), (_, _, _, _, brier_fit, _) = rows
+    assert float(brier_fit) <= min(float(brier_none), float(brier_ll))  # fitted on one half, lowest on the other
