@@ -522,7 +522,7 @@ def info(model_path, fmt, top):
     header, payload = modelfile.read_container(model_path)
     model = modelfile.decode(header, payload, model_path)
     d = {
-        "format_version": modelfile.FORMAT_VERSION,
+        "format_version": header["format_version"],
         "created_by": header.get("created_by"),
         "classes": {c: int(n) for c, n in zip(model.classes, model.class_count)},
         "documents": model.n_documents,

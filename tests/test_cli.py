@@ -113,7 +113,7 @@ def test_classify_exit_codes(run, sample_model):
 def test_info_json(run, sample_model):
     d = json.loads(run("info", "-m", sample_model, "--format", "json").stdout)
     assert d["classes"] == {"ham": 298, "spam": 134}
-    assert d["format_version"] == 1 and d["vocabulary"] > 1000
+    assert d["format_version"] == 2 and d["vocabulary"] > 1000
     assert d["tokenizer"]["mode"] == "auto" and d["model"]["variant"] == "multinomial"
     assert len(d["top_tokens"]["spam"]) == 10
 

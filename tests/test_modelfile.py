@@ -5,6 +5,7 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from nbtext import modelfile
 from nbtext.errors import ModelFileError
@@ -13,7 +14,7 @@ from nbtext.score import FastScorer
 from nbtext.settings import ModelSettings, TokenizerSettings
 from nbtext.tokenize import Tokenizer
 
-from conftest import IIR_TEST, IIR_TRAIN
+from conftest import IIR_TEST, IIR_TRAIN, ROOT
 
 
 TRANSFORMED = dict(tf=True, idf=True, length_norm=True, norm=True)
@@ -35,15 +36,81 @@ def test_round_trip_exact(tmp_path, variant):
     path = tmp_path / "m.nbm"
     modelfile.save(m, str(path))
     back = modelfile.load(str(path))
-    assert back.classes == m.classes and back.vocab.tokens == m.vocab.tokens
-    np.testing.assert_array_equal(back.feature_count, m.feature_count)
+    assert_same_model(back, m)
+    # The file holds the vocabulary sorted by UTF-8 bytes; the columns follow it.
+    assert back.vocab.tokens == sorted(m.vocab.tokens, key=lambda t: t.encode("utf-8", "surrogatepass"))
+    assert modelfile.encode(back) == path.read_bytes()
+
+
+def assert_same_model(back, m):
+    """Same classes, settings, ledger and the same counts per token (whatever the column order)."""
+    assert back.classes == m.classes and sorted(back.vocab.tokens) == sorted(m.vocab.tokens)
+    cols = [m.vocab.index[t] for t in back.vocab.tokens]
+    np.testing.assert_array_equal(back.feature_count, m.feature_count[:, cols])
     np.testing.assert_array_equal(back.class_count, m.class_count)
     assert back.tokenizer_settings == m.tokenizer_settings and back.settings == m.settings
     assert back.ledger == m.ledger
     if m.settings.idf:
-        np.testing.assert_array_equal(back.doc_freq, m.doc_freq)
+        np.testing.assert_array_equal(back.doc_freq, m.doc_freq[cols])
         assert back.doc_freq.sum() > 0
-    assert modelfile.encode(back) == path.read_bytes()
+
+
+def test_format_1_files_still_load_and_score(tmp_path):
+    """tests/fixtures/format1.nbm was written by nbtext's format 1 (hash table, ids in
+    first-seen order) from iir_model("complement+transforms", ngram_max=2)."""
+    old = ROOT / "tests" / "fixtures" / "format1.nbm"
+    m = iir_model("complement+transforms", ngram_max=2)
+    m.ledger.add(b"x" * 16)
+    back = modelfile.load(str(old))
+    assert back.vocab.tokens == m.vocab.tokens  # format 1 kept first-seen order
+    assert_same_model(back, m)
+    fast = FastScorer(str(old))
+    assert fast.token_id("chinese") == m.vocab.index["chinese"] and fast.token_id("nowhere") is None
+    want = m.log_proba(m.matrix([m.tokenizer(IIR_TEST)]))[0]
+    np.testing.assert_allclose(np.log(fast.posteriors(fast.joint_log_likelihood(fast.tokenizer(IIR_TEST)))),
+                               want, atol=1e-9)
+    modelfile.save(back, str(tmp_path / "new.nbm"))  # saving rewrites it as the current format
+    assert modelfile.read_container(str(tmp_path / "new.nbm"))[0]["format_version"] == modelfile.FORMAT_VERSION
+
+
+tokens_st = st.lists(st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=30),
+                     unique=True, max_size=200)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tokens_st)
+def test_front_coding_round_trips_any_vocabulary(tokens):
+    fc, heads, order = modelfile.front_code(tokens)
+    key = [t.encode("utf-8", "surrogatepass") for t in tokens]
+    assert [key[i] for i in order] == sorted(key)
+    assert modelfile.front_decode(fc, modelfile.BLOCK) == [tokens[i] for i in order]
+    assert len(heads) == -(-len(tokens) // modelfile.BLOCK)
+
+
+def test_front_coding_of_long_shared_prefixes(tmp_path):
+    """Entries store at most 254 shared bytes; longer prefixes repeat the rest."""
+    tokens = ["a" * 300 + "c", "a" * 300 + "b", "a" * 299, "\u00e9" * 200 + "x", "\u00e9" * 200]
+    fc, _, order = modelfile.front_code(tokens)
+    assert modelfile.front_decode(fc, modelfile.BLOCK) == [tokens[i] for i in (2, 1, 0, 4, 3)]
+    m = Model.empty(TokenizerSettings(), ModelSettings(), ["a", "b"])
+    m.add([tokens, ["x"]], ["a", "b"])
+    modelfile.save(m, str(tmp_path / "m.nbm"))
+    fast, back = FastScorer(str(tmp_path / "m.nbm")), modelfile.load(str(tmp_path / "m.nbm"))
+    assert [fast.token_id(t) for t in tokens] == [back.vocab.index[t] for t in tokens]
+    assert fast.token_id("a" * 300) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(tokens_st, st.lists(st.text(min_size=1, max_size=30), max_size=20))
+def test_sorted_vocabulary_finds_every_token_and_nothing_else(tmp_path_factory, tokens, others):
+    m = Model.empty(TokenizerSettings(), ModelSettings(), ["a", "b"])
+    m.add([tokens, ["x"]], ["a", "b"])
+    path = tmp_path_factory.mktemp("v") / "m.nbm"
+    modelfile.save(m, str(path))
+    back, fast = modelfile.load(str(path)), FastScorer(str(path))
+    assert all(fast.token_id(t) == back.vocab.index[t] for t in back.vocab.tokens)
+    probes = others + [t[:-1] for t in tokens] + [t + "\x01" for t in tokens] + ["", "\U0010ffff" * 3]
+    assert all(fast.token_id(t) is None for t in probes if t not in back.vocab.index)
 
 
 @pytest.mark.parametrize("variant", ["multinomial", "bernoulli", "complement", "complement+transforms"])
@@ -57,7 +124,7 @@ def test_fast_scorer_agrees_with_numpy_path(tmp_path, variant):
         jll = fast.joint_log_likelihood(fast.tokenizer(text))
         got = np.log(fast.posteriors(jll))
         np.testing.assert_allclose(got, want, atol=1e-9)
-    assert fast.token_id("chinese") == m.vocab.index["chinese"]
+    assert fast.token_id("chinese") == modelfile.load(str(path)).vocab.index["chinese"]
     assert fast.token_id("nowhere") is None
 
 
@@ -67,8 +134,10 @@ def test_fast_scorer_on_a_large_vocabulary(tmp_path):
     m.add([tokens[:12000], tokens[8000:]], ["a", "b"])
     modelfile.save(m, str(tmp_path / "m.nbm"))
     fast = FastScorer(str(tmp_path / "m.nbm"))
-    assert all(fast.token_id(t) == i for i, t in enumerate(tokens))
-    assert fast.token_id("tok20000") is None
+    back = modelfile.load(str(tmp_path / "m.nbm"))
+    assert all(fast.token_id(t) == back.vocab.index[t] for t in tokens)
+    assert all(back.vocab.tokens[fast.token_id(t)] == t for t in tokens)
+    assert fast.token_id("tok20000") is None and fast.token_id("tok") is None and fast.token_id("zzz") is None
 
 
 @pytest.fixture
@@ -108,7 +177,7 @@ def test_newer_format_is_refused(saved):
     data = bytearray(saved.read_bytes())
     struct.pack_into("<I", data, 8, modelfile.FORMAT_VERSION + 1)
     saved.write_bytes(bytes(data))
-    refused(saved, r"written by a newer nbtext \(model format 2; this nbtext reads format 1")
+    refused(saved, r"written by a newer nbtext \(model format 3; this nbtext reads format 2")
 
 
 class Boom:
