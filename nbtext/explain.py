@@ -17,6 +17,6 @@ def top_tokens(model, n: int, min_count: int = 5) -> dict:
         other = np.log(np.exp(others).mean(axis=0)) if len(others) else np.zeros(flp.shape[1])
         llr = np.where(eligible, flp[c] - other, -np.inf)
         best = np.argsort(-llr, kind="stable")[:n]
-        out[name] = [{"token": model.vocab.tokens[i], "llr": round(float(llr[i]), 4),
+        out[name] = [{"token": model.vocab.token(i), "llr": round(float(llr[i]), 4),
                       "count": int(model.feature_count[c, i])} for i in best if np.isfinite(llr[i])]
     return out

@@ -199,30 +199,6 @@ class SortedVocabulary:
 # The numpy half: whole models in and out.
 # --------------------------------------------------------------------------------------
 
-def _ranges(starts, lengths):
-    """The concatenation of arange(s, s + n) for each (s, n)."""
-    import numpy as np
-
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    shift = np.repeat(np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths), lengths)
-    return shift + np.arange(total, dtype=np.int64)
-
-
-def _token_bytes(tokens: list[str]):
-    """The tokens' UTF-8 bytes, each followed by a NUL, as a uint8 array; with each token's
-    start and length in bytes. One join and one encode for the whole vocabulary."""
-    import numpy as np
-
-    blob = ("\x00".join(tokens) + "\x00").encode("utf-8", "surrogatepass") if tokens else b""
-    b = np.frombuffer(blob, dtype=np.uint8)
-    ends = np.flatnonzero(b == 0)
-    if len(ends) != len(tokens):
-        raise NbtextError("a token contains a NUL character; tokens must not")
-    starts = np.concatenate([[0], ends[:-1] + 1])[:len(ends)].astype(np.int64)
-    return b, starts, ends - starts
-
-
 def _words(padded, starts, lengths, depth: int):
     """Bytes depth..depth+7 of each token as one big-endian uint64, zero past its end (the
     token bytes must be followed by 8 padding bytes)."""
@@ -272,14 +248,19 @@ def _spans(total: int, starts, lengths):
     return np.cumsum(delta[:-1], dtype=np.int8).view(bool)
 
 
-def front_code(tokens: list[str]) -> tuple[bytes, "np.ndarray", "np.ndarray"]:
-    """(front-coded vocabulary, block head offsets, the sorting permutation of ``tokens``)."""
+def front_code(blob: bytes) -> tuple[bytes, "np.ndarray", "np.ndarray"]:
+    """(front-coded vocabulary, block head offsets, the sorting permutation) of NUL-terminated
+    UTF-8 tokens (Vocabulary.encoded())."""
     import numpy as np
 
-    b, starts, lengths = _token_bytes(tokens)
+    from .vectorize import gather, token_spans
+
+    b = np.frombuffer(blob, dtype=np.uint8)
+    starts, lengths = token_spans(b)
     order = _byte_order(np.concatenate([b, np.zeros(8, dtype=np.uint8)]), starts, lengths)
-    srt, _, length = _token_bytes(list(map(tokens.__getitem__, order.tolist())))
-    del b, starts
+    srt = np.frombuffer(gather(blob, starts, lengths, order), dtype=np.uint8)
+    length = lengths[order]
+    del b, starts, lengths
     n = len(length)
     s = np.cumsum(length + 1) - (length + 1)
     shared = np.zeros(n, dtype=np.int64)  # bytes each token shares with the one before
@@ -297,10 +278,12 @@ def front_code(tokens: list[str]) -> tuple[bytes, "np.ndarray", "np.ndarray"]:
     return out.tobytes(), entry[::BLOCK], order
 
 
-def front_decode(fc: bytes, block: int) -> list[str]:
-    """The tokens of a front-coded vocabulary (see front_code), decoded block row by block
-    row with numpy; ValueError when the entries do not fit together."""
+def front_decode(fc: bytes, block: int) -> bytes:
+    """The NUL-terminated tokens of a front-coded vocabulary (see front_code), decoded block
+    row by block row with numpy; ValueError when the entries do not fit together."""
     import numpy as np
+
+    from .vectorize import ranges
 
     if block < 1:
         raise ValueError(f"vocabulary block size {block}")
@@ -325,8 +308,8 @@ def front_decode(fc: bytes, block: int) -> list[str]:
     for r in range(1, block):  # row r of every block copies its prefix from row r-1
         i = np.arange(r, n, block)
         i = i[shared[i] > 0]
-        out[_ranges(out_start[i], shared[i])] = out[_ranges(out_start[i - 1], shared[i])]
-    return out.tobytes().decode("utf-8", "surrogatepass").split("\x00")[:-1]
+        out[ranges(out_start[i], shared[i])] = out[ranges(out_start[i - 1], shared[i])]
+    return out.tobytes()
 
 
 def derived_values(model) -> dict:
@@ -369,7 +352,7 @@ def encode(model) -> bytes:
 
     from . import __version__
 
-    fc, heads, order = front_code(model.vocab.tokens)
+    fc, heads, order = front_code(model.vocab.encoded())
     # The columns in the file's (sorted) order, so that the derived sums, too, depend only on
     # the counts per token and not on the order tokens were first seen in. (The vocabulary
     # object is only asked for its length here.)
@@ -422,10 +405,12 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
 
     try:
         if "vocab_fc" in header["sections"]:
-            tokens = front_decode(bytes(section(header, payload, "vocab_fc")), int(header["vocab_block"]))
+            blob = front_decode(bytes(section(header, payload, "vocab_fc")), int(header["vocab_block"]))
         else:  # format 1: the tokens in id order, NUL-terminated
             blob = bytes(section(header, payload, "vocab_blob"))
-            tokens = blob.decode("utf-8", "surrogatepass").split("\x00")[:-1] if blob else []
+        if blob and blob[-1] != 0:
+            raise ValueError("vocabulary does not end with a NUL")
+        n_tokens = blob.count(0)
         classes = list(header["classes"])
         shape = tuple(header["sections"]["counts"]["shape"])
         counts = np.asarray(section(header, payload, "counts"), dtype=np.float64).reshape(shape)
@@ -434,7 +419,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
             TokenizerSettings.from_dict(header["tokenizer"]),
             ModelSettings.from_dict(header["model"]),
             classes,
-            Vocabulary(tokens),
+            Vocabulary.from_encoded(blob),
             counts,
             np.asarray(header["class_count"], dtype=np.float64),
             Decision.from_dict(header["decision"]),
@@ -448,10 +433,10 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
         raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
     except NbtextError as e:
         raise ModelFileError(f"{path}: corrupt model file ({e})") from None
-    if len(model.vocab.index) != len(tokens):
+    if len(model.vocab) != n_tokens:
         raise ModelFileError(f"{path}: corrupt model file (a token appears twice in the vocabulary)")
-    if (counts.shape != (len(classes), len(tokens)) or len(model.class_count) != len(classes)
-            or (model.doc_freq is not None and model.doc_freq.shape != (len(tokens),))):
+    if (counts.shape != (len(classes), n_tokens) or len(model.class_count) != len(classes)
+            or (model.doc_freq is not None and model.doc_freq.shape != (n_tokens,))):
         raise ModelFileError(f"{path}: corrupt model file (count matrix does not match the vocabulary)")
     return model
 

@@ -85,7 +85,7 @@ def merge(models: list[tuple[str, Model]]) -> Model:
                     f"{path}: {b.to_dict()[k]!r}); only models with equal settings can be merged")
     classes = sorted(set().union(*(m.classes for _, m in models)))
     vocab = Vocabulary()
-    columns = [vocab.extend(m.vocab.tokens) for _, m in models]
+    columns = [vocab.extend_encoded(m.vocab.encoded(), m.vocab.keys()) for _, m in models]
     fc = np.zeros((len(classes), len(vocab)))
     cc = np.zeros(len(classes))
     df = np.zeros(len(vocab)) if first.settings.idf else None

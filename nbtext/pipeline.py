@@ -25,7 +25,7 @@ from .operations import digest
 from .read import Document
 from .settings import ModelSettings, TokenizerSettings
 from .tokenize import Tokenizer
-from .vectorize import Vocabulary, count_matrix
+from .vectorize import Vocabulary, _checked_keys, encode_tokens, local_counts, onto
 
 CHUNK = 400
 
@@ -50,25 +50,20 @@ def default_jobs() -> int:
 
 
 def _count_chunk(datas: list, settings: TokenizerSettings):
+    """(the chunk's distinct tokens, encoded, their keys, its count matrix over them): bytes
+    and arrays, cheap to send back from a worker and hashed there, in parallel."""
     tok = Tokenizer(settings)
-    vocab = Vocabulary()
-    X = count_matrix((tok(d) for d in datas), vocab, grow=True)
-    return vocab.tokens, X
+    distinct, X = local_counts([tok(d) for d in datas])
+    blob = encode_tokens(distinct)
+    return blob, _checked_keys(blob, distinct), X
 
 
-def _onto(X: sp.csr_matrix, local: list[str], vocab: Vocabulary, grow: bool) -> sp.csr_matrix:
-    """A chunk's matrix over its own vocabulary, moved onto the shared vocabulary. Without
+def _onto(result, vocab: Vocabulary, grow: bool) -> sp.csr_matrix:
+    """A chunk's matrix over its own tokens, moved onto the shared vocabulary. Without
     ``grow``, tokens the shared vocabulary lacks are dropped (they cannot be scored)."""
-    if grow:
-        mapping = vocab.extend(local)
-    else:
-        mapping = vocab.lookup(local)
-    cols = mapping[X.indices]
-    keep = cols >= 0
-    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-    Y = sp.csr_matrix((X.data[keep], (rows[keep], cols[keep])), shape=(X.shape[0], len(vocab)))
-    Y.sum_duplicates()
-    return Y
+    blob, keys, X = result
+    mapping = vocab.extend_encoded(blob, keys) if grow else vocab.find_keys(keys)
+    return onto(X, mapping, len(vocab))
 
 
 def counted_chunks(docs: Iterable[Document], settings: TokenizerSettings, vocab: Vocabulary,
@@ -85,8 +80,7 @@ def counted_chunks(docs: Iterable[Document], settings: TokenizerSettings, vocab:
     rest = itertools.chain([first] + ([second] if second else []), chunks)
     if n_jobs == 1 or second is None:
         for chunk in rest:
-            local, X = _count_chunk([d.data for d in chunk], settings)
-            yield chunk, _onto(X, local, vocab, grow)
+            yield chunk, _onto(_count_chunk([d.data for d in chunk], settings), vocab, grow)
         return
     from joblib import Parallel, delayed
 
@@ -100,8 +94,8 @@ def counted_chunks(docs: Iterable[Document], settings: TokenizerSettings, vocab:
     # A reader that leaves early (`| head`) cancels the rest; that is not worth a warning.
     warnings.filterwarnings("ignore", message=".*tasks which were still being processed")
     with Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs") as par:
-        for local, X in par(tasks()):
-            yield pending.popleft(), _onto(X, local, vocab, grow)
+        for result in par(tasks()):
+            yield pending.popleft(), _onto(result, vocab, grow)
 
 
 CALIBRATION_SAMPLE = 5_000  # one temperature (or threshold) is well fitted by 5,000 documents
@@ -165,8 +159,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings
     if not n_docs:
         raise NbtextError("no documents found in the training sources")
     sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
-    model, _ = _model_from_sums(acc, vocab.tokens, tokenizer, settings, features, decisions, *sample,
-                                vocab=vocab)
+    model, _ = _model_from_sums(acc, vocab, tokenizer, settings, features, decisions, *sample)
     model.ledger = ledger
     return model
 
@@ -196,18 +189,16 @@ def _binary(X):
     return X
 
 
-def _model_from_sums(acc, tokens: list[str], tokenizer, settings, features, decisions, X=None, y=None,
-                     vocab: Vocabulary | None = None) -> tuple[Model, np.ndarray]:
-    """The model of running sums (see _sum_chunk) over ``tokens``, with the features the
+def _model_from_sums(acc, vocab: Vocabulary, tokenizer, settings, features, decisions, X=None, y=None
+                     ) -> tuple[Model, np.ndarray]:
+    """The model of running sums (see _sum_chunk) over ``vocab``, with the features the
     options keep and the decisions fitted on (X, y) when given; returns it with the kept
-    columns. ``vocab``, the Vocabulary of ``tokens`` if there is one, is reused when every
-    token is kept."""
+    columns."""
     classes, cc, fc, df = acc
     order = np.argsort(classes, kind="stable")
     keep = _select(df, fc, int(cc.sum()), features)
     model = Model.empty(tokenizer, settings, classes)
-    model.vocab = vocab if vocab is not None and len(keep) == len(tokens) else \
-        Vocabulary([tokens[i] for i in keep])
+    model.vocab = vocab if len(keep) == len(vocab) else vocab.subset(keep)
     model.feature_count, model.class_count = fc[order][:, keep], cc[order]
     model.doc_freq = df[keep] if settings.idf else None
     model.check_trainable()
@@ -215,12 +206,12 @@ def _model_from_sums(acc, tokens: list[str], tokenizer, settings, features, deci
     return model, keep
 
 
-def fit_matrix(X, y: np.ndarray, tokens: list[str], tokenizer: TokenizerSettings,
+def fit_matrix(X, y: np.ndarray, vocab: Vocabulary, tokenizer: TokenizerSettings,
                settings: ModelSettings, features: FeatureOptions = FeatureOptions(),
                decisions: DecisionOptions = DecisionOptions(calibrate=False)) -> tuple[Model, np.ndarray]:
     """A model from a document-by-term matrix and labels; returns it with the kept columns."""
     y = np.asarray([str(v) for v in y])
-    return _model_from_sums(_sum_chunk(None, X, list(y), settings), tokens, tokenizer, settings,
+    return _model_from_sums(_sum_chunk(None, X, list(y), settings), vocab, tokenizer, settings,
                             features, decisions, X, y)
 
 
@@ -306,7 +297,7 @@ def cross_validate(X, y, vocab: Vocabulary, tokenizer: TokenizerSettings, settin
     results = []
     for f in range(k):
         test = folds == f
-        model, keep = fit_matrix(X[~test], y[~test], vocab.tokens, tokenizer, settings, features, decisions)
+        model, keep = fit_matrix(X[~test], y[~test], vocab, tokenizer, settings, features, decisions)
         proba = model.proba(X[test][:, keep])
         results.append(evaluate(model.classes, list(y[test]), model.verdicts(proba), proba,
                                 model.decision.positive))

@@ -36,7 +36,7 @@ def test_calibration_lowers_held_out_log_loss_brier_and_ece():
     test = np.arange(len(y)) % 5 == 0
     results = {}
     for calibrate in (False, True):
-        model, keep = fit_matrix(X[~test], y[~test], vocab.tokens, TokenizerSettings(), ModelSettings(),
+        model, keep = fit_matrix(X[~test], y[~test], vocab, TokenizerSettings(), ModelSettings(),
                                  decisions=DecisionOptions(calibrate=calibrate))
         proba = model.proba(X[test][:, keep])
         results[calibrate] = (model.decision.temperature,

@@ -13,6 +13,7 @@ from nbtext.model import Model
 from nbtext.score import FastScorer
 from nbtext.settings import ModelSettings, TokenizerSettings
 from nbtext.tokenize import Tokenizer
+from nbtext.vectorize import encode_tokens
 
 from conftest import IIR_TEST, IIR_TRAIN, ROOT
 
@@ -80,18 +81,18 @@ tokens_st = st.lists(st.text(st.characters(blacklist_characters="\x00"), min_siz
 @settings(max_examples=200, deadline=None)
 @given(tokens_st)
 def test_front_coding_round_trips_any_vocabulary(tokens):
-    fc, heads, order = modelfile.front_code(tokens)
+    fc, heads, order = modelfile.front_code(encode_tokens(tokens))
     key = [t.encode("utf-8", "surrogatepass") for t in tokens]
     assert [key[i] for i in order] == sorted(key)
-    assert modelfile.front_decode(fc, modelfile.BLOCK) == [tokens[i] for i in order]
+    assert modelfile.front_decode(fc, modelfile.BLOCK) == encode_tokens([tokens[i] for i in order])
     assert len(heads) == -(-len(tokens) // modelfile.BLOCK)
 
 
 def test_front_coding_of_long_shared_prefixes(tmp_path):
     """Entries store at most 254 shared bytes; longer prefixes repeat the rest."""
     tokens = ["a" * 300 + "c", "a" * 300 + "b", "a" * 299, "\u00e9" * 200 + "x", "\u00e9" * 200]
-    fc, _, order = modelfile.front_code(tokens)
-    assert modelfile.front_decode(fc, modelfile.BLOCK) == [tokens[i] for i in (2, 1, 0, 4, 3)]
+    fc, _, order = modelfile.front_code(encode_tokens(tokens))
+    assert modelfile.front_decode(fc, modelfile.BLOCK) == encode_tokens([tokens[i] for i in (2, 1, 0, 4, 3)])
     m = Model.empty(TokenizerSettings(), ModelSettings(), ["a", "b"])
     m.add([tokens, ["x"]], ["a", "b"])
     modelfile.save(m, str(tmp_path / "m.nbm"))
