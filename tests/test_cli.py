@@ -242,3 +242,26 @@ def test_cv_text_and_json(run, tmp_path):
     r = run("cv", t, "--folds", "7")
     assert r.exit_code == 1
     assert r.stderr == "nbtext: error: --folds 7 needs at least 7 documents of each of two or more classes (ham: 6, spam: 6)\n"
+
+
+def test_parallel_training_writes_the_same_model_as_one_process(run, sample_model, tmp_path):
+    """The bundled sample is 4.5 MB: chunks of CHUNK_BYTES make many, counted by two workers
+    and merged in input order; the model file must not depend on that."""
+    from nbtext.pipeline import CHUNK_BYTES
+
+    assert sum(p.stat().st_size for p in (DATA / "corpus").rglob("*") if p.is_file()) > 4 * CHUNK_BYTES
+    one, two = tmp_path / "one.nbm", tmp_path / "two.nbm"
+    for path, jobs in ((one, "1"), (two, "2")):
+        r = run("train", DATA / "corpus", "-o", path, "-j", jobs)
+        assert r.exit_code == 0, r.output
+    assert one.read_bytes() == two.read_bytes() == sample_model.read_bytes()
+
+
+def test_chunks_stop_at_a_count_or_a_size():
+    from nbtext.pipeline import _chunks
+    from nbtext.read import Document
+
+    docs = [Document(str(i), b"x" * n) for i, n in enumerate([5, 5, 5, 20, 1, 1, 1, 1])]
+    sizes = [[len(d.data) for d in c] for c in _chunks(iter(docs), 3, 10)]
+    assert sizes == [[5, 5], [5, 20], [1, 1, 1], [1]]
+    assert list(_chunks(iter([]), 3, 10)) == []
