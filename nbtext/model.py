@@ -90,12 +90,16 @@ class Model:
     def matrix(self, token_lists: Iterable[list[str]]):
         return count_matrix(token_lists, self.vocab, grow=False)
 
-    def log_proba(self, X) -> np.ndarray:
-        jll = self.estimator.predict_joint_log_proba(X) / self.decision.temperature
+    def log_proba(self, X, estimator=None) -> np.ndarray:
+        """Posteriors in log space. Pass ``estimator`` (self.estimator, taken once) to score
+        many batches: each new estimator derives the log-probabilities of the whole
+        vocabulary again (14 ms for spamassassin's, per batch)."""
+        est = estimator if estimator is not None else self.estimator
+        jll = est.predict_joint_log_proba(X) / self.decision.temperature
         return jll - logsumexp_rows(jll)[:, None]
 
-    def proba(self, X) -> np.ndarray:
-        return np.exp(self.log_proba(X))
+    def proba(self, X, estimator=None) -> np.ndarray:
+        return np.exp(self.log_proba(X, estimator))
 
     def documents_proba(self, docs: Iterable[bytes | str]) -> np.ndarray:
         tok = self.tokenizer

@@ -153,6 +153,15 @@ class _BaseNB:
     def _joint_log_likelihood(self, X) -> np.ndarray:
         raise NotImplementedError
 
+    def _dot(self, X, W: np.ndarray) -> np.ndarray:
+        """X @ W.T, with W.T kept as a C-ordered copy for as long as W lives: scipy copies a
+        transposed (Fortran-ordered) operand on every product, which was 0.33 s of predict's
+        main process on spamassassin-2002."""
+        cached = getattr(self, "_transposed", None)
+        if cached is None or cached[0] is not W:
+            cached = self._transposed = (W, np.ascontiguousarray(W.T))
+        return np.asarray(X @ cached[1])
+
     def _check_X(self, X) -> sp.csr_matrix:
         X = self._features(X)
         if X.shape[1] != self.n_features_in_:
@@ -181,7 +190,7 @@ class MultinomialNB(_BaseNB):
         return (np.log(smoothed) - np.log(smoothed.sum(axis=1, keepdims=True)),)
 
     def _joint_log_likelihood(self, X):
-        return np.asarray(X @ self.feature_log_prob_.T) + self.class_log_prior_
+        return self._dot(X, self.feature_log_prob_) + self.class_log_prior_
 
 
 class BernoulliNB(_BaseNB):
@@ -201,7 +210,7 @@ class BernoulliNB(_BaseNB):
 
     def _joint_log_likelihood(self, X):
         _, _, neg_sum, delta = self._params()
-        return np.asarray(X @ delta.T) + neg_sum + self.class_log_prior_
+        return self._dot(X, delta) + neg_sum + self.class_log_prior_
 
 
 def document_transform(X: sp.csr_matrix, tf: bool, length_norm: bool) -> sp.csr_matrix:
@@ -289,7 +298,7 @@ class ComplementNB(_BaseNB):
         return (-logged,)
 
     def _joint_log_likelihood(self, X):
-        jll = np.asarray(X @ self.feature_log_prob_.T)
+        jll = self._dot(X, self.feature_log_prob_)
         if len(self.classes_) == 1:
             jll = jll + self.class_log_prior_
         return jll

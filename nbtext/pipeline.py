@@ -276,9 +276,10 @@ def _select(df: np.ndarray, fc: np.ndarray, n_docs: int, f: FeatureOptions) -> n
 def score_chunks(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_size: int = CHUNK
                  ) -> Iterator[tuple[list[Document], np.ndarray]]:
     """(documents, posteriors) chunk by chunk, in input order."""
+    estimator = model.estimator
     for chunk, X in counted_chunks(docs, model.tokenizer_settings, model.vocab, grow=False,
                                    n_jobs=n_jobs, chunk_size=chunk_size):
-        yield chunk, model.proba(X)
+        yield chunk, model.proba(X, estimator)
 
 
 def count_corpus(docs: Iterable[Document], tokenizer: TokenizerSettings, n_jobs: int = 1,
