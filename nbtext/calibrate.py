@@ -15,6 +15,8 @@ calibration error worse than no calibration at all (ECE 0.022 -> 0.080; Brier fi
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .errors import NbtextError
@@ -41,15 +43,22 @@ def can_split(y: np.ndarray, k: int) -> bool:
 
 
 def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, seed: int = 0) -> np.ndarray:
-    """Joint log-likelihoods of every document from a model that did not see it."""
+    """Joint log-likelihoods of every document from a model that did not see it.
+
+    Each fold's model is the whole sample's counts with the fold's taken out again
+    (sample_weight -1): a copy of a fifth of the sample per fold, where training on the other
+    four fifths copied four (spamassassin-2002: train's peak RSS 218 -> 189 MiB)."""
     jll = np.zeros((X.shape[0], len(classes)))
     folds = stratified_folds(y, k, seed)
+    full = make_estimator(settings)
+    full._start(np.asarray(classes), X.shape[1])
+    full.partial_fit(X, y)
     for f in range(k):
         test = folds == f
-        est = make_estimator(settings)
-        est._start(np.asarray(classes), X.shape[1])
-        est.partial_fit(X[~test], y[~test])
-        jll[test] = est.predict_joint_log_proba(X[test])
+        Xf, yf = X[test], y[test]
+        est = copy.copy(full)  # shares the counts; taking the fold out makes new arrays
+        est.partial_fit(Xf, yf, sample_weight=-np.ones(len(yf)))
+        jll[test] = est.predict_joint_log_proba(Xf)
     return jll
 
 
@@ -71,19 +80,36 @@ def brier_at(jll: np.ndarray, t_idx: np.ndarray, temperature: float) -> float:
 
 
 def fit_temperature(jll: np.ndarray, t_idx: np.ndarray, objective=brier_at) -> float:
-    """The T minimizing the out-of-fold Brier score (bounded search on log T).
+    """The T minimizing the out-of-fold Brier score (golden-section search on log T).
 
     The search spans 1e-4 to 1e2 times the typical spread of a document's scores, so that it
     fits multinomial log-likelihoods (spreads in the hundreds) and Complement NB's normalized
     weights (spreads in the thousandths) alike."""
-    from scipy.optimize import minimize_scalar
-
     spread = float(np.median(np.ptp(jll, axis=1))) if jll.size else 1.0
     spread = spread if np.isfinite(spread) and spread > 0 else 1.0
-    r = minimize_scalar(lambda lt: objective(jll, t_idx, float(np.exp(lt))),
-                        bounds=(np.log(1e-4 * spread), np.log(1e2 * spread)), method="bounded",
-                        options={"xatol": 1e-4})
-    return float(np.exp(r.x))
+    log_t = golden_section(lambda lt: objective(jll, t_idx, float(np.exp(lt))),
+                           np.log(1e-4 * spread), np.log(1e2 * spread), xtol=1e-4)
+    return float(np.exp(log_t))
+
+
+def golden_section(f, lo: float, hi: float, xtol: float) -> float:
+    """The x in [lo, hi] minimizing a unimodal f, to within xtol: golden-section search
+    (Kiefer 1953), one evaluation per step. Our own because scipy.optimize, for this one
+    call, took 0.46 s to import and 28 MiB of train's memory."""
+    shrink = (np.sqrt(5.0) - 1.0) / 2.0
+    a, b = float(lo), float(hi)
+    c, d = b - shrink * (b - a), a + shrink * (b - a)
+    fc, fd = f(c), f(d)
+    while b - a > xtol:
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - shrink * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + shrink * (b - a)
+            fd = f(d)
+    return (a + b) / 2.0
 
 
 def threshold_for_fpr(p_pos: np.ndarray, negative: np.ndarray, rate: float) -> float:

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from .errors import NbtextError
 from .decision import DecisionOptions
 from .model import Model
-from .naive_bayes import document_transform
+from .naive_bayes import class_sums, document_transform
 from .operations import digest
 from .read import Document
 from .settings import ModelSettings, TokenizerSettings
@@ -192,8 +192,7 @@ def _sum_chunk(acc, X, labels, settings):
     idx = np.asarray([classes.index(lab) for lab in labels])
     counts = (_binary(X) if settings.variant == "bernoulli"
               else document_transform(X, settings.tf, settings.length_norm))
-    Y = sp.csr_matrix((np.ones(len(idx)), (np.arange(len(idx)), idx)), shape=(len(idx), k))
-    fc += np.asarray((Y.T @ counts).todense())
+    fc += class_sums(counts, idx, k)
     cc += np.bincount(idx, minlength=k)
     df += np.bincount(X.indices, minlength=v)
     return classes, cc, fc, df
@@ -218,7 +217,9 @@ def _model_from_sums(acc, vocab: Vocabulary, tokenizer, settings, features, deci
     model.feature_count, model.class_count = fc[order][:, keep], cc[order]
     model.doc_freq = df[keep] if settings.idf else None
     model.check_trainable()
-    apply_decisions(model, decisions, X[:, keep] if X is not None else None, y)
+    if X is not None and len(keep) < X.shape[1]:
+        X = X[:, keep]  # (a copy: only when features were dropped)
+    apply_decisions(model, decisions, X, y)
     return model, keep
 
 

@@ -88,6 +88,21 @@ def test_front_coding_round_trips_any_vocabulary(tokens):
     assert len(heads) == -(-len(tokens) // modelfile.BLOCK)
 
 
+def test_front_coding_in_pieces_gives_the_bytes_of_one_go(monkeypatch):
+    """Saving codes the sorted vocabulary a piece of whole blocks at a time (for memory):
+    pieces of 2 blocks must give the same bytes and block heads as one piece."""
+    rng = np.random.default_rng(4)
+    tokens = sorted({"".join(rng.choice(list("abcé"), size=rng.integers(1, 12))) for _ in range(500)})
+    blob = encode_tokens(list(rng.permutation(tokens)))
+    whole = modelfile.front_code(blob)
+    monkeypatch.setattr(modelfile, "FRONT_CODE_PIECE", 2 * modelfile.BLOCK)
+    pieces = modelfile.front_code(blob)
+    assert len(tokens) > 4 * modelfile.BLOCK
+    assert pieces[0] == whole[0]
+    np.testing.assert_array_equal(pieces[1], whole[1])
+    np.testing.assert_array_equal(pieces[2], whole[2])
+
+
 def test_front_coding_of_long_shared_prefixes(tmp_path):
     """Entries store at most 254 shared bytes; longer prefixes repeat the rest."""
     tokens = ["a" * 300 + "c", "a" * 300 + "b", "a" * 299, "\u00e9" * 200 + "x", "\u00e9" * 200]

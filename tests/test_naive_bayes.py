@@ -216,3 +216,21 @@ def test_unknown_label_in_partial_fit_is_refused():
     from nbtext.errors import NbtextError
     with pytest.raises(NbtextError, match="unknown label 'zzz'"):
         nb.partial_fit(X[:1], ["zzz"])
+
+
+def test_class_sums_is_the_one_hot_product():
+    """class_sums(X, idx, k, w) == Y.T @ X for the weighted one-hot class matrix Y."""
+    import scipy.sparse as sp
+
+    from nbtext.naive_bayes import class_sums
+
+    rng = np.random.default_rng(1)
+    X = sp.random(40, 30, density=0.2, format="csr", random_state=1) * 7
+    X.data = np.ceil(X.data)  # counts: whole numbers, so the sums are exact in any order
+    idx = rng.integers(0, 3, size=40)
+    w = rng.normal(size=40)
+    Y = np.zeros((40, 3))
+    Y[np.arange(40), idx] = w
+    np.testing.assert_allclose(class_sums(X, idx, 3, w), Y.T @ X.toarray(), rtol=1e-12)
+    Y[np.arange(40), idx] = 1.0
+    np.testing.assert_array_equal(class_sums(X, idx, 3), Y.T @ X.toarray())
