@@ -300,6 +300,49 @@ def body_tokens(msg: email.message.Message, s: TokenizerSettings) -> tuple[list[
     return meta, body
 
 
+# A header field line as the standard parser's feedparser recognizes one (headerRE, less its
+# "From " envelope case, which goes to the standard parser).
+FIELD_RE = re.compile(r"[\041-\071\073-\176]+:")
+
+
+def parse_message(data: bytes) -> email.message.Message:
+    """The message as email.message_from_bytes (compat32) reads it, with a shortcut for the
+    common case of a single-part message whose header block is plain field lines ending in a
+    blank line: its fields are set as the standard parser's policy reads them and the rest is
+    the payload, with no line-by-line pass over the body. Anything else (multipart, message/*,
+    envelope or malformed lines, bare CRs) goes to the standard parser. On spamassassin-2002,
+    3,008 of 3,250 messages take the shortcut, identical field for field and payload for
+    payload (tests/test_read_mail.py), and parsing takes 0.57 -> 0.30 s."""
+    from email.policy import compat32
+
+    text = data.decode("ascii", "surrogateescape")
+    lf, crlf = text.find("\n\n"), text.find("\n\r\n")
+    if lf < 0 and crlf < 0:
+        return email.message_from_bytes(data)
+    end = lf if crlf < 0 or 0 <= lf < crlf else crlf
+    head, body = text[:end], text[end + (2 if end == lf else 3):]
+    if head.count("\r") != head.count("\r\n"):
+        return email.message_from_bytes(data)
+    msg = email.message.Message()
+    field: list[str] = []
+    for line in head.split("\n"):
+        line += "\n"
+        if line[0] in " \t" and field:
+            field.append(line)
+        elif FIELD_RE.match(line):
+            if field:
+                msg.set_raw(*compat32.header_source_parse(field))
+            field = [line]
+        else:
+            return email.message_from_bytes(data)
+    if field:
+        msg.set_raw(*compat32.header_source_parse(field))
+    if msg.get_content_maintype() in ("multipart", "message"):
+        return email.message_from_bytes(data)
+    msg.set_payload(body)
+    return msg
+
+
 def mail_tokens(data: bytes | str, s: TokenizerSettings) -> list[str]:
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogateescape")
@@ -307,7 +350,7 @@ def mail_tokens(data: bytes | str, s: TokenizerSettings) -> list[str]:
     if data.startswith(b"From "):  # an mbox separator line is not a header
         data = data.split(b"\n", 1)[1] if b"\n" in data else b""
     try:
-        msg = email.message_from_bytes(data)  # compat32: ~6x faster than policy.default
+        msg = parse_message(data)  # compat32: ~6x faster than policy.default
         meta, body = body_tokens(msg, s)
         head = header_tokens(msg, s)
     except RecursionError:

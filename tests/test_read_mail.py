@@ -6,13 +6,17 @@ import os
 import numpy as np
 import pytest
 
-from nbtext.mail import mail_tokens
+import email
+
+from hypothesis import given, settings, strategies as st
+
+from nbtext.mail import mail_tokens, parse_message
 from nbtext.model import Model
 from nbtext.read import LineOptions, input_documents, labelled_documents
 from nbtext.settings import ModelSettings, TokenizerSettings
 from nbtext.tokenize import Tokenizer, looks_like_mail
 
-from conftest import DATA
+from conftest import DATA, need_shared
 
 S = TokenizerSettings()
 MESSAGES = sorted((DATA / "corpus" / "spam").iterdir())[:4] + sorted((DATA / "corpus" / "ham").iterdir())[:4]
@@ -239,3 +243,59 @@ def test_ablation_switches_turn_rules_off(monkeypatch):
     monkeypatch.setattr(mail, "ABLATED", frozenset({"urls"}))
     no_urls = mail.mail_tokens(HTML_MAIL, s)
     assert not [t for t in no_urls if t.startswith("url:")] and "shop.example.com" in no_urls
+
+
+def same_parse(data: bytes):
+    """parse_message reads a message field for field and part for part as the standard parser."""
+    ours, std = parse_message(data), email.message_from_bytes(data)
+    assert list(ours.raw_items()) == list(std.raw_items())
+    assert ours.get_unixfrom() == std.get_unixfrom()
+    assert ours.is_multipart() == std.is_multipart()
+    if not std.is_multipart():
+        assert ours.get_payload() == std.get_payload()
+        assert ours.get_payload(decode=True) == std.get_payload(decode=True)
+    else:
+        assert [p.as_bytes() for p in ours.walk()] == [p.as_bytes() for p in std.walk()]
+
+
+EDGE_CASES = [
+    b"Subject: hi\n\nbody\n",
+    b"Subject: hi\r\nFrom: a@b.c\r\n\r\nbody\r\nmore\r\n",
+    b"Subject: folded\n  over two lines\n\tand three\nX: y\n\nbody",
+    b"Subject: no body\n\n",
+    b"Subject: no blank line at all\nX: y\n",
+    b" continuation first\nSubject: x\n\nbody",
+    b"Subject: x\nnot a header line\nX: y\n\nbody",
+    b"From someone Sat Jan 1 00:00:00 2002\nSubject: x\n\nbody",
+    b"Subject: bare\rCR\nX: y\n\nbody",
+    b"Subject: form\x0cfeed and \x1c separators\n\nbody",
+    b"Subject: caf\xe9 8-bit\n\nbody \xff\xfe",
+    b":empty name\nSubject: x\n\nbody",
+    b"Content-Type: multipart/mixed; boundary=XX\n\n--XX\nContent-Type: text/plain\n\nhi\n--XX--\n",
+    b"Content-Type: message/rfc822\n\nSubject: inner\n\ninner body\n",
+    b"Content-Transfer-Encoding: base64\nContent-Type: text/plain; charset=utf-8\n\naGVsbG8gd29ybGQ=\n",
+    b"Subject: mixed endings\r\nX: y\n\r\nbody\n\nmore",
+    b"Subject: x\n\n\nbody after two blank lines",
+]
+
+
+@pytest.mark.parametrize("data", EDGE_CASES)
+def test_parse_message_reads_edge_cases_as_the_standard_parser(data):
+    same_parse(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"Subject: a", b"X-Y: b", b"  folded", b"\tfolded", b"junk line",
+                                 b"From x", b"", b"\r", b"Content-Type: multipart/alternative; boundary=q",
+                                 b"--q", b"body \xe9", b":", b"To: a@b.c"]), max_size=12),
+       st.sampled_from([b"\n", b"\r\n"]))
+def test_parse_message_agrees_with_the_standard_parser_on_any_line_soup(lines, eol):
+    same_parse(eol.join(lines))
+
+
+def test_parse_message_agrees_on_every_spamassassin_message():
+    corpus = need_shared("spamassassin-2002")
+    for f in sorted(corpus.rglob("*")):
+        if f.is_file():
+            data = f.read_bytes().lstrip(b"\r\n")
+            same_parse(strip_from(data))
