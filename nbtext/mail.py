@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import email
 import email.errors
+import email.message
 import os
 import re
 
@@ -313,8 +314,6 @@ def parse_message(data: bytes) -> email.message.Message:
     envelope or malformed lines, bare CRs) goes to the standard parser. On spamassassin-2002,
     3,008 of 3,250 messages take the shortcut, identical field for field and payload for
     payload (tests/test_read_mail.py), and parsing takes 0.57 -> 0.30 s."""
-    from email.policy import compat32
-
     text = data.decode("ascii", "surrogateescape")
     lf, crlf = text.find("\n\n"), text.find("\n\r\n")
     if lf < 0 and crlf < 0:
@@ -324,6 +323,7 @@ def parse_message(data: bytes) -> email.message.Message:
     if head.count("\r") != head.count("\r\n"):
         return email.message_from_bytes(data)
     msg = email.message.Message()
+    policy = msg.policy  # compat32, as message_from_bytes (importing email.policy: 30 ms)
     field: list[str] = []
     for line in head.split("\n"):
         line += "\n"
@@ -331,12 +331,12 @@ def parse_message(data: bytes) -> email.message.Message:
             field.append(line)
         elif FIELD_RE.match(line):
             if field:
-                msg.set_raw(*compat32.header_source_parse(field))
+                msg.set_raw(*policy.header_source_parse(field))
             field = [line]
         else:
             return email.message_from_bytes(data)
     if field:
-        msg.set_raw(*compat32.header_source_parse(field))
+        msg.set_raw(*policy.header_source_parse(field))
     if msg.get_content_maintype() in ("multipart", "message"):
         return email.message_from_bytes(data)
     msg.set_payload(body)
