@@ -10,6 +10,10 @@ from nbtext.mail import mail_tokens
 from nbtext.settings import TokenizerSettings
 from nbtext.tokenize import Tokenizer
 
+# At import, not inside a test: importing test_modelfile runs its @given decorators, which
+# hypothesis refuses inside a running @given test (the test failed when run alone).
+from test_modelfile import iir_model
+
 S = TokenizerSettings(ngram_max=2, char_ngram_min=2, char_ngram_max=3)
 MAILISH = st.lists(st.sampled_from([
     b"From: a@b.example\n", b"Subject: =?utf-8?B?w4k=?=\n", b"Subject: =?x-bad?Q?=FF?=\n",
@@ -37,8 +41,6 @@ def test_mail_reader_on_mail_shaped_garbage(data):
 @settings(max_examples=150, deadline=None)
 @given(st.binary(max_size=400), st.integers(min_value=0, max_value=10**6))
 def test_model_loader_refuses_damage_cleanly(garbage, where):
-    from test_modelfile import iir_model
-
     good = modelfile.encode(iir_model())
     i = where % len(good)
     damaged = good[:i] + garbage + good[i + len(garbage):]
