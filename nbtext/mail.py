@@ -363,7 +363,10 @@ def mail_tokens(data: bytes | str, s: TokenizerSettings) -> list[str]:
         # The standard parser recurses once per MIME level; a message nested deeper than
         # Python's stack is an attack, not mail: read its bytes as plain words.
         return ["mime:too-deep"] + add_ngrams(words(decode_text(data), s), s, s.mail_char_ngrams)
-    out = head + meta + add_ngrams(body, s, s.mail_char_ngrams)
+    out = head + meta
     # Header names and URLs come from raw bytes; a NUL must never reach a token (the model
     # file separates tokens with NUL, and the fuzz tests found one inside a "www." URL).
-    return [t.replace("\x00", "\ufffd") if "\x00" in t else t for t in out]
+    # Body words are word-pattern matches, which never hold one.
+    if any("\x00" in t for t in out):
+        out = [t.replace("\x00", "\ufffd") for t in out]
+    return out + add_ngrams(body, s, s.mail_char_ngrams)
