@@ -266,3 +266,29 @@ def test_chunks_stop_at_a_count_or_a_size():
     sizes = [[len(d.data) for d in c] for c in _chunks(iter(docs), 3, 10)]
     assert sizes == [[5, 5], [5, 20], [1, 1, 1], [1]]
     assert list(_chunks(iter([]), 3, 10)) == []
+
+
+def test_streamed_sums_equal_the_whole_matrix_and_add_colliding_ids():
+    """train's chunk-by-chunk sums over each chunk's own columns give the counts of the whole
+    corpus as one matrix; ids that repeat (two tokens with one 64-bit key) add up."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from nbtext.pipeline import Sums, count_corpus, fit_matrix, train_model
+    from nbtext.read import label_directory
+    from nbtext.settings import ModelSettings, TokenizerSettings
+
+    docs = list(label_directory(str(DATA / "corpus")))
+    streamed = train_model(iter(docs), TokenizerSettings(), ModelSettings())
+    X, y, vocab = count_corpus(iter(docs), TokenizerSettings())
+    whole, _ = fit_matrix(X, y, vocab, TokenizerSettings(), ModelSettings())
+    assert streamed.classes == whole.classes and len(streamed.vocab) == len(whole.vocab) > 1000
+    np.testing.assert_array_equal(streamed.feature_count, whole.feature_count)
+    np.testing.assert_array_equal(streamed.class_count, whole.class_count)
+
+    sums = Sums(ModelSettings())
+    sums.add(sp.csr_matrix(np.array([[1.0, 2.0, 3.0]])), np.array([0, 1, 0]), 2, ["a"])
+    sums.add(sp.csr_matrix(np.array([[5.0, 7.0]])), np.array([1, 0]), 2, ["b"])
+    classes, cc, fc, df = sums.result()
+    assert classes == ["a", "b"] and cc.tolist() == [1, 1]
+    assert fc.tolist() == [[4.0, 2.0], [7.0, 5.0]]
