@@ -24,8 +24,7 @@ from .naive_bayes import class_sums, document_transform
 from .operations import digest
 from .read import Document
 from .settings import ModelSettings, TokenizerSettings
-from .tokenize import Tokenizer
-from .vectorize import Vocabulary, _checked_keys, encode_tokens, local_counts, onto
+from .vectorize import Vocabulary, count_documents, onto
 
 CHUNK = 400            # documents in a chunk at most
 CHUNK_BYTES = 1 << 18  # and about this much input: chunks of similar cost keep both cores busy
@@ -50,19 +49,16 @@ def default_jobs() -> int:
     return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
 
 
-def _count_chunk(datas: list, settings: TokenizerSettings):
-    """(the chunk's distinct tokens, encoded, their keys, its count matrix over them): bytes
-    and arrays, cheap to send back from a worker and hashed there, in parallel."""
-    tok = Tokenizer(settings)
-    distinct, X = local_counts([tok(d) for d in datas])
-    blob = encode_tokens(distinct)
-    return blob, _checked_keys(blob, distinct), X
+def _matrix(result) -> sp.csr_matrix:
+    """The count matrix of a count_documents result, over the chunk's own tokens."""
+    data, indices, indptr, width = result[2]
+    return sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, width))
 
 
 def _onto(result, vocab: Vocabulary, grow: bool) -> sp.csr_matrix:
     """A chunk's matrix over its own tokens, moved onto the shared vocabulary. Without
     ``grow``, tokens the shared vocabulary lacks are dropped (they cannot be scored)."""
-    blob, keys, X = result
+    blob, keys, X = result[0], result[1], _matrix(result)
     mapping = vocab.extend_encoded(blob, keys) if grow else vocab.find_keys(keys)
     return onto(X, mapping, len(vocab))
 
@@ -92,7 +88,7 @@ def counted_chunks(docs: Iterable[Document], settings: TokenizerSettings, vocab:
 
 def _counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int = 1,
              chunk_size: int = CHUNK) -> Iterator[tuple[list[Document], tuple]]:
-    """(documents, _count_chunk's result) for consecutive chunks, in input order.
+    """(documents, count_documents's result) for consecutive chunks, in input order.
 
     Worker processes start only when there is more than one chunk of work."""
     chunks = _chunks(docs, chunk_size, CHUNK_BYTES)
@@ -103,7 +99,7 @@ def _counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int 
     rest = itertools.chain([first] + ([second] if second else []), chunks)
     if n_jobs == 1 or second is None:
         for chunk in rest:
-            yield chunk, _count_chunk([d.data for d in chunk], settings)
+            yield chunk, count_documents([d.data for d in chunk], settings)
         return
     from joblib import Parallel, delayed
 
@@ -112,7 +108,7 @@ def _counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int 
     def tasks():
         for chunk in rest:
             pending.append(chunk)
-            yield delayed(_count_chunk)([d.data for d in chunk], settings)
+            yield delayed(count_documents)([d.data for d in chunk], settings)
 
     # A reader that leaves early (`| head`) cancels the rest; that is not worth a warning.
     warnings.filterwarnings("ignore", message=".*tasks which were still being processed")
@@ -170,7 +166,8 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings
     vocab = Vocabulary()
     sums, n_docs, ledger = Sums(settings), 0, set()
     reservoir = Reservoir(calibration_sample, decisions.seed) if decisions.needs_matrix else None
-    for chunk, (blob, keys, X) in _counted(docs, tokenizer, n_jobs=n_jobs):
+    for chunk, result in _counted(docs, tokenizer, n_jobs=n_jobs):
+        blob, keys, X = result[0], result[1], _matrix(result)
         chunk_labels = [d.label for d in chunk]
         n_docs += len(chunk)
         ledger.update(digest(d.label, d.data) for d in chunk)

@@ -13,10 +13,16 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from .errors import NbtextError
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+    from .settings import TokenizerSettings
 
 _FNV_BASIS = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -262,21 +268,47 @@ def gather(blob: bytes, starts: np.ndarray, lengths: np.ndarray, rows: np.ndarra
                     for r in (rows[i:i + piece] for i in range(0, len(rows), piece)))
 
 
-def local_counts(token_lists: Iterable[list[str]]) -> tuple[list[str], sp.csr_matrix]:
-    """(distinct tokens in first-seen order, count matrix over them) of a batch of documents."""
+def local_count_arrays(token_lists: Iterable[list[str]]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct tokens in first-seen order, and the CSR data, indices and indptr of the count
+    matrix over them, indices sorted within each row) of a batch of documents, with numpy
+    alone: train's worker processes then never import scipy (0.2 s of each one's start-up)."""
     lists = token_lists if isinstance(token_lists, list) else list(token_lists)
     local: dict[str, int] = {}
-    idx = [local.setdefault(t, len(local)) for t in itertools.chain.from_iterable(lists)]
-    indptr = np.zeros(len(lists) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=indptr[1:])
-    X = sp.csr_matrix((np.ones(len(idx)), np.asarray(idx, dtype=np.int64), indptr),
-                      shape=(len(lists), len(local)))
-    X.sum_duplicates()
-    return list(local), X
+    idx = np.asarray([local.setdefault(t, len(local)) for t in itertools.chain.from_iterable(lists)],
+                     dtype=np.int64)
+    n, width = len(lists), max(len(local), 1)
+    rows = np.repeat(np.arange(n, dtype=np.int64),
+                     np.fromiter(map(len, lists), dtype=np.int64, count=n))
+    cells, counts = np.unique(rows * width + idx, return_counts=True)  # row-major: CSR order
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cells // width, minlength=n), out=indptr[1:])
+    return list(local), counts.astype(np.float64), cells % width, indptr
+
+
+def local_counts(token_lists: Iterable[list[str]]) -> tuple[list[str], sp.csr_matrix]:
+    """(distinct tokens in first-seen order, count matrix over them) of a batch of documents."""
+    import scipy.sparse as sp
+
+    distinct, data, indices, indptr = local_count_arrays(token_lists)
+    return distinct, sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, len(distinct)))
+
+
+def count_documents(datas: list, settings: TokenizerSettings) -> tuple:
+    """What a worker process sends back for a chunk of documents: (its distinct tokens,
+    encoded; their keys; the CSR arrays of its count matrix over them; their number). Bytes
+    and arrays, cheap to send and hashed in the worker, in parallel; numpy only."""
+    from .tokenize import Tokenizer
+
+    tok = Tokenizer(settings)
+    distinct, data, indices, indptr = local_count_arrays([tok(d) for d in datas])
+    blob = encode_tokens(distinct)
+    return blob, _checked_keys(blob, distinct), (data, indices, indptr, len(distinct))
 
 
 def onto(X: sp.csr_matrix, mapping: np.ndarray, width: int) -> sp.csr_matrix:
     """A matrix over local columns moved to the columns ``mapping`` names (-1: dropped)."""
+    import scipy.sparse as sp
+
     cols = mapping[X.indices]
     keep = cols >= 0
     rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
