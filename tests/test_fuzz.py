@@ -71,3 +71,20 @@ def test_ascii_words_match_the_unicode_pattern(text):
     expected = regex.compile(WORD).findall(text.casefold())
     found = words(text, TokenizerSettings(max_word_length=1000))
     assert found == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "d e", "é", "$1"]), max_size=12), max_size=8))
+def test_local_counts_are_the_counts_of_each_document(docs):
+    """The numpy-only counting train's workers use: row i, column j holds how often distinct
+    token j occurs in document i; columns in first-seen order, indices sorted within rows."""
+    from collections import Counter
+
+    from nbtext.vectorize import local_counts
+
+    distinct, X = local_counts(docs)
+    assert distinct == list(dict.fromkeys(t for d in docs for t in d))
+    assert X.shape == (len(docs), len(distinct)) and X.has_sorted_indices
+    for i, d in enumerate(docs):
+        row = X.getrow(i)
+        assert {distinct[j]: v for j, v in zip(row.indices, row.data)} == Counter(d)
