@@ -47,7 +47,7 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
 
     Each fold's model is the whole sample's counts with the fold's taken out again
     (sample_weight -1): a copy of a fifth of the sample per fold, where training on the other
-    four fifths copied four (spamassassin-2002: train's peak RSS 218 -> 189 MiB)."""
+    four fifths copied four, and the sample is counted once rather than once per fold."""
     jll = np.zeros((X.shape[0], len(classes)))
     folds = stratified_folds(y, k, seed)
     full = make_estimator(settings)

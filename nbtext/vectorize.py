@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
-
 from typing import TYPE_CHECKING
 
 import numpy as np
