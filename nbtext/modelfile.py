@@ -309,20 +309,19 @@ def front_decode(fc: bytes, block: int) -> bytes:
     row by block row with numpy; ValueError when the entries do not fit together."""
     import numpy as np
 
-    from .vectorize import ranges
+    from .vectorize import ranges, token_spans
 
     if block < 1:
         raise ValueError(f"vocabulary block size {block}")
     f = np.frombuffer(fc, dtype=np.uint8)
     if len(f) and f[-1] != 0:
         raise ValueError("vocabulary does not end with a NUL")
-    ends = np.flatnonzero(f == 0)
-    starts = np.concatenate([[0], ends[:-1] + 1])[:len(ends)].astype(np.int64)
+    starts, entry = token_spans(f)  # an entry: its shared-prefix byte, then the rest
     n = len(starts)
-    if n and (ends - starts < 1).any():
+    if n and (entry < 1).any():
         raise ValueError("empty vocabulary entry")
     shared = f[starts].astype(np.int64) - 1 if n else np.zeros(0, dtype=np.int64)
-    length = shared + (ends - starts - 1)
+    length = shared + (entry - 1)
     if (shared[::block] != 0).any() or (shared[1:] > length[:-1]).any() or (shared < 0).any():
         raise ValueError("vocabulary entries share more than the entry before holds")
     out_start = np.cumsum(length + 1) - (length + 1)
