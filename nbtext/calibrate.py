@@ -42,23 +42,30 @@ def can_split(y: np.ndarray, k: int) -> bool:
     return len(counts) >= 2 and counts.min() >= k
 
 
-def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, seed: int = 0) -> np.ndarray:
+def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, seed: int = 0,
+                    full=None) -> np.ndarray:
     """Joint log-likelihoods of every document from a model that did not see it.
 
-    Each fold's model is the whole sample's counts with the fold's taken out again
-    (sample_weight -1): a copy of a fifth of the sample per fold, where training on the other
-    four fifths copied four, and the sample is counted once rather than once per fold."""
+    Each fold's model is ``full`` with the fold's counts taken out again (sample_weight -1):
+    ``full`` is an estimator holding X's counts (train passes its model when X is every
+    document it learned, so they are not counted twice), fitted here on X by default. Only a
+    fold's rows are made float64 at a time. Taking folds out of a model of a larger corpus
+    would leave each document's duplicates outside the sample in its own fold's model, so a
+    sample is calibrated against itself alone."""
     jll = np.zeros((X.shape[0], len(classes)))
     folds = stratified_folds(y, k, seed)
-    full = make_estimator(settings)
-    full._start(np.asarray(classes), X.shape[1])
-    full.partial_fit(X, y)
+    if full is None:
+        full = make_estimator(settings)
+        full._start(np.asarray(classes), X.shape[1])
+        for f in range(k):
+            full.partial_fit(X[folds == f].astype(np.float64), y[folds == f])
     for f in range(k):
         test = folds == f
-        Xf, yf = X[test], y[test]
+        Xf, yf = X[test].astype(np.float64), y[test]
         est = copy.copy(full)  # shares the counts; taking the fold out makes new arrays
         est.partial_fit(Xf, yf, sample_weight=-np.ones(len(yf)))
         jll[test] = est.predict_joint_log_proba(Xf)
+        del est, Xf
     return jll
 
 

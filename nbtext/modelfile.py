@@ -371,6 +371,13 @@ def _array_section(name: str, a) -> tuple:
 
 
 def encode(model) -> bytes:
+    """The model file's bytes."""
+    return b"".join(encode_pieces(model))
+
+
+def encode_pieces(model) -> list:
+    """The model file as consecutive pieces, which save writes one by one: joined, the
+    payload and then the whole file were two more copies of it in memory."""
     import dataclasses
 
     import numpy as np
@@ -394,12 +401,15 @@ def encode(model) -> bytes:
     ]
     if model.doc_freq is not None:
         arrays.append(_array_section("doc_freq", model.doc_freq))
-    sections, chunks, offset = {}, [], 0
+    derived = derived_values(model)
+    model.feature_count = model.doc_freq = None  # (reordered copies, now in the sections)
+    sections, chunks, offset, crc = {}, [], 0, 0
     for name, dtype, shape, raw in arrays:
         sections[name] = {"offset": offset, "length": len(raw), "dtype": dtype, "shape": list(shape)}
         chunks += [raw, b"\x00" * _pad(len(raw))]
         offset += len(raw) + _pad(len(raw))
-    payload = b"".join(chunks)
+    for chunk in chunks:
+        crc = zlib.crc32(chunk, crc)
     header = {
         "format": "nbtext-model",
         "created_by": f"nbtext {__version__}",
@@ -410,15 +420,15 @@ def encode(model) -> bytes:
         "n_features": len(model.vocab),
         "vocab_block": BLOCK,
         "decision": model.decision.to_dict(),
-        "derived": derived_values(model),
+        "derived": derived,
         "sections": sections,
-        "payload_length": len(payload),
-        "payload_crc32": zlib.crc32(payload),
+        "payload_length": offset,
+        "payload_crc32": crc,
     }
     raw_header = json.dumps(header, sort_keys=True).encode("utf-8")
     prefix = PREFIX.pack(MAGIC, FORMAT_VERSION, len(raw_header), zlib.crc32(raw_header))
     head = prefix + raw_header
-    return head + b"\x00" * _pad(len(head)) + payload
+    return [head + b"\x00" * _pad(len(head)), *chunks]
 
 
 def decode(header: dict, payload: memoryview, path: str = "model"):
@@ -492,7 +502,7 @@ def _remove_stale_temporaries(directory: str, base: str) -> None:
 
 def save(model, path: str) -> None:
     """Write atomically: a temporary file in the same directory, fsync, rename over."""
-    data = encode(model)
+    pieces = encode_pieces(model)
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
     tmp = os.path.join(directory, f".{base}.{os.getpid()}.tmp")
@@ -505,7 +515,8 @@ def save(model, path: str) -> None:
         raise NbtextError(f"{path}: cannot write model file: {e.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for piece in pieces:
+                f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -121,7 +121,7 @@ class _BaseNB:
         return self
 
     def _add_counts(self, feature_count, class_count):
-        fc = self.feature_count_ + feature_count
+        fc = np.add(self.feature_count_, feature_count, order="C")  # one layout, one rounding
         cc = self.class_count_ + class_count
         if (fc < -1e-9).any() or (cc < -1e-9).any():
             raise NbtextError("that would take counts below zero: those documents were not learned")

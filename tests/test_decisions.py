@@ -60,6 +60,31 @@ def test_out_of_fold_scores_equal_refitting_on_the_other_folds():
             np.testing.assert_allclose(jll[test], est.predict_joint_log_proba(X[test]), rtol=1e-9)
 
 
+def test_out_of_fold_scores_of_a_sample_come_from_the_whole_corpus_less_the_fold():
+    """Calibrating on a sample of a larger corpus (as train does past its calibration sample):
+    each sampled document is scored by the whole corpus's counts less its fold's sampled
+    documents, the size of the model being calibrated; a sample stored as float32 counts
+    gives the float64 sample's scores."""
+    X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+    classes = sorted(set(y))
+    rows = np.random.default_rng(5).permutation(len(y))[:150]
+    sample, ys = X[rows], y[rows]
+    for settings in (ModelSettings(), ModelSettings(variant="complement", alpha=0.3, tf=True, idf=True)):
+        whole = make_estimator(settings).fit(X, y)
+        jll = out_of_fold_jll(sample.astype(np.float32), ys, classes, settings, k=3, seed=2, full=whole)
+        folds = stratified_folds(ys, 3, 2)
+        for f in range(3):
+            rest = np.ones(len(y), dtype=bool)
+            rest[rows[folds == f]] = False
+            est = make_estimator(settings)
+            est._start(np.asarray(classes), X.shape[1])
+            est.partial_fit(X[rest], y[rest])
+            np.testing.assert_allclose(jll[folds == f], est.predict_joint_log_proba(sample[folds == f]),
+                                       rtol=1e-9)
+        # the whole corpus's model is untouched by taking folds out of its copies
+        np.testing.assert_array_equal(whole.feature_count_, make_estimator(settings).fit(X, y).feature_count_)
+
+
 def test_training_does_not_import_scipy_optimize(tmp_path):
     """Calibration's one-dimensional search is ours: scipy.optimize cost train 0.46 s of import
     and 28 MiB."""
