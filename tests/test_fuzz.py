@@ -88,3 +88,30 @@ def test_local_counts_are_the_counts_of_each_document(docs):
     for i, d in enumerate(docs):
         row = X.getrow(i)
         assert {distinct[j]: v for j, v in zip(row.indices, row.data)} == Counter(d)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "dd", "é", "$1", "x" * 20, "yy"]), max_size=10),
+                max_size=8),
+       st.integers(1, 5))
+def test_vocabulary_gives_first_seen_ids_even_when_keys_collide(batches, buckets):
+    """Vocabulary.extend_encoded against a dict: ids in order of first appearance, repeats
+    within and across batches found again. Keys taken modulo ``buckets`` force collisions,
+    which the vocabulary must treat as one token (the first one seen), like the dict keyed
+    by the key."""
+    import numpy as np
+
+    from nbtext.vectorize import Vocabulary, encode_tokens, token_keys
+
+    vocab, ref, firsts = Vocabulary(), {}, []
+    for batch in batches:
+        blob = encode_tokens(batch)
+        keys = token_keys(blob) % np.uint64(buckets)
+        ids = vocab.extend_encoded(blob, keys)
+        for t, k in zip(batch, keys.tolist()):
+            if k not in ref:
+                ref[k] = len(ref)
+                firsts.append(t)
+        assert ids.tolist() == [ref[k] for k in keys.tolist()]
+    assert len(vocab) == len(ref) and vocab.tokens == firsts
+    assert vocab.keys().tolist() == list(ref)
