@@ -100,7 +100,10 @@ def main():
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         train, test = materialize(args.shared, tmp / "split")
-        rows = [run_nbtext(train, test, tmp, extra), run_bogofilter(train, test, tmp)]
+        try:
+            rows = [run_nbtext(train, test, tmp, extra), run_bogofilter(train, test, tmp)]
+        except subprocess.CalledProcessError as e:  # its own error is already on stderr
+            sys.exit(f"{Path(e.cmd[0]).name} {' '.join(map(str, e.cmd[1:3]))} failed (exit {e.returncode})")
     print("| system | accuracy | ham FP | spam FN | train s | score 650 s | model bytes |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
