@@ -124,10 +124,10 @@ class Reservoir:
     """A uniform random sample of at most ``size`` documents' rows, in input order.
 
     Each document draws a random key; the sample is the ``size`` smallest keys. Parts are
-    only cut down when a quarter of the size again has piled up, so the cost per document stays
-    constant, and each part is cut on its own (stacking them all first held the pile twice,
-    then the kept rows a third time). Rows are counts,
-    stored as float32 (exact below 2**24 a cell): calibration makes each fold float64 in turn."""
+    only cut down when a quarter of the size again has piled up, so the cost per document
+    stays constant, and each part is cut on its own (stacking them all first held the pile
+    twice, then the kept rows a third time). Rows are counts, stored as float32 (exact below
+    2**24 a cell): calibration makes each fold float64 in turn."""
 
     def __init__(self, size: int, seed: int):
         self.size, self.rng = size, np.random.default_rng(seed)
@@ -153,22 +153,12 @@ class Reservoir:
         self.rows = sum(len(p[2]) for p in self.parts)
 
     def sample(self, width: int) -> tuple[sp.csr_matrix, np.ndarray]:
-        """The sample as one matrix, each part copied in and let go in turn."""
+        """The sample as one matrix."""
         self._shrink()
-        nnz = sum(p[0].nnz for p in self.parts)
-        data = np.empty(nnz, dtype=np.float32)
-        indices = np.empty(nnz, dtype=np.int64 if width > np.iinfo(np.int32).max else np.int32)
-        indptr, labels = [np.zeros(1, dtype=np.int64)], []
-        at = 0
-        while self.parts:
-            X, y, _ = self.parts.pop(0)
-            data[at:at + X.nnz], indices[at:at + X.nnz] = X.data, X.indices
-            indptr.append(X.indptr[1:] + at)
-            labels.append(y)
-            at += X.nnz
-            del X
-        y = np.concatenate(labels) if labels else np.zeros(0, dtype=str)
-        return sp.csr_matrix((data, indices, np.concatenate(indptr)), shape=(len(y), width)), y
+        parts, self.parts = self.parts, []
+        X = sp.vstack([sp.csr_matrix((m.data, m.indices, m.indptr), shape=(m.shape[0], width))
+                       for m, *_ in parts], format="csr")
+        return X, np.concatenate([p[1] for p in parts])
 
 
 def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings: ModelSettings,
