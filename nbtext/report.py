@@ -90,7 +90,7 @@ def evaluate(classes: Sequence[str], y_true: Sequence[str], y_pred: Sequence[str
         "documents": n,
         "accuracy": float((t == p).mean()),
         "macro_f1": float(np.mean(f1s)),
-        "log_loss": float(-np.log(p_true).mean()),
+        "log_loss": float(-np.log(p_true).mean()) + 0.0,  # (+ 0.0: -log(1) is -0.0, printed "-0.0000")
         "brier": float(((proba - onehot) ** 2).sum(axis=1).mean()),
         "ece": calibration_error(proba.max(axis=1), proba.argmax(axis=1) == t),
         "classes": per_class,

@@ -198,3 +198,12 @@ def test_calibration_fits_on_a_bounded_sample_and_counts_stay_whole():
     rows = X.toarray().ravel()
     assert len(rows) == 50 and list(rows) == sorted(rows) and len(set(rows)) == 50
     assert rows.min() < 200 and rows.max() > 800  # drawn from the whole stream, not its start
+
+
+def test_certain_correct_answers_print_a_log_loss_of_zero_not_minus_zero():
+    """-log(1) is -0.0 in floating point; eval printed "log-loss -0.0000" for a perfect model."""
+    from nbtext.report import format_eval
+
+    r = evaluate(["ham", "spam"], ["ham", "spam"], ["ham", "spam"], np.array([[1.0, 0.0], [0.0, 1.0]]), "spam")
+    assert "log-loss      0.0000\n" in format_eval(r)
+    assert json.dumps(r["log_loss"]) == "0.0"
