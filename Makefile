@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BUILD  := build
 
-.PHONY: demo test bench accuracy clean
+.PHONY: demo test bench accuracy floor clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ bench: $(STAMP)
 	@mkdir -p $(BUILD)
 	$(BIN)/python -m compileall -q nbtext
 	$(BIN)/python scripts/bench.py > $(BUILD)/bench.md && cat $(BUILD)/bench.md
+
+## floor: what tokenizing alone costs, against bench's peers in the same run (docs/floor.md)
+floor: $(STAMP)
+	@mkdir -p $(BUILD)
+	$(BIN)/python scripts/floor.py > $(BUILD)/floor.md && cat $(BUILD)/floor.md
 
 clean:
 	rm -rf $(VENV) $(BUILD) .pytest_cache

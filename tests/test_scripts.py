@@ -39,3 +39,17 @@ def test_calibration_objective_script_compares_the_fits(tmp_path):
     assert [row[1] for row in rows] == ["none (T = 1)", "log-loss", "Brier score"]
     (_, _, _, _, brier_none, _), (_, _, _, _, brier_ll, _), (_, _, _, _, brier_fit, _) = rows
     assert float(brier_fit) <= min(float(brier_none), float(brier_ll))  # fitted on one half, lowest on the other
+
+
+def test_floor_script_prints_its_tables():
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "floor.py"), "--corpus", str(DATA / "corpus"),
+                        "--repeat", "1"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("# Floors: corpus, 432 documents")
+    steps = [ln.split(" | ")[0].lstrip("| ") for ln in lines if ln.startswith("| ") and "---" not in ln]
+    assert steps[1:4] == ["parse (stdlib email, compat32)", "tokenize (parsing included)",
+                          "count (a worker's whole job)"]
+    rss = {ln.split(" | ")[0].lstrip("| "): int(ln.split(" | ")[1].rstrip(" |")) for ln in lines
+           if ln.startswith("| ") and ln.split(" | ")[1].rstrip(" |").isdigit()}
+    assert rss["python"] < rss["+ numpy"] < rss["+ scipy.sparse"]
