@@ -1,9 +1,11 @@
 """nbtext: a Naive Bayes text and spam classifier, as a command-line tool and a library.
 
-The pipeline, one module per step: read (inputs) -> tokenize / mail -> vectorize -> naive_bayes
-(counts) -> model / score -> report, with the model file format in modelfile and the CLI in cli.
+The pipeline, one module per step: read (inputs) -> tokenize / mail -> vectorize (rows: the
+sparse matrices) -> naive_bayes (counts) -> model / score -> report, with the model file format
+in modelfile and the CLI in cli.
 
-Importing nbtext is cheap; the estimators (which need numpy and scipy) load on first use:
+Importing nbtext is cheap; the estimators (which need numpy; scipy's matrices are taken, not
+needed) load on first use:
 
     from nbtext import MultinomialNB, Tokenizer
 """

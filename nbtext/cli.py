@@ -1,7 +1,8 @@
 """The command line: a thin edge that parses options, calls the library and prints.
 
 Only this module turns library exceptions into messages and exit codes. Heavy imports (numpy,
-scipy, joblib) happen inside the commands that need them, so `nbtext classify` stays fast.
+joblib; scipy only for cv and learn) happen inside the commands that need them, so `nbtext
+classify` stays fast.
 """
 from __future__ import annotations
 

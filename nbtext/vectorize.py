@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import NbtextError
+from .rows import Rows, index_dtype, ranges
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -103,8 +104,7 @@ class Vocabulary:
 
     def __init__(self, tokens: Iterable[str] = ()):
         self._blob = bytearray()
-        self._starts: list[np.ndarray] = []   # byte offset of each token, in parts
-        self._keys: list[np.ndarray] = []     # key of each token, in parts
+        self._starts: np.ndarray | None = None  # byte offset of each token, made when asked for
         self._n = 0
         self._main, self._recent = _Level(), _Level()
         tokens = list(tokens)
@@ -121,12 +121,13 @@ class Vocabulary:
     def __len__(self) -> int:
         return self._n
 
-    def _parts(self) -> tuple[np.ndarray, np.ndarray]:
-        if len(self._starts) > 1:
-            self._starts, self._keys = [np.concatenate(self._starts)], [np.concatenate(self._keys)]
-        if not self._starts:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
-        return self._starts[0], self._keys[0]
+    def _token_starts(self) -> np.ndarray:
+        """Byte offset of each token in the blob. Not kept while the vocabulary grows: the
+        levels hold the keys and the blob the tokens, and each copy more was 3.5 MB of
+        train's peak on spamassassin-2002."""
+        if self._starts is None or len(self._starts) != self._n:
+            self._starts = token_spans(self._blob)[0]  # (the view on the blob ends with the call)
+        return self._starts
 
     # -- finding and adding -----------------------------------------------------------
     def find_keys(self, keys: np.ndarray) -> np.ndarray:
@@ -155,7 +156,7 @@ class Vocabulary:
         if not self._n and len(keys):  # a whole vocabulary at once (a model file's)
             if not (ks[1:] == ks[:-1]).any():
                 self._blob += blob
-                self._starts, self._keys, self._n = [token_spans(blob)[0]], [keys], len(keys)
+                self._n = len(keys)
                 self._main.keys, self._main.ids = ks, order.astype(np.int64)
                 return np.arange(len(keys), dtype=np.int64)
         found = self._find_sorted(ks)
@@ -171,10 +172,7 @@ class Vocabulary:
             found[missing] = new_ids[np.cumsum(fresh) - 1]
             starts, lengths = token_spans(blob)
             rows = first[by_input]                # first occurrences, in input order
-            base = len(self._blob)
             self._blob += gather(blob, starts, lengths, rows)
-            self._starts.append(base + np.cumsum(lengths[rows] + 1) - (lengths[rows] + 1))
-            self._keys.append(keys[rows])
             self._recent.insert_sorted(mk[fresh], new_ids)
             self._n += len(rows)
             if len(self._recent.keys) * 8 > len(self._main.keys):
@@ -213,11 +211,14 @@ class Vocabulary:
 
     def keys(self) -> np.ndarray:
         """Each token's key (see token_keys), in id order."""
-        return self._parts()[1]
+        keys = np.empty(self._n, dtype=np.uint64)
+        for level in (self._main, self._recent):
+            keys[level.ids] = level.keys
+        return keys
 
     def subset(self, ids: np.ndarray) -> "Vocabulary":
         """A new vocabulary of the tokens with these ids, in this order."""
-        starts, keys = self._parts()
+        starts, keys = self._token_starts(), self.keys()
         ids = np.asarray(ids, dtype=np.int64)
         ends = np.append(starts[1:], len(self._blob)) if self._n else starts
         return Vocabulary.from_encoded(gather(bytes(self._blob), starts, ends - starts - 1, ids), keys[ids])
@@ -228,7 +229,7 @@ class Vocabulary:
         return self._blob.decode("utf-8", "surrogatepass").split("\x00")[:-1] if self._n else []
 
     def token(self, i: int) -> str:
-        start = int(self._parts()[0][i])
+        start = int(self._token_starts()[i])
         return self._blob[start:self._blob.index(0, start)].decode("utf-8", "surrogatepass")
 
     @property
@@ -260,13 +261,6 @@ class _Index(Mapping):
         return zip(self.vocab.tokens, range(len(self.vocab)))
 
 
-def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The concatenation of arange(s, s + n) for each (s, n)."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    shift = np.repeat(np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths), lengths)
-    return shift + np.arange(int(lengths.sum()), dtype=np.int64)
-
-
 def gather(blob: bytes, starts: np.ndarray, lengths: np.ndarray, rows: np.ndarray,
            piece: int = 1 << 16) -> bytes:
     """The NUL-terminated tokens ``rows`` of ``blob``, in that order, gathered a piece at a
@@ -292,7 +286,7 @@ def local_count_arrays(token_lists: Iterable[list[str]]) -> tuple[list[str], np.
     cells, counts = np.unique(rows * width + idx, return_counts=True)  # row-major: CSR order
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(cells // width, minlength=n), out=indptr[1:])
-    return list(local), counts.astype(np.float64), cells % width, indptr
+    return list(local), counts.astype(np.float64), (cells % width).astype(index_dtype(width)), indptr
 
 
 def local_counts(token_lists: Iterable[list[str]]) -> tuple[list[str], sp.csr_matrix]:
@@ -317,14 +311,7 @@ def count_documents(datas: list, settings: TokenizerSettings) -> tuple:
 
 def onto(X: sp.csr_matrix, mapping: np.ndarray, width: int) -> sp.csr_matrix:
     """A matrix over local columns moved to the columns ``mapping`` names (-1: dropped)."""
-    import scipy.sparse as sp
-
-    cols = mapping[X.indices]
-    keep = cols >= 0
-    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-    Y = sp.csr_matrix((X.data[keep], (rows[keep], cols[keep])), shape=(X.shape[0], width))
-    Y.sum_duplicates()
-    return Y
+    return Rows.of(X).moved(mapping, width).tocsr()
 
 
 def count_matrix(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool) -> sp.csr_matrix:

@@ -292,3 +292,15 @@ def test_streamed_sums_equal_the_whole_matrix_and_add_colliding_ids():
     classes, cc, fc, df = sums.result()
     assert classes == ["a", "b"] and cc.tolist() == [1, 1]
     assert fc.tolist() == [[4.0, 2.0], [7.0, 5.0]]
+
+
+def test_train_and_predict_do_not_import_scipy(sample_model, tmp_path):
+    """scipy.sparse was 11 MiB of train's peak memory (docs/floor.md); nbtext.rows does its work."""
+    code = ("import sys; from nbtext.__main__ import main; sys.argv=['nbtext'] + sys.argv[1:]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('scipy' in sys.modules, file=sys.stderr)")
+    for args in (["train", DATA / "corpus", "-o", tmp_path / "m.nbm", "-q", "-j", "2"],
+                 ["predict", "-m", sample_model, DATA / "corpus", "-j", "2"]):
+        r = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True)
+        assert r.stderr.splitlines()[-1] == "False", (args[0], r.stderr)
+    assert (tmp_path / "m.nbm").stat().st_size > 0

@@ -1,0 +1,92 @@
+"""nbtext.rows.Rows against scipy.sparse, operation by operation, on random matrices."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, strategies as st
+
+from nbtext.rows import Rows
+
+
+@st.composite
+def matrices(draw, max_rows=8, max_cols=9):
+    """A small count matrix with empty rows and columns, some explicit zeros among them."""
+    n = draw(st.integers(0, max_rows))
+    m = draw(st.integers(1, max_cols))
+    cells = draw(st.lists(st.integers(0, 4), min_size=n * m, max_size=n * m))
+    return np.asarray(cells, dtype=np.float64).reshape(n, m)
+
+
+def csr(dense):
+    return sp.csr_matrix(dense)
+
+
+@settings(max_examples=200, deadline=None)
+@given(matrices(), st.data())
+def test_rows_do_what_scipy_does(dense, data):
+    X, R = csr(dense), Rows.of(csr(dense))
+    n, m = dense.shape
+    assert R.shape == X.shape and np.array_equal(R.toarray(), dense)
+    assert np.array_equal(Rows.of(dense).toarray(), dense)  # from a dense array, without scipy
+    assert np.array_equal(R.tocsr().toarray(), dense)
+
+    mask = np.asarray(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    ids = np.asarray(data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=6 if n else 0)), dtype=np.int64)
+    assert np.array_equal(R[mask].toarray(), dense[mask])
+    assert np.array_equal(R[ids].toarray(), dense[ids])
+
+    keep = np.flatnonzero(data.draw(st.lists(st.booleans(), min_size=m, max_size=m)))
+    assert np.array_equal(R.columns(keep).toarray(), dense[:, keep])
+
+    assert np.array_equal(R.row_sums(), np.asarray(X.sum(axis=1)).ravel())
+    W = np.asarray(data.draw(st.lists(st.floats(-5, 5), min_size=2 * m, max_size=2 * m))).reshape(m, 2)
+    assert np.allclose(R @ W, X @ W, rtol=1e-12, atol=1e-12)
+    assert np.allclose(R @ W[:, 0], X @ W[:, 0], rtol=1e-12, atol=1e-12)
+
+    k = 3
+    group = np.asarray(data.draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n)), dtype=np.int64)
+    w = np.asarray(data.draw(st.lists(st.sampled_from([-1.0, 1.0, 2.0, 0.5]), min_size=n, max_size=n)))
+    Y = np.zeros((n, k))
+    Y[np.arange(n), group] = w
+    assert np.array_equal(R.column_sums_by_row_group(group, k, w), (X.T @ Y).T)  # the same sums, exactly
+
+    scale = np.asarray(data.draw(st.lists(st.floats(0, 3), min_size=n, max_size=n)))
+    assert np.array_equal(R.scaled_rows(scale).toarray(), (sp.diags(scale) @ X).toarray())
+
+
+@settings(max_examples=200, deadline=None)
+@given(matrices(), st.data())
+def test_moved_columns_add_up_sorted_and_once(dense, data):
+    """Two local columns can land on one shared id (tokens whose 64-bit keys collide), and some
+    are dropped (-1): entries on one column add up, each row's columns come out sorted, once."""
+    n, m = dense.shape
+    width = data.draw(st.integers(1, 6))
+    mapping = np.asarray(data.draw(st.lists(st.integers(-1, width - 1), min_size=m, max_size=m)), dtype=np.int64)
+    R = Rows.of(csr(dense)).moved(mapping, width)
+    want = np.zeros((n, width))
+    for j, to in enumerate(mapping):
+        if to >= 0:
+            want[:, to] += dense[:, j]
+    assert R.shape == (n, width) and np.array_equal(R.toarray(), want)
+    for i in range(n):
+        cols = R.indices[R.indptr[i]:R.indptr[i + 1]]
+        assert (np.diff(cols) > 0).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(matrices(max_cols=5), min_size=1, max_size=4))
+def test_stack_is_vstack(parts):
+    width = max(p.shape[1] for p in parts)
+    parts = [np.pad(p, ((0, 0), (0, width - p.shape[1]))) for p in parts]
+    R = Rows.stack([Rows.of(csr(p)) for p in parts], width)
+    assert np.array_equal(R.toarray(), np.vstack(parts))
+
+
+def test_eliminate_zeros_drops_stored_zeros_only():
+    X = sp.csr_matrix((np.array([1.0, 0.0, 2.0, 0.0]), np.array([0, 1, 2, 0]), np.array([0, 2, 3, 4])), shape=(3, 3))
+    R = Rows.of(X).eliminate_zeros()
+    assert R.nnz == 2 and list(R.indptr) == [0, 1, 2, 2] and np.array_equal(R.toarray(), X.toarray())
+
+
+def test_of_refuses_a_vector():
+    with pytest.raises(ValueError, match="2-d"):
+        Rows.of(np.zeros(3))
