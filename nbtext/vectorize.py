@@ -209,6 +209,11 @@ class Vocabulary:
         """All tokens, in id order, as UTF-8 each followed by a NUL."""
         return bytes(self._blob)
 
+    def buffer(self) -> memoryview:
+        """encoded() without the copy: a read-only view, which holds the vocabulary from
+        growing while it lives."""
+        return memoryview(self._blob).toreadonly()
+
     def keys(self) -> np.ndarray:
         """Each token's key (see token_keys), in id order."""
         keys = np.empty(self._n, dtype=np.uint64)
