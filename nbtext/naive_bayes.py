@@ -193,7 +193,8 @@ class MultinomialNB(_BaseNB):
     """P(t|c) = (N_ct + alpha) / (N_c + alpha * V); a document is a bag of token counts."""
 
     def _derive(self):
-        log_totals = np.log((self.feature_count_ + self.alpha).sum(axis=1))
+        # (row by row: the same sums, without a smoothed copy of all the counts at once)
+        log_totals = np.log(np.array([(row + self.alpha).sum() for row in self.feature_count_]))
         # Built V x k and handed out transposed: _dot then needs no C-ordered copy of its
         # transpose, and the log is taken in place (one k x V array where there were four).
         smoothed = np.add(self.feature_count_.T, self.alpha, order="C")

@@ -196,7 +196,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings
     _give_back_free_memory()
     sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
     _give_back_free_memory()
-    model, _ = _model_from_sums(sums.result(), vocab, tokenizer, settings, features, decisions, *sample)
+    model, _ = _model_from_sums(sums, vocab, tokenizer, settings, features, decisions, *sample)
     model.ledger = ledger
     _give_back_free_memory()
     return model
@@ -233,8 +233,10 @@ def _give_back_free_memory():
 
 class Sums:
     """Running class counts, per-class feature counts and document frequencies, in arrays
-    that grow by doubling (padded to the vocabulary at every chunk, they were copied whole
-    each time: O(vocabulary) per chunk)."""
+    that grow by a quarter at a time (padded to the vocabulary at every chunk, they were
+    copied whole each time: O(vocabulary) per chunk; doubling held up to twice the room
+    needed, and at a growth the old arrays and new ones three times: 15 of spamassassin's
+    peak MB)."""
 
     def __init__(self, settings: ModelSettings):
         self.settings = settings
@@ -242,14 +244,13 @@ class Sums:
         self.cc = np.zeros(0)
         self.fc = np.zeros((0, 0))
         self.df = np.zeros(0)
-        self._slot = np.zeros(0, dtype=np.int64)
         self.width = 0
 
     def _reserve(self, k: int, v: int):
         rows, cols = self.fc.shape
         if k <= rows and v <= cols:
             return
-        cols = max(v, 2 * cols) if v > cols else cols
+        cols = max(v, cols + cols // 4) if v > cols else cols
         fc = np.zeros((k, cols))
         fc[:self.fc.shape[0], :self.width] = self.fc[:, :self.width]
         df = np.zeros(cols)
@@ -282,13 +283,12 @@ class Sums:
             np.add.at(self.df, ids, df)
         self.cc[:k] += np.bincount(idx, minlength=k)
 
-    def _distinct(self, ids: np.ndarray) -> bool:
-        """No id repeats: each position written into a scratch array reads back as itself."""
-        if len(self._slot) < len(self.df):
-            self._slot = np.zeros(len(self.df), dtype=np.int64)
-        at = np.arange(len(ids))
-        self._slot[ids] = at
-        return bool((self._slot[ids] == at).all())
+    @staticmethod
+    def _distinct(ids: np.ndarray) -> bool:
+        """No id repeats (sorted, no two neighbours equal: a chunk's ids, not a scratch array
+        as long as the vocabulary)."""
+        s = np.sort(ids)
+        return not (s[1:] == s[:-1]).any()
 
     def result(self) -> tuple:
         """(classes, class counts, feature counts, document frequencies) over the vocabulary.
@@ -297,20 +297,26 @@ class Sums:
         k, v = len(self.classes), self.width
         if self.fc.shape != (k, v):
             self.fc, self.df = self.fc[:k, :v].copy(), self.df[:v].copy()
-        self._slot = np.zeros(0, dtype=np.int64)
         return self.classes, self.cc[:k], self.fc, self.df
+
+    def take(self) -> tuple:
+        """result(), and these sums let go of it: what the model does not keep (the document
+        frequencies without idf) is then freed as soon as the model is made."""
+        out = self.result()
+        self.fc, self.df, self.cc, self.width = np.zeros((0, 0)), np.zeros(0), np.zeros(0), 0
+        return out
 
 
 def _binary(X: Rows) -> Rows:
     return X.with_data(np.ones(X.nnz))
 
 
-def _model_from_sums(acc, vocab: Vocabulary, tokenizer, settings, features, decisions, X=None, y=None
-                     ) -> tuple[Model, np.ndarray]:
-    """The model of running sums (see Sums) over ``vocab``, with the features the
-    options keep and the decisions fitted on (X, y) when given; returns it with the kept
-    columns."""
-    classes, cc, fc, df = acc
+def _model_from_sums(sums: Sums, vocab: Vocabulary, tokenizer, settings, features, decisions, X=None,
+                     y=None) -> tuple[Model, np.ndarray]:
+    """The model of running sums over ``vocab``, with the features the options keep and the
+    decisions fitted on (X, y) when given; returns it with the kept columns."""
+    classes, cc, fc, df = sums.take()
+    width = fc.shape[1]
     order = np.argsort(classes, kind="stable")
     keep = _select(df, fc, int(cc.sum()), features)
     model = Model.empty(tokenizer, settings, classes)
@@ -323,8 +329,11 @@ def _model_from_sums(acc, vocab: Vocabulary, tokenizer, settings, features, deci
     model.check_trainable()
     if X is not None and len(keep) < X.shape[1]:
         X = X.columns(keep)  # (a copy: only when features were dropped)
+    # Neither the frequencies (unless the model keeps them) nor an identity list of columns
+    # need be held while calibrating (spamassassin-2002: 7 MB of its peak).
+    df, keep = None, None if everything else keep
     apply_decisions(model, decisions, X, y)
-    return model, keep
+    return model, (np.arange(width) if keep is None else keep)
 
 
 def fit_matrix(X, y: np.ndarray, vocab: Vocabulary, tokenizer: TokenizerSettings,
@@ -335,7 +344,7 @@ def fit_matrix(X, y: np.ndarray, vocab: Vocabulary, tokenizer: TokenizerSettings
     X = Rows.of(X)
     sums = Sums(settings)
     sums.add(X, None, X.shape[1], list(y))
-    return _model_from_sums(sums.result(), vocab, tokenizer, settings, features, decisions, X, y)
+    return _model_from_sums(sums, vocab, tokenizer, settings, features, decisions, X, y)
 
 
 def apply_decisions(model: Model, d: DecisionOptions, X, y) -> None:
