@@ -377,7 +377,9 @@ def _array_section(name: str, a) -> tuple:
     import numpy as np
 
     a = np.ascontiguousarray(a, dtype=np.float64)
-    whole = a.size == 0 or (np.all(a == np.round(a)) and a.min() >= 0)
+    flat, step = a.reshape(-1), 1 << 16  # (checked a slice at a time: no rounded copy of it all)
+    whole = a.size == 0 or (a.min() >= 0 and all(
+        np.array_equal(flat[i:i + step], np.round(flat[i:i + step])) for i in range(0, a.size, step)))
     top = a.max() if a.size else 0
     dtype = ("|u1" if top < 2**8 else "<u2" if top < 2**16 else "<u4" if top < 2**32 else "<f8") \
         if whole else "<f8"

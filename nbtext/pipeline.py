@@ -130,8 +130,8 @@ class Reservoir:
     Each document draws a random key; the sample is the ``size`` smallest keys. Parts are
     only cut down when a quarter of the size again has piled up, so the cost per document
     stays constant, and each part is cut on its own (stacking them all first held the pile
-    twice, then the kept rows a third time). Rows are counts, stored as float32 (exact below
-    2**24 a cell): calibration makes each fold float64 in turn."""
+    twice, then the kept rows a third time). Rows are counts, stored in 16 bits or as float32
+    (see add): calibration makes each fold float64 in turn."""
 
     def __init__(self, size: int, seed: int):
         self.size, self.rng = size, np.random.default_rng(seed)
@@ -139,7 +139,9 @@ class Reservoir:
         self.rows = 0
 
     def add(self, X: Rows, labels: list[str]):
-        X = X.astype(np.float32)
+        # Counts as 16 bits when a chunk's fit (nearly always), else 32-bit floats (exact
+        # below 2**24): 6 or 8 bytes a cell with the 32-bit column numbers.
+        X = X.astype(np.uint16 if not X.nnz or X.data.max() < 2**16 else np.float32)
         self.parts.append((X, np.asarray(labels), self.rng.random(X.shape[0])))
         self.rows += X.shape[0]
         if self.rows > self.size + self.size // 4:
@@ -234,32 +236,36 @@ def _give_back_free_memory():
 class Sums:
     """Running class counts, per-class feature counts and document frequencies, in arrays
     that grow by a quarter at a time (padded to the vocabulary at every chunk, they were
-    copied whole each time: O(vocabulary) per chunk; doubling held up to twice the room
-    needed, and at a growth the old arrays and new ones three times: 15 of spamassassin's
-    peak MB)."""
+    copied whole each time: O(vocabulary) per chunk). The feature counts are kept term by
+    class, so that growing adds rows at the end: numpy's resize reallocates them in place,
+    where a new array and a copy held the old and the new at once (spamassassin-2002: 10 MB
+    of train's peak)."""
 
     def __init__(self, settings: ModelSettings):
         self.settings = settings
         self.classes: list[str] = []
         self.cc = np.zeros(0)
-        self.fc = np.zeros((0, 0))
-        self.df = np.zeros(0)
+        self.counts = np.zeros((0, 0))  # terms x classes
+        self.df = np.zeros(0, dtype=np.int32)  # documents per term (float64 for the model)
         self.width = 0
 
     def _reserve(self, k: int, v: int):
-        rows, cols = self.fc.shape
-        if k <= rows and v <= cols:
-            return
-        cols = max(v, cols + cols // 4) if v > cols else cols
-        fc = np.zeros((k, cols))
-        fc[:self.fc.shape[0], :self.width] = self.fc[:, :self.width]
-        df = np.zeros(cols)
-        df[:self.width] = self.df[:self.width]
-        self.fc, self.df, self.cc = fc, df, np.pad(self.cc, (0, k - len(self.cc)))
+        cols, rows = self.counts.shape
+        if k > rows:  # a new class (rare): the one growth that copies
+            counts = np.zeros((max(v, cols), k))
+            counts[:cols, :rows] = self.counts
+            self.counts, self.cc = counts, np.pad(self.cc, (0, k - len(self.cc)))
+        if v > self.counts.shape[0]:
+            cols = max(v, cols + cols // 4)
+            self.counts.resize((cols, self.counts.shape[1]), refcheck=False)  # new rows are 0
+            self.df.resize(cols, refcheck=False)
+        elif len(self.df) < self.counts.shape[0]:
+            self.df.resize(self.counts.shape[0], refcheck=False)
 
     def add(self, X: Rows, ids: np.ndarray | None, width: int, labels: list[str]):
         """Add the documents X (columns: vocabulary ids ``ids``, or the ids themselves when
         None) with their labels; ``width`` is the vocabulary's size."""
+        X = Rows.of(X)
         for lab in labels:
             if lab not in self.classes:
                 self.classes.append(lab)
@@ -269,17 +275,16 @@ class Sums:
         idx = np.asarray([self.classes.index(lab) for lab in labels], dtype=np.int64)
         counts = (_binary(X) if self.settings.variant == "bernoulli"
                   else document_transform(X, self.settings.tf, self.settings.length_norm))
-        sums = class_sums(counts, idx, k)
+        sums = class_sums(counts, idx, k).T
         df = np.bincount(X.indices, minlength=X.shape[1])
         if ids is None:
-            self.fc[:k, :X.shape[1]] += sums
+            self.counts[:X.shape[1], :k] += sums
             self.df[:X.shape[1]] += df
         elif self._distinct(ids):
-            self.fc[:k, ids] += sums
+            self.counts[ids, :k] += sums
             self.df[ids] += df
         else:  # two tokens shared a 64-bit key: add.at sums them (4x slower than the above)
-            for c in range(k):
-                np.add.at(self.fc[c], ids, sums[c])
+            np.add.at(self.counts, (ids[:, None], np.arange(k)), sums)
             np.add.at(self.df, ids, df)
         self.cc[:k] += np.bincount(idx, minlength=k)
 
@@ -291,19 +296,21 @@ class Sums:
         return not (s[1:] == s[:-1]).any()
 
     def result(self) -> tuple:
-        """(classes, class counts, feature counts, document frequencies) over the vocabulary.
-        The arrays are cut to size and the spare room freed: the counts are then the model's
-        own, not a second copy of them (spamassassin-2002: 15 MB less while calibrating)."""
+        """(classes, class counts, feature counts (classes x terms, C order), document
+        frequencies) over the vocabulary, cut to size."""
         k, v = len(self.classes), self.width
-        if self.fc.shape != (k, v):
-            self.fc, self.df = self.fc[:k, :v].copy(), self.df[:v].copy()
-        return self.classes, self.cc[:k], self.fc, self.df
+        return (self.classes, self.cc[:k].copy(), np.ascontiguousarray(self.counts[:v, :k].T),
+                self.df[:v].astype(np.float64))
 
     def take(self) -> tuple:
-        """result(), and these sums let go of it: what the model does not keep (the document
-        frequencies without idf) is then freed as soon as the model is made."""
-        out = self.result()
-        self.fc, self.df, self.cc, self.width = np.zeros((0, 0)), np.zeros(0), np.zeros(0), 0
+        """result(), and these sums let go of their arrays: the model's are then the only
+        copy, and what it does not keep (the document frequencies without idf) is freed as
+        soon as it is made."""
+        k, v = len(self.classes), self.width
+        fc = np.ascontiguousarray(self.counts[:v, :k].T)
+        self.counts = np.zeros((0, 0))
+        out = self.classes, self.cc[:k].copy(), fc, self.df[:v].astype(np.float64)
+        self.df, self.cc, self.width = np.zeros(0, dtype=np.int32), np.zeros(0), 0
         return out
 
 

@@ -37,8 +37,11 @@ def token_spans(blob: bytes | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(start, length in bytes) of each NUL-terminated token of ``blob``."""
     b = np.frombuffer(blob, dtype=np.uint8) if isinstance(blob, (bytes, bytearray)) else blob
     ends = np.flatnonzero(b == 0)
-    starts = np.concatenate([[0], ends[:-1] + 1])[:len(ends)].astype(np.int64)
-    return starts, ends - starts
+    starts = np.empty_like(ends)  # (no temporaries: this runs over a whole vocabulary at save)
+    if len(ends):
+        starts[0] = 0
+        np.add(ends[:-1], 1, out=starts[1:])
+    return starts, np.subtract(ends, starts, out=ends)
 
 
 def token_keys(blob: bytes | np.ndarray) -> np.ndarray:
@@ -74,11 +77,11 @@ def _checked_keys(blob: bytes, tokens: list[str]) -> np.ndarray:
 
 
 class _Level:
-    """Keys in sorted order with their ids."""
+    """Keys in sorted order with their ids (32-bit while they fit)."""
 
     def __init__(self):
         self.keys = np.zeros(0, dtype=np.uint64)
-        self.ids = np.zeros(0, dtype=np.int64)
+        self.ids = np.zeros(0, dtype=np.int32)
 
     def find_sorted(self, keys: np.ndarray) -> np.ndarray:
         """Ids of sorted keys (-1: absent). Probing in sorted order walks the keys forwards,
@@ -87,9 +90,11 @@ class _Level:
             return np.full(len(keys), -1, dtype=np.int64)
         pos = np.searchsorted(self.keys, keys)
         np.minimum(pos, len(self.keys) - 1, out=pos)
-        return np.where(self.keys[pos] == keys, self.ids[pos], -1)
+        return np.where(self.keys[pos] == keys, self.ids[pos].astype(np.int64), -1)
 
     def insert_sorted(self, keys: np.ndarray, ids: np.ndarray):
+        if len(ids) and ids.max() >= 2**31:
+            self.ids = self.ids.astype(np.int64)
         at = np.searchsorted(self.keys, keys)
         self.keys, self.ids = np.insert(self.keys, at, keys), np.insert(self.ids, at, ids)
 
@@ -157,7 +162,7 @@ class Vocabulary:
             if not (ks[1:] == ks[:-1]).any():
                 self._blob += blob
                 self._n = len(keys)
-                self._main.keys, self._main.ids = ks, order.astype(np.int64)
+                self._main.keys, self._main.ids = ks, order.astype(index_dtype(len(order)))
                 return np.arange(len(keys), dtype=np.int64)
         found = self._find_sorted(ks)
         missing = np.flatnonzero(found < 0)       # positions in sorted order
