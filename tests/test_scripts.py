@@ -52,4 +52,4 @@ def test_floor_script_prints_its_tables():
                           "count (a worker's whole job)"]
     rss = {ln.split(" | ")[0].lstrip("| "): int(ln.split(" | ")[1].rstrip(" |")) for ln in lines
            if ln.startswith("| ") and ln.split(" | ")[1].rstrip(" |").isdigit()}
-    assert rss["python"] < rss["+ numpy"] < rss["+ scipy.sparse"]
+    assert rss["python"] < rss["+ numpy"] < rss["+ joblib (worker processes)"]
