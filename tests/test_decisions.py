@@ -198,6 +198,12 @@ def test_calibration_fits_on_a_bounded_sample_and_counts_stay_whole():
     rows = X.toarray().ravel()
     assert len(rows) == 50 and list(rows) == sorted(rows) and len(set(rows)) == 50
     assert rows.min() < 200 and rows.max() > 800  # drawn from the whole stream, not its start
+    # Counts are kept in 16 bits when a chunk's fit, else as float32: exact either way
+    r = Reservoir(10, seed=0)
+    r.add(sp.csr_matrix(np.array([[65535.0, 3.0], [1.0, 0.0]])), ["a", "b"])
+    r.add(sp.csr_matrix(np.array([[70000.0, 5.0]])), ["a"])
+    X, y = r.sample(2)
+    assert X.toarray().tolist() == [[65535.0, 3.0], [1.0, 0.0], [70000.0, 5.0]] and list(y) == ["a", "b", "a"]
 
 
 def test_certain_correct_answers_print_a_log_loss_of_zero_not_minus_zero():
