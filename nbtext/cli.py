@@ -264,9 +264,10 @@ def train(**kw):
       nbtext train reviews.tsv --ngrams 2 -o reviews.nbm
     """
     from . import modelfile
-    from .pipeline import train_model
+    from .pipeline import map_large_arrays, train_model
 
     tok, settings, feats = build_settings(kw)
+    map_large_arrays()
     progress = Progress("training", kw["quiet"])
     model = train_model(read_labelled(kw), tok, settings, feats, build_decisions(kw),
                         n_jobs=n_jobs(kw), progress=progress)

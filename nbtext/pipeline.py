@@ -176,7 +176,6 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings
     Calibration and --max-fpr, which need out-of-fold predictions, fit on a uniform random
     sample of at most ``calibration_sample`` documents (all of them in a smaller corpus), so
     memory stays bounded however large the corpus."""
-    _map_large_arrays()
     vocab = Vocabulary()
     sums, n_docs, ledger = Sums(settings), 0, set()
     reservoir = Reservoir(calibration_sample, decisions.seed) if decisions.needs_matrix else None
@@ -204,12 +203,13 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings, settings
     return model
 
 
-def _map_large_arrays(threshold: int = 1 << 20):
+def map_large_arrays(threshold: int = 1 << 20):
     """Have glibc's malloc map every block of ``threshold`` bytes or more on its own, so that
     freeing it gives it back at once. By default the threshold rises to the largest block
     freed so far, and from then on arrays of that size came from the heap, where the ones
-    freed stayed resident as holes (spamassassin-2002, train's peak RSS: 132-144 -> 127 MiB,
-    for 0.25 s more system time in mapping pages). Elsewhere nothing."""
+    freed stayed resident as holes (spamassassin-2002, train's peak RSS: 129-141 -> 124 MiB,
+    for 0.25 s more system time in mapping pages). Process-wide, so the command line sets it,
+    not the library. Elsewhere than glibc nothing."""
     import ctypes
 
     M_MMAP_THRESHOLD = -3
@@ -299,8 +299,8 @@ class Sums:
         """(classes, class counts, feature counts (classes x terms, C order), document
         frequencies) over the vocabulary, cut to size."""
         k, v = len(self.classes), self.width
-        return (self.classes, self.cc[:k].copy(), np.ascontiguousarray(self.counts[:v, :k].T),
-                self.df[:v].astype(np.float64))
+        return (self.classes, self.cc[:k].copy(), np.array(self.counts[:v, :k].T, order="C"),
+                self.df[:v].astype(np.float64))  # (copies: the arrays go on growing in place)
 
     def take(self) -> tuple:
         """result(), and these sums let go of their arrays: the model's are then the only

@@ -1,7 +1,7 @@
 """Document-by-term matrices as CSR arrays, with numpy alone.
 
 Train, predict and classify's batch path hold their counts in ``Rows`` rather than
-scipy.sparse.csr_matrix: importing scipy.sparse was 11 MiB of train's peak memory and 0.3 s
+scipy.sparse.csr_matrix: importing scipy.sparse was 12 MiB of train's peak memory and 0.3 s
 of every start (docs/floor.md), for the handful of operations below. The estimators take
 either kind (and dense arrays); scipy is imported only where a caller hands us its matrices or
 asks for them back (cv, the library's count_matrix).
