@@ -1,7 +1,7 @@
 """The command line: a thin edge that parses options, calls the library and prints.
 
 Only this module turns library exceptions into messages and exit codes. Heavy imports (numpy,
-joblib; scipy only for cv and learn) happen inside the commands that need them, so `nbtext
+joblib; scipy only for cv) happen inside the commands that need them, so `nbtext
 classify` stays fast.
 """
 from __future__ import annotations

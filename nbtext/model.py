@@ -16,7 +16,7 @@ from .errors import NbtextError
 from .naive_bayes import logsumexp_rows, make_estimator
 from .settings import ModelSettings, TokenizerSettings
 from .tokenize import Tokenizer
-from .vectorize import Vocabulary, count_matrix
+from .vectorize import Vocabulary, count_rows
 
 
 @dataclass
@@ -67,7 +67,7 @@ class Model:
     # -- counting ---------------------------------------------------------------------
     def add(self, token_lists: Iterable[list[str]], labels: Sequence[str], weight: float = 1.0):
         """Add (weight=1) or take out (weight=-1) documents' counts."""
-        X = count_matrix(token_lists, self.vocab, grow=weight > 0)
+        X = count_rows(token_lists, self.vocab, grow=weight > 0)
         self.add_matrix(X, labels, weight)
 
     def add_matrix(self, X, labels: Sequence[str], weight: float = 1.0):
@@ -88,7 +88,7 @@ class Model:
 
     # -- scoring ----------------------------------------------------------------------
     def matrix(self, token_lists: Iterable[list[str]]):
-        return count_matrix(token_lists, self.vocab, grow=False)
+        return count_rows(token_lists, self.vocab, grow=False)
 
     def log_proba(self, X, estimator=None) -> np.ndarray:
         """Posteriors in log space. Pass ``estimator`` (self.estimator, taken once) to score

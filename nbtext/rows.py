@@ -1,10 +1,10 @@
 """Document-by-term matrices as CSR arrays, with numpy alone.
 
-Train, predict and classify's batch path hold their counts in ``Rows`` rather than
-scipy.sparse.csr_matrix: importing scipy.sparse was 12 MiB of train's peak memory and 0.3 s
-of every start (docs/floor.md), for the handful of operations below. The estimators take
-either kind (and dense arrays); scipy is imported only where a caller hands us its matrices or
-asks for them back (cv, the library's count_matrix).
+Train, predict and learn hold their counts in ``Rows`` rather than scipy.sparse.csr_matrix:
+importing scipy.sparse was 12 MiB of train's peak memory and 0.3 s of every start
+(docs/floor.md), for the handful of operations below. The estimators take either kind (and
+dense arrays); scipy is imported only where a caller hands us its matrices or asks for them
+back (cv, the library's count_matrix).
 
 Each operation adds in the order scipy's does (row by row, entries in order): the counts a
 model stores come out the same to the last bit, and so did every default model file we compared
@@ -81,9 +81,6 @@ class Rows:
 
     def astype(self, dtype) -> "Rows":
         return self.with_data(self.data.astype(dtype))
-
-    def copy(self) -> "Rows":
-        return Rows(self.data.copy(), self.indices.copy(), self.indptr.copy(), self.shape[1])
 
     def widened(self, n_cols: int) -> "Rows":
         return Rows(self.data, self.indices, self.indptr, n_cols)

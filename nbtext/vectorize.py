@@ -319,16 +319,16 @@ def count_documents(datas: list, settings: TokenizerSettings) -> tuple:
     return blob, _checked_keys(blob, distinct), (data, indices, indptr, len(distinct))
 
 
-def onto(X: sp.csr_matrix, mapping: np.ndarray, width: int) -> sp.csr_matrix:
-    """A matrix over local columns moved to the columns ``mapping`` names (-1: dropped)."""
-    return Rows.of(X).moved(mapping, width).tocsr()
-
-
-def count_matrix(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool) -> sp.csr_matrix:
+def count_rows(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool) -> Rows:
     """Rows are documents, columns vocabulary ids, values token counts.
 
     With grow=False tokens the vocabulary does not know are dropped (they cannot be scored).
     """
-    distinct, X = local_counts(token_lists)
+    distinct, data, indices, indptr = local_count_arrays(token_lists)
     mapping = vocab.extend(distinct) if grow else vocab.lookup(distinct)
-    return onto(X, mapping, len(vocab))
+    return Rows(data, indices, indptr, len(distinct)).moved(mapping, len(vocab))
+
+
+def count_matrix(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool) -> sp.csr_matrix:
+    """count_rows as a scipy.sparse.csr_matrix (the library's interface)."""
+    return count_rows(token_lists, vocab, grow).tocsr()

@@ -13,7 +13,7 @@ Divided by the number of cores, these are lower bounds on the wall time of any t
 batch predict built on this tokenizer, before start-up, merging or scoring. Then the resident
 memory of a fresh interpreter after importing what train imports, step by step (MiB, from
 /proc/self/status): the floor under train's peak RSS before it holds any data. (scipy.sparse,
-the last step, is what cv and learn add.)
+the last step, is what cv adds.)
 
 In the same run, interleaved with the CPU timings, bogofilter's and scikit-learn's train and
 batch predict are timed as in make bench (whole processes, median of --repeat), and the table
@@ -39,7 +39,7 @@ IMPORT_STEPS = [
     ("+ click, regex, email, nbtext's reader and tokenizer",
      "import click, regex, email.message, nbtext.cli, nbtext.read, nbtext.mail, nbtext.modelfile"),
     ("+ joblib (worker processes)", "from joblib import Parallel, delayed"),
-    ("+ scipy.sparse (cv and learn only; train and predict do without it)", "import scipy.sparse"),
+    ("+ scipy.sparse (cv only; train, predict and learn do without it)", "import scipy.sparse"),
 ]
 
 

@@ -300,7 +300,8 @@ def test_train_and_predict_do_not_import_scipy(sample_model, tmp_path):
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print('scipy' in sys.modules, file=sys.stderr)")
     for args in (["train", DATA / "corpus", "-o", tmp_path / "m.nbm", "-q", "-j", "2"],
-                 ["predict", "-m", sample_model, DATA / "corpus", "-j", "2"]):
+                 ["predict", "-m", sample_model, DATA / "corpus", "-j", "2"],
+                 ["learn", "-m", tmp_path / "m.nbm", "--label", "spam", DATA / "example-spam.eml"]):
         r = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True)
         assert r.stderr.splitlines()[-1] == "False", (args[0], r.stderr)
     assert (tmp_path / "m.nbm").stat().st_size > 0
