@@ -1,8 +1,10 @@
 """The measuring scripts run (what they measure is for `make bench`, never for a test)."""
+import json
+import shutil
 import subprocess
 import sys
 
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, need_shared
 
 
 def test_bench_script_prints_its_tables():
@@ -53,3 +55,27 @@ def test_floor_script_prints_its_tables():
     rss = {ln.split(" | ")[0].lstrip("| "): int(ln.split(" | ")[1].rstrip(" |")) for ln in lines
            if ln.startswith("| ") and ln.split(" | ")[1].rstrip(" |").isdigit()}
     assert rss["python"] < rss["+ numpy"] < rss["+ joblib (worker processes)"]
+
+
+def test_accuracy_script_reports_the_split_and_the_same_folds_for_both_systems():
+    corpus = need_shared("spamassassin-2002")
+    need_shared("splits", "spamassassin-2002.test")
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "spamassassin_split.py"), "--shared",
+                        str(corpus.parent), "--folds", "3"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    split, cv = r.stdout.split("3-fold cross-validation")
+    row = {ln.split(" | ")[0].lstrip("| ").strip(): ln.rstrip(" |").split(" | ")[1:] for ln in split.splitlines()
+           if ln.startswith("| ") and "---" not in ln}
+    accuracy, fp, fn = row["nbtext"][:3]
+    assert accuracy == f"{(650 - int(fp) - int(fn)) / 650:.2%}"
+    # the k-fold row is nbtext cv's own confusion matrix, pooled
+    direct = json.loads(subprocess.run([sys.executable, "-m", "nbtext", "cv", str(corpus), "--folds", "3",
+                                        "--format", "json", "-q"], capture_output=True, text=True,
+                                       check=True).stdout)["confusion_matrix"]["matrix"]
+    cv_rows = {ln.split(" | ")[0].lstrip("| ").strip(): ln.rstrip(" |").split(" | ")[1:] for ln in cv.splitlines()
+               if ln.startswith("| ") and "---" not in ln}
+    assert cv_rows["nbtext"] == [f"{(direct[0][0] + direct[1][1]) / 3250:.2%}", f"{direct[0][1] / 2750:.2%}",
+                                 str(direct[0][1]), str(direct[1][0])]
+    if shutil.which("bogofilter"):
+        accuracy, fpr, fp, fn = cv_rows["bogofilter"]
+        assert fpr == f"{int(fp) / 2750:.2%}" and accuracy == f"{1 - (int(fp) + int(fn)) / 3250:.2%}"
