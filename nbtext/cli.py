@@ -572,7 +572,7 @@ def learn(model_path, label, forget, inputs, quiet):
 
     changed, skipped = learn_in_place(model_path, input_documents(list(inputs) or ["-"]), label, forget)
     verb = "forgot" if forget else "learned"
-    info_line(quiet, f"nbtext: {verb} {changed} documents as {label}"
+    info_line(quiet, f"nbtext: {verb} {changed} document{'' if changed == 1 else 's'} as {label}"
                      + (f" ({skipped} already learned, skipped)" if skipped else ""))
 
 

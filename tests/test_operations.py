@@ -31,7 +31,7 @@ def test_learn_then_forget_restores_exact_counts(run, trained, tmp_path):
     msg.write_bytes(b"From: x@new.example\nSubject: brand new words\n\nzyzzyva quokka\n")
     before = as_dict(modelfile.load(str(trained)))
     r = run("learn", "-m", trained, "--label", "spam", msg)
-    assert r.exit_code == 0 and "learned 1 documents as spam" in r.stderr
+    assert r.exit_code == 0 and "learned 1 document as spam" in r.stderr
     after = modelfile.load(str(trained))
     assert after.class_count[after.classes.index("spam")] == before[1]["spam"] + 1
     assert "quokka" in after.vocab.index
