@@ -476,30 +476,49 @@ def eval_cmd(model_path, fmt, threshold, unsure, jobs, quiet, **kw):
 @click.option("-k", "--folds", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fold shuffle.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--predictions", "predictions_path", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE", help="Also write each document's out-of-fold prediction to FILE: "
+              "id<TAB>label<TAB>probability<TAB>true label<TAB>fold (1..K), in input order.")
 @jobs_option
 @quiet_option
-def cv(folds, seed, fmt, jobs, quiet, **kw):
+def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     """Stratified k-fold cross-validation with train's options.
 
     Prints eval's figures as mean ± standard deviation over the folds, per-class figures, and
     the confusion matrix summed over folds. Sources are as for train (line files' format is
-    --input-format here, since --format chooses the output).
+    --input-format here, since --format chooses the output). --predictions writes what every
+    document was called by the model that did not see it, to find the mistakes.
 
     \b
     Examples:
       nbtext cv corpus/ --folds 5
       nbtext cv lang.tsv --char-ngrams 1,4 --format json
+      nbtext cv corpus/ --predictions cv.tsv && awk -F'\\t' '$2 != $4' cv.tsv
     """
     import json
 
     from .pipeline import count_corpus, cross_validate
-    from .report import aggregate, format_cv
+    from .report import aggregate, format_cv, prediction_row
 
+    if predictions_path is not None:
+        parent = os.path.dirname(os.path.abspath(predictions_path))
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            raise NbtextError(f"{predictions_path}: cannot write there ({parent} is not a writable directory)")
     tok, settings, feats = build_settings(kw)
     progress = Progress("reading", quiet)
-    X, y, vocab = count_corpus(read_labelled(kw), tok, n_jobs=jobs or n_jobs({}), progress=progress)
+    ids: list | None = [] if predictions_path is not None else None
+    X, y, vocab = count_corpus(read_labelled(kw), tok, n_jobs=jobs or n_jobs({}), progress=progress, ids=ids)
     progress.done()
-    results = cross_validate(X, y, vocab, tok, settings, feats, build_decisions(kw), folds, seed)
+    predictions: list | None = [] if predictions_path is not None else None
+    results = cross_validate(X, y, vocab, tok, settings, feats, build_decisions(kw), folds, seed,
+                             predictions=predictions)
+    if predictions_path is not None:
+        try:
+            with open(predictions_path, "w", encoding="utf-8") as out:
+                for doc_id, true, (label, p, fold) in zip(ids, y, predictions):
+                    out.write(f"{prediction_row('tsv', doc_id, label, p)}\t{true}\t{fold}\n")
+        except OSError as e:
+            raise NbtextError(f"{predictions_path}: {e.strerror or e}") from None
     r = aggregate(results, seed)
     click.echo(json.dumps(r, indent=2) if fmt == "json" else format_cv(r))
 

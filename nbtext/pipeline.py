@@ -408,13 +408,16 @@ def score_chunks(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_
 
 
 def count_corpus(docs: Iterable[Document], tokenizer: TokenizerSettings, n_jobs: int = 1,
-                 progress=None) -> tuple["sp.csr_matrix", np.ndarray, Vocabulary]:
-    """The whole corpus as one document-by-term matrix (scipy's), with labels and vocabulary."""
+                 progress=None, ids: list | None = None) -> tuple["sp.csr_matrix", np.ndarray, Vocabulary]:
+    """The whole corpus as one document-by-term matrix (scipy's), with labels and vocabulary;
+    the documents' ids are appended to ``ids`` when it is given."""
     vocab = Vocabulary()
     chunks, labels = [], []
     for chunk, X in counted_chunks(docs, tokenizer, vocab, grow=True, n_jobs=n_jobs):
         chunks.append(X)
         labels += [d.label for d in chunk]
+        if ids is not None:
+            ids += [d.id for d in chunk]
         if progress:
             progress(len(chunk))
     if not labels:
@@ -423,9 +426,11 @@ def count_corpus(docs: Iterable[Document], tokenizer: TokenizerSettings, n_jobs:
 
 
 def cross_validate(X, y, vocab: Vocabulary, tokenizer: TokenizerSettings, settings: ModelSettings,
-                   features: FeatureOptions, decisions: DecisionOptions, k: int, seed: int) -> list[dict]:
+                   features: FeatureOptions, decisions: DecisionOptions, k: int, seed: int,
+                   predictions: list | None = None) -> list[dict]:
     """Eval figures of each of k stratified folds, each scored by a model trained (with the
-    same options, calibration included) on the other k-1."""
+    same options, calibration included) on the other k-1. With ``predictions``, each document's
+    out-of-fold (label, probability of it, fold 1..k) is put at its row's place there."""
     from .calibrate import can_split, stratified_folds
     from .report import evaluate
 
@@ -439,6 +444,10 @@ def cross_validate(X, y, vocab: Vocabulary, tokenizer: TokenizerSettings, settin
         test = folds == f
         model, keep = fit_matrix(X[~test], y[~test], vocab, tokenizer, settings, features, decisions)
         proba = model.proba(X[test][:, keep])
-        results.append(evaluate(model.classes, list(y[test]), model.verdicts(proba), proba,
-                                model.decision.positive))
+        verdicts = model.verdicts(proba)
+        results.append(evaluate(model.classes, list(y[test]), verdicts, proba, model.decision.positive))
+        if predictions is not None:
+            predictions.extend([None] * (len(y) - len(predictions)))
+            for i, label, row in zip(np.flatnonzero(test), verdicts, proba):
+                predictions[i] = (label, float(row[model.classes.index(label)]), f + 1)
     return results

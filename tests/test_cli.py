@@ -305,3 +305,44 @@ def test_train_and_predict_do_not_import_scipy(sample_model, tmp_path):
         r = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True)
         assert r.stderr.splitlines()[-1] == "False", (args[0], r.stderr)
     assert (tmp_path / "m.nbm").stat().st_size > 0
+
+
+def test_cv_predictions_are_what_a_model_of_the_other_folds_says(run, tmp_path):
+    from collections import Counter
+
+    words = ["cheap", "pills", "offer", "meeting", "notes", "lunch", "free", "team", "click", "agenda"]
+    rng = __import__("random").Random(3)
+    rows = [(label, " ".join(rng.choice(words[:6] if label == "spam" else words[3:]) for _ in range(5)))
+            for label in ["spam", "ham"] * 9]
+    t = tmp_path / "c.tsv"
+    t.write_text("".join(f"{a}\t{b}\n" for a, b in rows))
+    out = tmp_path / "p.tsv"
+    r = run("cv", t, "--folds", "3", "--format", "json", "--predictions", out)
+    assert r.exit_code == 0, r.output
+    lines = [ln.split("\t") for ln in out.read_text().splitlines()]
+    assert [ln[0] for ln in lines] == [f"{t}:{i}" for i in range(1, 19)]  # input order
+    assert [ln[3] for ln in lines] == [label for label, _ in rows]
+    assert Counter(ln[4] for ln in lines) == {"1": 6, "2": 6, "3": 6}
+    matrix = __import__("json").loads(r.stdout)["confusion_matrix"]
+    assert matrix["matrix"] == [[sum(ln[3] == a and ln[1] == b for ln in lines) for b in matrix["labels"]]
+                                for a in matrix["labels"]]
+    assert 0 < sum(ln[1] != ln[3] for ln in lines) < 18  # mistakes to find, not all of them
+    # fold 2's rows: a model trained (same options) on folds 1 and 3, scoring fold 2's texts
+    train = tmp_path / "train.tsv"
+    train.write_text("".join(f"{a}\t{b}\n" for (a, b), ln in zip(rows, lines) if ln[4] != "2"))
+    texts = tmp_path / "fold2.txt"
+    texts.write_text("".join(f"{b}\n" for (a, b), ln in zip(rows, lines) if ln[4] == "2"))
+    assert run("train", train, "-o", tmp_path / "m.nbm").exit_code == 0
+    r = run("predict", "-m", tmp_path / "m.nbm", "--lines", texts)
+    got = [ln.split("\t")[1:] for ln in r.stdout.splitlines()]
+    want = [ln[1:3] for ln in lines if ln[4] == "2"]
+    assert [g[0] for g in got] == [w[0] for w in want]
+    assert all(abs(float(g[1]) - float(w[1])) <= 2e-6 for g, w in zip(got, want))
+
+
+def test_cv_predictions_file_must_be_writable_before_the_work(run, tmp_path):
+    t = tmp_path / "c.tsv"
+    t.write_text("".join(f"{a}\tword{a} {i}\n" for i in range(4) for a in ("x", "y")))
+    r = run("cv", t, "--folds", "2", "--predictions", tmp_path / "no" / "p.tsv")
+    assert r.exit_code == 1
+    assert r.stderr == f"nbtext: error: {tmp_path / 'no' / 'p.tsv'}: cannot write there ({tmp_path / 'no'} is not a writable directory)\n"
