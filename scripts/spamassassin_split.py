@@ -122,9 +122,8 @@ def fewest_errors(ham: list[float], spam: list[float], max_fp: int) -> int:
     return best
 
 
-def pooled(system: str, ham: list[float], spam: list[float]) -> dict:
-    """Figures over all folds from each document's out-of-fold P(spam) (spam at 0.5 or above)."""
-    fp, fn = sum(p >= 0.5 for p in ham), sum(p < 0.5 for p in spam)
+def pooled(system: str, ham: list[float], spam: list[float], fp: int, fn: int) -> dict:
+    """Figures over all folds from the verdicts' errors and each document's out-of-fold spam score."""
     return {"system": system, "ham_fp": fp, "spam_fn": fn, "ham": len(ham), "n": len(ham) + len(spam),
             "best": fewest_errors(ham, spam, int(MAX_FPR * len(ham)))}
 
@@ -134,10 +133,12 @@ def cv_nbtext(corpus: Path, folds: int, extra: list[str], tmp: Path) -> dict:
     subprocess.run([sys.executable, "-m", "nbtext", "cv", str(corpus), "--folds", str(folds), "--seed", "0",
                     "--predictions", str(rows), "-q", *extra], check=True, stdout=subprocess.DEVNULL)
     p_spam: dict = {"ham": [], "spam": []}
+    wrong: dict = {"ham": 0, "spam": 0}
     for line in rows.read_text().splitlines():
         _, label, p, true, _ = line.rsplit("\t", 4)
         p_spam[true].append(float(p) if label == "spam" else 1 - float(p))
-    return pooled(" ".join(["nbtext", *extra]), p_spam["ham"], p_spam["spam"])
+        wrong[true] += label != true  # the model's own verdict (its threshold, if trained with one)
+    return pooled(" ".join(["nbtext", *extra]), p_spam["ham"], p_spam["spam"], wrong["ham"], wrong["spam"])
 
 
 def cv_bogofilter(corpus: Path, folds: int, tmp: Path) -> dict | None:
@@ -160,8 +161,8 @@ def cv_bogofilter(corpus: Path, folds: int, tmp: Path) -> dict | None:
         (tmp / str(k)).mkdir(parents=True)
         spamicity.update(bogofilter_scores(bogo, [f for f, label in train if label == "spam"],
                                            [f for f, label in train if label == "ham"], test, tmp / str(k))[0])
-    return pooled("bogofilter", *([spamicity[str(f)] for f, label in docs if label == want]
-                                  for want in ("ham", "spam")))
+    ham, spam = ([spamicity[str(f)] for f, label in docs if label == want] for want in ("ham", "spam"))
+    return pooled("bogofilter", ham, spam, sum(p >= 0.5 for p in ham), sum(p < 0.5 for p in spam))
 
 
 def main():
