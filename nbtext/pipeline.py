@@ -370,13 +370,18 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y) -> None:
 
         if can_split(y, d.folds):
             whole = X.shape[0] == model.n_documents  # the sample is every document learned
+            # The temperature is fitted to fold-unseen tokens scored as zero counts, the threshold
+            # to them left out, as new mail is scored (why: calibrate.out_of_fold_jll); a sample of
+            # a larger corpus keeps them for both.
+            unseen = "keep" if d.max_fpr is None or not whole else "drop" if not d.calibrate else "both"
             jll = out_of_fold_jll(X, y, classes, model.settings, d.folds, d.seed,
-                                  full=model.estimator if whole else None)
+                                  full=model.estimator if whole else None, unseen=unseen)
+            jll, jll_new = jll if unseen == "both" else (jll, jll)
             t_idx = np.searchsorted(classes, y)
             if d.calibrate:
                 model.decision.temperature = fit_temperature(jll, t_idx)
             if d.max_fpr is not None:
-                p = probabilities_at(jll, model.decision.temperature)[:, classes.index(pos)]
+                p = probabilities_at(jll_new, model.decision.temperature)[:, classes.index(pos)]
                 t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr)
                 model.fit_report = {  # what the threshold costs, in the same internal folds
                     "threshold": t, "fpr": float((p[y != pos] >= t).mean()),

@@ -45,19 +45,31 @@ def test_golden_section_agrees_with_scipy_on_the_real_objective():
     assert golden_section(lambda x: (x - 2.5) ** 2, -10, 10, xtol=1e-9) == pytest.approx(2.5, abs=1e-8)
 
 
+def unseen_left_out(X, seen_in):
+    """X with the columns that ``seen_in`` (rows) never has set to zero: tokens a model never saw."""
+    return X.multiply(np.asarray(seen_in.sum(axis=0)) > 0).tocsr()
+
+
 def test_out_of_fold_scores_equal_refitting_on_the_other_folds():
-    """Taking a fold's counts out of the whole sample's is the model trained without it."""
+    """Taking a fold's counts out of the whole sample's is the model trained without it, and it
+    scores the fold as it would score new mail: the tokens it never saw are left out."""
     X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
     classes = sorted(set(y))
-    for settings in (ModelSettings(), ModelSettings(variant="complement", alpha=0.3, tf=True, idf=True)):
-        jll = out_of_fold_jll(X, y, classes, settings, k=4, seed=3)
+    for settings in (ModelSettings(), ModelSettings(variant="complement", alpha=0.3, tf=True, idf=True),
+                     ModelSettings(variant="bernoulli")):
+        kept, jll = out_of_fold_jll(X, y, classes, settings, k=4, seed=3, unseen="both")
+        np.testing.assert_array_equal(kept, out_of_fold_jll(X, y, classes, settings, k=4, seed=3))
+        np.testing.assert_array_equal(jll, out_of_fold_jll(X, y, classes, settings, k=4, seed=3, unseen="drop"))
         folds = stratified_folds(y, 4, 3)
         for f in range(4):
             test = folds == f
             est = make_estimator(settings)
             est._start(np.asarray(classes), X.shape[1])
             est.partial_fit(X[~test], y[~test])
-            np.testing.assert_allclose(jll[test], est.predict_joint_log_proba(X[test]), rtol=1e-9)
+            np.testing.assert_allclose(jll[test], est.predict_joint_log_proba(unseen_left_out(X[test], X[~test])),
+                                       rtol=1e-9)
+            np.testing.assert_allclose(kept[test], est.predict_joint_log_proba(X[test]), rtol=1e-9)
+            assert not np.allclose(jll[test], kept[test])  # every fold has tokens of its own
 
 
 def test_out_of_fold_scores_of_a_sample_come_from_the_whole_corpus_less_the_fold():
@@ -71,7 +83,8 @@ def test_out_of_fold_scores_of_a_sample_come_from_the_whole_corpus_less_the_fold
     sample, ys = X[rows], y[rows]
     for settings in (ModelSettings(), ModelSettings(variant="complement", alpha=0.3, tf=True, idf=True)):
         whole = make_estimator(settings).fit(X, y)
-        jll = out_of_fold_jll(sample.astype(np.float32), ys, classes, settings, k=3, seed=2, full=whole)
+        jll, dropped = out_of_fold_jll(sample.astype(np.float32), ys, classes, settings, k=3, seed=2, full=whole,
+                                       unseen="both")
         folds = stratified_folds(ys, 3, 2)
         for f in range(3):
             rest = np.ones(len(y), dtype=bool)
@@ -79,8 +92,9 @@ def test_out_of_fold_scores_of_a_sample_come_from_the_whole_corpus_less_the_fold
             est = make_estimator(settings)
             est._start(np.asarray(classes), X.shape[1])
             est.partial_fit(X[rest], y[rest])
-            np.testing.assert_allclose(jll[folds == f], est.predict_joint_log_proba(sample[folds == f]),
-                                       rtol=1e-9)
+            np.testing.assert_allclose(jll[folds == f], est.predict_joint_log_proba(sample[folds == f]), rtol=1e-9)
+            np.testing.assert_allclose(dropped[folds == f], est.predict_joint_log_proba(
+                unseen_left_out(sample[folds == f], X[rest])), rtol=1e-9)
         # the whole corpus's model is untouched by taking folds out of its copies
         np.testing.assert_array_equal(whole.feature_count_, make_estimator(settings).fit(X, y).feature_count_)
 
@@ -150,6 +164,11 @@ def test_max_fpr_keeps_out_of_fold_false_positives_under_the_rate(run, tmp_path)
     info = json.loads(run("info", "-m", model, "--format", "json").stdout)
     t = info["decision"]["threshold"]
     assert 0.5 < t <= 1.0
+    # the threshold comes from scores with fold-unseen tokens left out; the temperature is still
+    # the one fitted without --max-fpr (calibrate.out_of_fold_jll says why)
+    assert run("train", DATA / "corpus", "-o", tmp_path / "default.nbm").exit_code == 0
+    default = json.loads(run("info", "-m", tmp_path / "default.nbm", "--format", "json").stdout)["decision"]
+    assert info["decision"]["temperature"] == default["temperature"]
     # No bundled ham message scores at or above the stored threshold.
     r = run("predict", "-m", model, "--format", "jsonl", DATA / "corpus" / "ham")
     rows = [json.loads(line) for line in r.stdout.splitlines()]
