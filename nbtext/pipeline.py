@@ -376,12 +376,12 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y) -> None:
             unseen = "keep" if d.max_fpr is None or not whole else "drop" if not d.calibrate else "both"
             jll = out_of_fold_jll(X, y, classes, model.settings, d.folds, d.seed,
                                   full=model.estimator if whole else None, unseen=unseen)
-            jll, jll_new = jll if unseen == "both" else (jll, jll)
+            jll, jll_for_threshold = jll if unseen == "both" else (jll, jll)
             t_idx = np.searchsorted(classes, y)
             if d.calibrate:
                 model.decision.temperature = fit_temperature(jll, t_idx)
             if d.max_fpr is not None:
-                p = probabilities_at(jll_new, model.decision.temperature)[:, classes.index(pos)]
+                p = probabilities_at(jll_for_threshold, model.decision.temperature)[:, classes.index(pos)]
                 t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr)
                 model.fit_report = {  # what the threshold costs, in the same internal folds
                     "threshold": t, "fpr": float((p[y != pos] >= t).mean()),
