@@ -124,7 +124,10 @@ def training_options(f):
         click.option("--max-df", type=float, default=1.0, show_default=True,
                      help="Drop tokens found in more than this fraction of documents."),
         click.option("--max-features", type=int, default=None,
-                     help="Keep only the N most frequent tokens."),
+                     help="Keep only the N best tokens by --select (default: the most frequent)."),
+        click.option("--select", type=click.Choice(["frequency", "chi2", "mi"]), default="frequency",
+                     show_default=True, help="How --max-features ranks tokens: total count, "
+                     "chi-squared (scikit-learn's, on counts) or mutual information with the class."),
     ]):
         f = opt(f)
     return f
@@ -195,7 +198,8 @@ def build_settings(kw: dict):
                             max_word_length=kw["max_word_length"])
     model = ModelSettings(variant=kw["variant"], alpha=kw["alpha"], norm=kw["norm"], tf=kw["tf"],
                           idf=kw["idf"], length_norm=kw["length_norm"])
-    feats = FeatureOptions(min_df=kw["min_df"], max_df=kw["max_df"], max_features=kw["max_features"])
+    feats = FeatureOptions(min_df=kw["min_df"], max_df=kw["max_df"], max_features=kw["max_features"],
+                           select=kw["select"])
     return tok, model, feats
 
 

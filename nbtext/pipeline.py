@@ -39,6 +39,7 @@ class FeatureOptions:
     min_df: int = 1
     max_df: float = 1.0
     max_features: int | None = None
+    select: str = "frequency"  # how max_features ranks tokens: frequency, chi2 or mi (features.py)
 
     def __post_init__(self):
         if self.min_df < 1:
@@ -47,6 +48,12 @@ class FeatureOptions:
             raise NbtextError(f"--max-df must be in (0, 1], got {self.max_df}")
         if self.max_features is not None and self.max_features < 1:
             raise NbtextError(f"--max-features must be at least 1, got {self.max_features}")
+        from .features import CRITERIA
+
+        if self.select not in CRITERIA:
+            raise NbtextError(f"unknown --select {self.select!r} (choose from {', '.join(CRITERIA)})")
+        if self.select != "frequency" and self.max_features is None:
+            raise NbtextError(f"--select {self.select} ranks tokens for --max-features: give --max-features N")
 
 
 def default_jobs() -> int:
@@ -325,7 +332,7 @@ def _model_from_sums(sums: Sums, vocab: Vocabulary, tokenizer, settings, feature
     classes, cc, fc, df = sums.take()
     width = fc.shape[1]
     order = np.argsort(classes, kind="stable")
-    keep = _select(df, fc, int(cc.sum()), features)
+    keep = _select(df, fc, cc, features)
     model = Model.empty(tokenizer, settings, classes)
     model.vocab = vocab if len(keep) == len(vocab) else vocab.subset(keep)
     everything = len(keep) == fc.shape[1]
@@ -394,12 +401,16 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y) -> None:
         model.decision.unsure = tuple(d.unsure)
 
 
-def _select(df: np.ndarray, fc: np.ndarray, n_docs: int, f: FeatureOptions) -> np.ndarray:
-    keep = (df >= f.min_df) & (df <= f.max_df * n_docs)
+def _select(df: np.ndarray, fc: np.ndarray, class_docs: np.ndarray, f: FeatureOptions) -> np.ndarray:
+    """The columns kept: document frequency within [min_df, max_df], then the best max_features
+    of those by f.select (nbtext/features.py); ties go to the earlier column."""
+    keep = (df >= f.min_df) & (df <= f.max_df * class_docs.sum())
     cols = np.flatnonzero(keep)
     if f.max_features is not None and len(cols) > f.max_features:
-        totals = fc.sum(axis=0)[cols]
-        cols = np.sort(cols[np.argsort(-totals, kind="stable")[:f.max_features]])
+        from .features import scores
+
+        ranked = scores(f.select, fc, class_docs)[cols]
+        cols = np.sort(cols[np.argsort(-ranked, kind="stable")[:f.max_features]])
     return cols
 
 

@@ -95,3 +95,16 @@ def test_fewest_errors_at_a_false_positive_limit():
     assert split.fewest_errors(ham, spam, 1) == 1  # at 0.3: only the ham at 0.8 is called spam
     assert split.fewest_errors([0.1], [0.9], 0) == 0
     assert split.fewest_errors([0.9], [0.9], 0) == 1  # a tie: the spam cannot be caught without the ham
+
+
+def test_feature_selection_script_compares_the_criteria_at_equal_sizes():
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "feature_selection.py"), "--corpus",
+                        str(DATA / "corpus"), "--sizes", "300,3000", "--folds", "2"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split(" | ") for ln in r.stdout.splitlines() if ln.startswith("| corpus |") and "tokens kept" not in ln]
+    assert [(row[1], row[2]) for row in rows] == [
+        (rows[0][1], "(none)"), ("300", "frequency"), ("300", "chi2"), ("300", "mi"),
+        ("3,000", "frequency"), ("3,000", "chi2"), ("3,000", "mi")]
+    assert rows[0][1].startswith("all ")
+    assert len({row[3] for row in rows}) > 1  # the kept tokens change the figures

@@ -1,0 +1,55 @@
+"""How --max-features ranks tokens: by frequency, or by a count-based test of dependence on the class.
+
+Every criterion is computed from what training already sums, the class-by-token counts (and, for
+chi-squared, the documents per class), so selecting costs one pass over those arrays.
+
+- frequency: the token's total count (scikit-learn's CountVectorizer(max_features=...)).
+- chi2: scikit-learn's sklearn.feature_selection.chi2 on a count matrix: observed counts per
+  class against those expected from the class's share of documents, sum of (O - E)^2 / E.
+- mi: the mutual information between the class and "this token occurrence is the token", over
+  all token occurrences (the multinomial event model's criterion, McCallum and Nigam 1998).
+
+At equal sizes mi keeps better tokens than frequency does (docs/feature_selection.md): with
+10,000 tokens, spamassassin-2002's 5-fold accuracy is 98.12% by frequency, 98.34% by chi2 and
+98.40% by mi; fortune-lang's macro-F1 98.69%, 98.86% and 98.84%.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+CRITERIA = ("frequency", "chi2", "mi")
+
+
+def chi2(counts: np.ndarray, class_docs: np.ndarray) -> np.ndarray:
+    """Chi-squared per token of a (classes x tokens) count matrix, as scikit-learn's chi2."""
+    counts = np.asarray(counts, dtype=np.float64)
+    class_prob = np.asarray(class_docs, dtype=np.float64) / np.sum(class_docs)
+    expected = np.outer(class_prob, counts.sum(axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (np.square(counts - expected) / expected).sum(axis=0)
+
+
+def mutual_information(counts: np.ndarray) -> np.ndarray:
+    """Mutual information (nats) per token between the class of a token occurrence and whether
+    the occurrence is that token, from (classes x tokens) counts."""
+    counts = np.asarray(counts, dtype=np.float64)
+    n = counts.sum()
+    p_class = counts.sum(axis=1, keepdims=True) / n   # P(c)
+    p_tok = counts.sum(axis=0, keepdims=True) / n     # P(t)
+    mi = np.zeros(counts.shape[1])
+    for joint, marginal in ((counts / n, p_tok), (p_class - counts / n, 1.0 - p_tok)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            term = joint * np.log(joint / (p_class * marginal))
+        mi += np.where(joint > 0, term, 0.0).sum(axis=0)
+    return mi
+
+
+def scores(criterion: str, counts: np.ndarray, class_docs: np.ndarray) -> np.ndarray:
+    """Higher is better: the ranking --max-features keeps the top of."""
+    if criterion == "frequency":
+        return np.asarray(counts).sum(axis=0)
+    if criterion == "chi2":
+        return chi2(counts, class_docs)
+    if criterion == "mi":
+        return mutual_information(counts)
+    raise ValueError(f"unknown criterion {criterion!r}")
