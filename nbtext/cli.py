@@ -513,7 +513,7 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     ids: list | None = [] if predictions_path is not None else None
     X, y, vocab = count_corpus(read_labelled(kw), tok, n_jobs=jobs or n_jobs({}), progress=progress, ids=ids)
     progress.done()
-    predictions: list | None = [] if predictions_path is not None else None
+    predictions: list | None = [None] * len(y) if predictions_path is not None else None
     results = cross_validate(X, y, vocab, tok, settings, feats, build_decisions(kw), folds, seed,
                              predictions=predictions)
     if predictions_path is not None:

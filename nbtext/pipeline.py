@@ -302,17 +302,11 @@ class Sums:
         s = np.sort(ids)
         return not (s[1:] == s[:-1]).any()
 
-    def result(self) -> tuple:
-        """(classes, class counts, feature counts (classes x terms, C order), document
-        frequencies) over the vocabulary, cut to size."""
-        k, v = len(self.classes), self.width
-        return (self.classes, self.cc[:k].copy(), np.array(self.counts[:v, :k].T, order="C"),
-                self.df[:v].astype(np.float64))  # (copies: the arrays go on growing in place)
-
     def take(self) -> tuple:
-        """result(), and these sums let go of their arrays: the model's are then the only
-        copy, and what it does not keep (the document frequencies without idf) is freed as
-        soon as it is made."""
+        """(classes, class counts, feature counts (classes x terms, C order), document
+        frequencies) over the vocabulary, cut to size; these sums let go of their arrays: the
+        model's are then the only copy, and what it does not keep (the document frequencies
+        without idf) is freed as soon as it is made."""
         k, v = len(self.classes), self.width
         fc = np.ascontiguousarray(self.counts[:v, :k].T)
         self.counts = np.zeros((0, 0))
@@ -445,8 +439,8 @@ def cross_validate(X, y, vocab: Vocabulary, tokenizer: TokenizerSettings, settin
                    features: FeatureOptions, decisions: DecisionOptions, k: int, seed: int,
                    predictions: list | None = None) -> list[dict]:
     """Eval figures of each of k stratified folds, each scored by a model trained (with the
-    same options, calibration included) on the other k-1. With ``predictions``, each document's
-    out-of-fold (label, probability of it, fold 1..k) is put at its row's place there."""
+    same options, calibration included) on the other k-1. With ``predictions`` (a list as long
+    as y), each document's out-of-fold (label, probability of it, fold 1..k) is put at its row."""
     from .calibrate import can_split, stratified_folds
     from .report import evaluate
 
@@ -463,7 +457,6 @@ def cross_validate(X, y, vocab: Vocabulary, tokenizer: TokenizerSettings, settin
         verdicts = model.verdicts(proba)
         results.append(evaluate(model.classes, list(y[test]), verdicts, proba, model.decision.positive))
         if predictions is not None:
-            predictions.extend([None] * (len(y) - len(predictions)))
             for i, label, row in zip(np.flatnonzero(test), verdicts, proba):
                 predictions[i] = (label, float(row[model.classes.index(label)]), f + 1)
     return results

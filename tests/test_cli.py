@@ -289,7 +289,7 @@ def test_streamed_sums_equal_the_whole_matrix_and_add_colliding_ids():
     sums = Sums(ModelSettings())
     sums.add(sp.csr_matrix(np.array([[1.0, 2.0, 3.0]])), np.array([0, 1, 0]), 2, ["a"])
     sums.add(sp.csr_matrix(np.array([[5.0, 7.0]])), np.array([1, 0]), 2, ["b"])
-    classes, cc, fc, df = sums.result()
+    classes, cc, fc, df = sums.take()
     assert classes == ["a", "b"] and cc.tolist() == [1, 1]
     assert fc.tolist() == [[4.0, 2.0], [7.0, 5.0]]
 
