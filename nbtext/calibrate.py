@@ -147,9 +147,9 @@ def golden_section(f, lo: float, hi: float, xtol: float) -> float:
     return (a + b) / 2.0
 
 
-def threshold_for_fpr(p_pos: np.ndarray, negative: np.ndarray, rate: float) -> float:
+def threshold_for_fpr(p_pos: np.ndarray, negative: np.ndarray, rate: float, hint: str = "") -> float:
     """The lowest threshold on P(positive) at which at most ``rate`` of the negatives
-    (out of fold) would be called positive."""
+    (out of fold) would be called positive; ``hint`` ends the refusal when there is none."""
     if not (0 <= rate < 1):
         raise NbtextError(f"--max-fpr must be in [0, 1), got {rate}")
     neg = np.sort(p_pos[negative])[::-1]
@@ -163,6 +163,6 @@ def threshold_for_fpr(p_pos: np.ndarray, negative: np.ndarray, rate: float) -> f
         # nothing positive would keep them out, and that is no filter.
         sure = int((neg >= 1.0).sum())
         raise NbtextError(f"--max-fpr {rate} cannot be met: {sure} of the {len(neg)} negative-class "
-                          f"documents score P(positive) = 1 in internal cross-validation")
+                          f"documents score P(positive) = 1 in internal cross-validation{hint}")
     # Strictly above the (allowed+1)-th highest negative score: at most `allowed` are above.
     return float(np.nextafter(neg[allowed], np.inf))

@@ -383,7 +383,10 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y) -> None:
                 model.decision.temperature = fit_temperature(jll, t_idx)
             if d.max_fpr is not None:
                 p = probabilities_at(jll_for_threshold, model.decision.temperature)[:, classes.index(pos)]
-                t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr)
+                # Untempered (T = 1), Naive Bayes log-odds run to hundreds, and P rounds to 1
+                # for every confident document: spamassassin-2002's split has 8 such ham.
+                hint = "" if d.calibrate else " (probabilities untempered by --no-calibrate; try without it)"
+                t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr, hint)
                 model.fit_report = {  # what the threshold costs, in the same internal folds
                     "threshold": t, "fpr": float((p[y != pos] >= t).mean()),
                     "fnr": float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0}

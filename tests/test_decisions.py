@@ -177,6 +177,18 @@ def test_max_fpr_keeps_out_of_fold_false_positives_under_the_rate(run, tmp_path)
     assert r.exit_code == 1 and "give --threshold or --max-fpr, not both" in r.stderr
 
 
+def test_max_fpr_refused_uncalibrated_says_why_and_what_to_do(run, tmp_path):
+    """Untempered, two bundled ham score P(spam) = 1 out of fold, so no threshold keeps them
+    out; the refusal names the cause, and the same rate with calibration on is met."""
+    model = tmp_path / "m.nbm"
+    r = run("train", DATA / "corpus", "--no-calibrate", "--max-fpr", "0", "-o", model)
+    assert r.exit_code == 1 and not model.exists()
+    assert r.stderr == ("nbtext: error: --max-fpr 0.0 cannot be met: 2 of the 298 negative-class documents "
+                        "score P(positive) = 1 in internal cross-validation (probabilities untempered "
+                        "by --no-calibrate; try without it)\n")
+    assert run("train", DATA / "corpus", "--max-fpr", "0", "-o", model).exit_code == 0
+
+
 def test_threshold_for_fpr_is_exact():
     p = np.array([0.1, 0.2, 0.3, 0.4, 0.9, 0.95])
     neg = np.array([True, True, True, True, False, False])
