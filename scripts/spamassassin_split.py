@@ -4,7 +4,10 @@
 
 Split: trains both on the 2,600 training messages and scores the 650 test messages listed in
 splits/spamassassin-2002.test; prints accuracy, ham false positives and missed spam for each,
-and wall times. bogofilter (Debian package `bogofilter`) is skipped with a note when absent.
+and wall times; and, as a best case, the fewest errors of any threshold that calls no test ham
+spam, picked in hindsight on the test scores themselves (issue 3 asks for no ham false positive:
+this shows whether any threshold on a system's ranking could give it). bogofilter (Debian package
+`bogofilter`) is skipped with a note when absent.
 bogofilter's verdict is its spamicity against 0.5 (its "unsure" band resolved by the score),
 which is how the reference figures in shared/data/README.md count it (99.38%, 0 FP, 4 FN).
 
@@ -69,8 +72,15 @@ def run_nbtext(train: Path, test: Path, tmp: Path, extra: list[str]) -> dict:
                          check=True, capture_output=True, text=True).stdout
     t2 = time.perf_counter()
     r = json.loads(out)
+    rows = subprocess.run(nb + ["predict", "-m", str(model), str(test)], check=True, capture_output=True,
+                          text=True).stdout
+    p_spam: dict = {"ham": [], "spam": []}
+    for line in rows.splitlines():
+        path, label, p = line.rsplit("\t", 2)
+        p_spam[Path(path).parent.name].append(float(p) if label == "spam" else 1 - float(p))
     return {"system": " ".join(["nbtext", *extra]), "accuracy": r["accuracy"],
             "ham_fp": r["false_positives"], "spam_fn": r["false_negatives"],
+            "best": fewest_errors(p_spam["ham"], p_spam["spam"], 0), "n": len(rows.splitlines()),
             "train_s": t1 - t0, "score_s": t2 - t1, "model_bytes": model.stat().st_size}
 
 
@@ -106,8 +116,10 @@ def run_bogofilter(train: Path, test: Path, tmp: Path) -> dict | None:
         bogo, sorted((train / "spam").iterdir()), sorted((train / "ham").iterdir()), files, tmp)
     fp = sum(scores[str(f)] >= 0.5 for f in files if f.parent.name == "ham")
     fn = sum(scores[str(f)] < 0.5 for f in files if f.parent.name == "spam")
+    ham, spam = ([scores[str(f)] for f in files if f.parent.name == want] for want in ("ham", "spam"))
     return {"system": "bogofilter", "accuracy": 1 - (fp + fn) / len(files), "ham_fp": fp,
-            "spam_fn": fn, "train_s": train_s, "score_s": score_s, "model_bytes": wordlist}
+            "spam_fn": fn, "best": fewest_errors(ham, spam, 0), "n": len(files),
+            "train_s": train_s, "score_s": score_s, "model_bytes": wordlist}
 
 
 def fewest_errors(ham: list[float], spam: list[float], max_fp: int) -> int:
@@ -183,14 +195,15 @@ def main():
         except subprocess.CalledProcessError as e:  # its own error is already on stderr
             sys.exit(f"{Path(e.cmd[0]).name} {' '.join(map(str, e.cmd[1:3]))} failed (exit {e.returncode})")
     print("80/20 split (splits/spamassassin-2002.test):\n")
-    print("| system | accuracy | ham FP | spam FN | train s | score 650 s | model bytes |")
-    print("|---|---|---|---|---|---|---|")
+    print("| system | accuracy | ham FP | spam FN | best threshold in hindsight, no ham FP: errors "
+          "| its accuracy | train s | score 650 s | model bytes |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if r is None:
-            print("| bogofilter | (not installed: apt-get install bogofilter) | | | | | |")
+            print("| bogofilter | (not installed: apt-get install bogofilter) | | | | | | | |")
             continue
-        print(f"| {r['system']} | {r['accuracy']:.2%} | {r['ham_fp']} | {r['spam_fn']} | "
-              f"{r['train_s']:.2f} | {r['score_s']:.2f} | {r['model_bytes']:,} |")
+        print(f"| {r['system']} | {r['accuracy']:.2%} | {r['ham_fp']} | {r['spam_fn']} | {r['best']} | "
+              f"{1 - r['best'] / r['n']:.2%} | {r['train_s']:.2f} | {r['score_s']:.2f} | {r['model_bytes']:,} |")
     if cv_rows:
         print(f"\n{args.folds}-fold cross-validation, seed 0, the same folds for both (pooled over folds):\n")
         print(f"| system | accuracy | ham FPR | ham FP | spam FN | best threshold in hindsight, ham FPR "
