@@ -299,14 +299,6 @@ def local_count_arrays(token_lists: Iterable[list[str]]) -> tuple[list[str], np.
     return list(local), counts.astype(np.float64), (cells % width).astype(index_dtype(width)), indptr
 
 
-def local_counts(token_lists: Iterable[list[str]]) -> tuple[list[str], sp.csr_matrix]:
-    """(distinct tokens in first-seen order, count matrix over them) of a batch of documents."""
-    import scipy.sparse as sp
-
-    distinct, data, indices, indptr = local_count_arrays(token_lists)
-    return distinct, sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, len(distinct)))
-
-
 def count_documents(datas: list, settings: TokenizerSettings) -> tuple:
     """What a worker process sends back for a chunk of documents: (its distinct tokens,
     encoded; their keys; the CSR arrays of its count matrix over them; their number). Bytes

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import json
 import os
 import shutil
 import subprocess
@@ -62,25 +61,31 @@ def mbox(files: list[Path], path: Path):
             out.write(b"\n")
 
 
+def tally(rows) -> tuple[dict, dict]:
+    """(each true class's P(spam) scores, each true class's errors) of nbtext's verdicts, given
+    as (true label, label, probability of that label) rows: predict's and cv --predictions'."""
+    p_spam: dict = {"ham": [], "spam": []}
+    wrong: dict = {"ham": 0, "spam": 0}
+    for true, label, p in rows:
+        p_spam[true].append(float(p) if label == "spam" else 1 - float(p))
+        wrong[true] += label != true  # the model's own verdict (its threshold, if trained with one)
+    return p_spam, wrong
+
+
 def run_nbtext(train: Path, test: Path, tmp: Path, extra: list[str]) -> dict:
     nb = [sys.executable, "-m", "nbtext"]
     model = tmp / "sa.nbm"
     t0 = time.perf_counter()
     subprocess.run(nb + ["train", str(train), "-o", str(model), "-q", *extra], check=True)
     t1 = time.perf_counter()
-    out = subprocess.run(nb + ["eval", "-m", str(model), str(test), "--format", "json"],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(nb + ["predict", "-m", str(model), str(test)], check=True, capture_output=True,
+                         text=True).stdout
     t2 = time.perf_counter()
-    r = json.loads(out)
-    rows = subprocess.run(nb + ["predict", "-m", str(model), str(test)], check=True, capture_output=True,
-                          text=True).stdout
-    p_spam: dict = {"ham": [], "spam": []}
-    for line in rows.splitlines():
-        path, label, p = line.rsplit("\t", 2)
-        p_spam[Path(path).parent.name].append(float(p) if label == "spam" else 1 - float(p))
-    return {"system": " ".join(["nbtext", *extra]), "accuracy": r["accuracy"],
-            "ham_fp": r["false_positives"], "spam_fn": r["false_negatives"],
-            "best": fewest_errors(p_spam["ham"], p_spam["spam"], 0), "n": len(rows.splitlines()),
+    lines = [line.rsplit("\t", 2) for line in out.splitlines()]
+    p_spam, wrong = tally((Path(path).parent.name, label, p) for path, label, p in lines)
+    return {"system": " ".join(["nbtext", *extra]), "accuracy": 1 - (wrong["ham"] + wrong["spam"]) / len(lines),
+            "ham_fp": wrong["ham"], "spam_fn": wrong["spam"],
+            "best": fewest_errors(p_spam["ham"], p_spam["spam"], 0), "n": len(lines),
             "train_s": t1 - t0, "score_s": t2 - t1, "model_bytes": model.stat().st_size}
 
 
@@ -114,9 +119,8 @@ def run_bogofilter(train: Path, test: Path, tmp: Path) -> dict | None:
     files = sorted((test / "ham").iterdir()) + sorted((test / "spam").iterdir())
     scores, train_s, score_s, wordlist = bogofilter_scores(
         bogo, sorted((train / "spam").iterdir()), sorted((train / "ham").iterdir()), files, tmp)
-    fp = sum(scores[str(f)] >= 0.5 for f in files if f.parent.name == "ham")
-    fn = sum(scores[str(f)] < 0.5 for f in files if f.parent.name == "spam")
     ham, spam = ([scores[str(f)] for f in files if f.parent.name == want] for want in ("ham", "spam"))
+    fp, fn = sum(p >= 0.5 for p in ham), sum(p < 0.5 for p in spam)
     return {"system": "bogofilter", "accuracy": 1 - (fp + fn) / len(files), "ham_fp": fp,
             "spam_fn": fn, "best": fewest_errors(ham, spam, 0), "n": len(files),
             "train_s": train_s, "score_s": score_s, "model_bytes": wordlist}
@@ -144,12 +148,8 @@ def cv_nbtext(corpus: Path, folds: int, extra: list[str], tmp: Path) -> dict:
     rows = tmp / "cv.tsv"
     subprocess.run([sys.executable, "-m", "nbtext", "cv", str(corpus), "--folds", str(folds), "--seed", "0",
                     "--predictions", str(rows), "-q", *extra], check=True, stdout=subprocess.DEVNULL)
-    p_spam: dict = {"ham": [], "spam": []}
-    wrong: dict = {"ham": 0, "spam": 0}
-    for line in rows.read_text().splitlines():
-        _, label, p, true, _ = line.rsplit("\t", 4)
-        p_spam[true].append(float(p) if label == "spam" else 1 - float(p))
-        wrong[true] += label != true  # the model's own verdict (its threshold, if trained with one)
+    lines = [line.rsplit("\t", 4) for line in rows.read_text().splitlines()]
+    p_spam, wrong = tally((true, label, p) for _, label, p, true, _ in lines)
     return pooled(" ".join(["nbtext", *extra]), p_spam["ham"], p_spam["spam"], wrong["ham"], wrong["spam"])
 
 

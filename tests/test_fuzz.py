@@ -80,9 +80,12 @@ def test_local_counts_are_the_counts_of_each_document(docs):
     token j occurs in document i; columns in first-seen order, indices sorted within rows."""
     from collections import Counter
 
-    from nbtext.vectorize import local_counts
+    import scipy.sparse as sp
 
-    distinct, X = local_counts(docs)
+    from nbtext.vectorize import local_count_arrays
+
+    distinct, data, indices, indptr = local_count_arrays(docs)
+    X = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, len(distinct)))
     assert distinct == list(dict.fromkeys(t for d in docs for t in d))
     assert X.shape == (len(docs), len(distinct)) and X.has_sorted_indices
     for i, d in enumerate(docs):
