@@ -1,8 +1,9 @@
 """nbtext: a Naive Bayes text and spam classifier, as a command-line tool and a library.
 
-The pipeline, one module per step: read (inputs) -> tokenize / mail -> vectorize (rows: the
-sparse matrices) -> naive_bayes (counts) -> model / score -> report, with the model file format
-in modelfile and the CLI in cli.
+The layers, each a folder or a module, imports pointing down (docs/architecture.md): read
+(inputs) -> text (tokenizing) -> features (vocabulary, count rows, selection) -> nb (counts,
+estimators, calibration, decisions) -> model -> batch (chunked map/reduce: train, score) ->
+report; the model file in store; the command line in cli (and quick, for classify).
 
 Importing nbtext is cheap; the estimators (which need numpy; scipy's matrices are taken, not
 needed) load on first use:
@@ -12,10 +13,11 @@ needed) load on first use:
 __version__ = "0.1.0"
 
 _LAZY = {
-    "MultinomialNB": "naive_bayes", "BernoulliNB": "naive_bayes", "ComplementNB": "naive_bayes",
-    "Tokenizer": "tokenize", "TokenizerSettings": "settings", "ModelSettings": "settings",
-    "Model": "model", "Vocabulary": "vectorize", "load": "modelfile", "save": "modelfile",
-    "NbtextError": "errors",
+    "MultinomialNB": "nb.estimators", "BernoulliNB": "nb.estimators", "ComplementNB": "nb.estimators",
+    "Counts": "nb.counts", "Tokenizer": "text.tokenizer", "TokenizerSettings": "settings",
+    "ModelSettings": "settings", "FeatureOptions": "settings", "DecisionOptions": "settings",
+    "Model": "model", "Vocabulary": "features.vocabulary", "count_rows": "features.counting",
+    "train_model": "batch.train", "load": "store", "save": "store", "NbtextError": "errors",
 }
 __all__ = sorted(_LAZY)
 

@@ -13,31 +13,42 @@ import click
 
 from . import __version__
 from .errors import NbtextError
+from .quick import CLASSIFY_OPTIONS, MODEL_OPTION
+from .settings import CRITERIA, VARIANTS, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-class UserError(click.ClickException):
-    exit_code = 1
+class Edge:
+    """What the process edge needs to know from a command: the status of a user error."""
 
-    def show(self, file=None):
-        click.echo(f"nbtext: error: {self.message}", err=True)
+    def __init__(self):
+        self.error_status = 1
 
 
 class Group(click.Group):
-    def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except NbtextError as e:
-            raise UserError(str(e)) from None
-        except BrokenPipeError:
-            # `nbtext predict ... | head`: the reader left. End quietly, as cat does; point
-            # stdout at /dev/null so the interpreter's final flush cannot complain either.
+    """nbtext's commands, which end through the process edge (nbtext.process.finish), as the
+    click-free classify path does: usage errors as click prints them (status 2), user errors
+    as `nbtext: error: ...` naming flags, never a traceback."""
+
+    def main(self, args=None, prog_name="nbtext", **extra):
+        from .process import finish
+
+        edge = Edge()
+        extra.pop("standalone_mode", None)
+
+        def body():
             try:
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            except (OSError, ValueError):
-                pass
-            raise click.exceptions.Exit(0) from None
+                rv = super(Group, self).main(args=args, prog_name=prog_name, standalone_mode=False,
+                                             obj=edge, **extra)
+            except click.exceptions.Abort:
+                raise KeyboardInterrupt from None
+            except click.ClickException as e:
+                e.show()
+                return e.exit_code
+            return rv if isinstance(rv, int) else 0
+
+        sys.exit(finish(body, lambda: edge.error_status))
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
@@ -56,9 +67,21 @@ def cli():
 
 # -- shared options ---------------------------------------------------------------------
 
+def option_of(flags: tuple, dest: str, kind: str, help: str):
+    """A click option from a row of nbtext.quick's option tables."""
+    if dest == "model_path":
+        return click.option(*flags, dest, envvar="NBTEXT_MODEL", required=True, metavar="MODEL", help=help)
+    if kind == "flag":
+        return click.option(*flags, dest, is_flag=True, help=help)
+    if kind == "count":
+        return click.option(*flags, dest, type=click.IntRange(min=1), default=None, metavar="N", help=help)
+    types = {"str": str, "float": float, "pair": str}
+    return click.option(*flags, dest, type=types[kind], default=None,
+                        metavar="LOW,HIGH" if kind == "pair" else None, help=help)
+
+
 def model_option(f):
-    return click.option("-m", "--model", "model_path", envvar="NBTEXT_MODEL", required=True,
-                        metavar="MODEL", help="Model file (default: $NBTEXT_MODEL).")(f)
+    return option_of(*MODEL_OPTION)(f)
 
 
 def quiet_option(f):
@@ -98,36 +121,39 @@ def labelled_sources_for_eval(f):
 
 def training_options(f):
     for opt in reversed([
-        click.option("--variant", type=click.Choice(["multinomial", "bernoulli", "complement"]),
-                     default="multinomial", show_default=True, help="Naive Bayes event model."),
-        click.option("--alpha", type=float, default=0.03, show_default=True,
+        click.option("--variant", type=click.Choice(VARIANTS), default=ModelSettings.variant,
+                     show_default=True, help="Naive Bayes event model."),
+        click.option("--alpha", type=float, default=ModelSettings.alpha, show_default=True,
                      help="Lidstone smoothing (1 = Laplace)."),
         click.option("--tf", is_flag=True, help="Complement NB: log term frequency, log(1 + n)."),
         click.option("--idf", is_flag=True, help="Complement NB: inverse document frequency weights."),
         click.option("--length-norm", is_flag=True, help="Complement NB: unit-length documents."),
-        click.option("--norm/--no-norm", default=False,
+        click.option("--norm/--no-norm", default=ModelSettings.norm,
                      help="Complement NB: weight normalization."),
         click.option("--email", "mode", flag_value="email", help="Read every document as mail."),
         click.option("--text", "mode", flag_value="text", help="Read every document as plain text."),
-        click.option("--auto", "mode", flag_value="auto", default=True,
+        click.option("--auto", "mode", flag_value="auto", default=TokenizerSettings.mode == "auto",
                      help="Mail-aware when a document looks like mail (default)."),
-        click.option("--ngrams", type=click.IntRange(min=1), default=2, show_default=True,
+        click.option("--ngrams", type=int, default=TokenizerSettings.ngram_max, show_default=True,
                      help="Word n-grams from 1 to N."),
-        click.option("--char-ngrams", default="2,4", show_default=True, metavar="MIN,MAX",
+        click.option("--char-ngrams", default=f"{TokenizerSettings.char_ngram_min},{TokenizerSettings.char_ngram_max}",
+                     show_default=True, metavar="MIN,MAX",
                      help="Character n-grams inside words of plain-text documents (0,0: none)."),
         click.option("--mail-char-ngrams", is_flag=True,
                      help="Character n-grams for mail bodies too."),
-        click.option("--max-word-length", type=click.IntRange(min=1), default=40, show_default=True,
+        click.option("--max-word-length", type=int, default=TokenizerSettings.max_word_length, show_default=True,
                      help="Longer words become one summary token."),
-        click.option("--min-df", type=int, default=1, show_default=True,
+        click.option("--min-df", type=int, default=FeatureOptions.min_df, show_default=True,
                      help="Drop tokens found in fewer documents."),
-        click.option("--max-df", type=float, default=1.0, show_default=True,
+        click.option("--max-df", type=float, default=FeatureOptions.max_df, show_default=True,
                      help="Drop tokens found in more than this fraction of documents."),
-        click.option("--max-features", type=int, default=None,
+        click.option("--max-features", type=int, default=FeatureOptions.max_features,
                      help="Keep only the N best tokens by --select (default: the most frequent)."),
-        click.option("--select", type=click.Choice(["frequency", "chi2", "mi"]), default="frequency",
+        click.option("--select", type=click.Choice(CRITERIA), default=FeatureOptions.select,
                      show_default=True, help="How --max-features ranks tokens: total count, "
                      "chi-squared (scikit-learn's, on counts) or mutual information with the class."),
+        click.option("--mail-rules-off", default="", hidden=True, metavar="RULE,...",
+                     help="Turn mail tokenizer rules off (for measuring them: scripts/mail_ablation.py)."),
     ]):
         f = opt(f)
     return f
@@ -135,7 +161,7 @@ def training_options(f):
 
 def decision_options(f):
     for opt in reversed([
-        click.option("--calibrate/--no-calibrate", default=True, show_default=True,
+        click.option("--calibrate/--no-calibrate", default=DecisionOptions.calibrate, show_default=True,
                      help="Fit a temperature on internal folds so probabilities mean what they say."),
         click.option("--positive", default=None, help="The positive class (default: spam, if present)."),
         click.option("--threshold", type=float, default=None,
@@ -151,8 +177,6 @@ def decision_options(f):
 
 
 def build_decisions(kw: dict):
-    from .decision import DecisionOptions
-
     return DecisionOptions(calibrate=kw["calibrate"], threshold=kw["threshold"],
                            unsure=parse_pair(kw["unsure"], "--unsure", float),
                            max_fpr=kw["max_fpr"], positive=kw["positive"])
@@ -171,7 +195,7 @@ def override_options(f):
 
 
 def apply_overrides(decision, classes, threshold, unsure, positive=None):
-    from .decision import override
+    from .nb.decision import override
 
     override(decision, classes, threshold, parse_pair(unsure, "--unsure", float), positive)
 
@@ -188,14 +212,12 @@ def parse_pair(value: str | None, name: str, cast=int) -> tuple | None:
 
 
 def build_settings(kw: dict):
-    from .settings import ModelSettings, TokenizerSettings
-    from .pipeline import FeatureOptions
-
     chars = parse_pair(kw["char_ngrams"], "--char-ngrams") or (0, 0)
-    tok = TokenizerSettings(mode=kw["mode"] or "auto", ngram_max=kw["ngrams"],
+    tok = TokenizerSettings(mode=kw["mode"] or TokenizerSettings.mode, ngram_max=kw["ngrams"],
                             char_ngram_min=chars[0], char_ngram_max=chars[1],
                             mail_char_ngrams=kw["mail_char_ngrams"],
-                            max_word_length=kw["max_word_length"])
+                            max_word_length=kw["max_word_length"],
+                            mail_rules_off=frozenset(filter(None, kw["mail_rules_off"].split(","))))
     model = ModelSettings(variant=kw["variant"], alpha=kw["alpha"], norm=kw["norm"], tf=kw["tf"],
                           idf=kw["idf"], length_norm=kw["length_norm"])
     feats = FeatureOptions(min_df=kw["min_df"], max_df=kw["max_df"], max_features=kw["max_features"],
@@ -218,7 +240,7 @@ def read_labelled(kw: dict):
 
 
 def n_jobs(kw: dict) -> int:
-    from .pipeline import default_jobs
+    from .batch.chunks import default_jobs
 
     return kw.get("jobs") or default_jobs()
 
@@ -267,21 +289,22 @@ def train(**kw):
       nbtext train --label spam junk.mbox --label ham ~/Maildir -o spam.nbm
       nbtext train reviews.tsv --ngrams 2 -o reviews.nbm
     """
-    from . import modelfile
-    from .pipeline import map_large_arrays, train_model
+    from . import store
+    from .batch.train import train_model
+    from .process import map_large_arrays, release_free_memory
 
     tok, settings, feats = build_settings(kw)
+    decisions = build_decisions(kw)
     map_large_arrays()
     progress = Progress("training", kw["quiet"])
-    model = train_model(read_labelled(kw), tok, settings, feats, build_decisions(kw),
-                        n_jobs=n_jobs(kw), progress=progress)
+    model, fit = train_model(read_labelled(kw), tok, settings, feats, decisions, n_jobs=n_jobs(kw),
+                             progress=progress, release=release_free_memory)
     progress.done()
-    modelfile.save(model, kw["output"])
-    report = getattr(model, "fit_report", None)
-    if report:
-        info_line(kw["quiet"], f"nbtext: --max-fpr {kw['max_fpr']}: threshold {report['threshold']:.6f}; "
-                               f"in {build_decisions(kw).folds} internal folds it calls {report['fpr']:.2%} of "
-                               f"non-{model.decision.positive} positive and misses {report['fnr']:.2%} "
+    store.save(model, kw["output"])
+    if fit:
+        info_line(kw["quiet"], f"nbtext: --max-fpr {kw['max_fpr']}: threshold {fit.threshold:.6f}; "
+                               f"in {decisions.folds} internal folds it calls {fit.fpr:.2%} of "
+                               f"non-{model.decision.positive} positive and misses {fit.fnr:.2%} "
                                f"of {model.decision.positive}")
     counts = ", ".join(f"{int(n)} {c}" for c, n in zip(model.classes, model.class_count))
     info_line(kw["quiet"], f"nbtext: trained on {model.n_documents} documents ({counts}), "
@@ -323,20 +346,16 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
       nbtext predict -m spam.nbm ~/Maildir/new
       cat lines.txt | nbtext predict -m lang.nbm --lines - --format jsonl
     """
-    from . import modelfile
-    from .pipeline import score_chunks
+    from . import store
+    from .batch.score import scored_batches
+    from .explain import explain_rows
     from .read import LineOptions, input_documents
     from .report import header_row, prediction_row
 
     if explain and fmt != "jsonl":
         raise click.UsageError("--explain needs --format jsonl")
-    model = modelfile.load(model_path)
+    model = store.load(model_path)
     apply_overrides(model.decision, model.classes, threshold, unsure)
-    explainer = None
-    if explain:
-        from .score import FastScorer
-
-        explainer = FastScorer(model_path)
     docs = input_documents(list(inputs) or ["-"], lines, input_format,
                            LineOptions(text_column=text_column))
     if header and header_row(fmt):
@@ -344,36 +363,38 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     streaming = bool(lines or input_format) and "-" in (inputs or ["-"])  # a pipe: answer per line
     out = sys.stdout
     progress = Progress("predicting", quiet)
-    for chunk, proba in score_chunks(model, docs, n_jobs=jobs or n_jobs({}),
-                                     chunk_size=1 if streaming else 400):
-        for doc, (label, unsure_row), row in zip(chunk, model.decide_rows(proba), proba):
+    for chunk, batch, proba in scored_batches(model, docs, n_jobs=jobs or n_jobs({}),
+                                              chunk_size=1 if streaming else 400):
+        decided = model.decide_rows(proba)
+        why = explain_rows(model, batch, proba, [label for label, _ in decided], explain) if explain else None
+        for i, (doc, (label, unsure_row), row) in enumerate(zip(chunk, decided, proba)):
             p = row[model.classes.index(label)]
             extra = {"unsure": True} if unsure_row else {}
-            if explainer:
-                extra["explain"] = explanation(explainer, doc.data, explain)
+            if why:
+                extra["explain"] = rounded(why[i])
             out.write(prediction_row(fmt, doc.id, label, p, model.classes, row, extra) + "\n")
         out.flush()
         progress(len(chunk))
     progress.done()
 
 
+def rounded(e: dict) -> dict:
+    r = lambda v: round(v, 4)
+    return {"prior": r(e["prior"]), "unknown_tokens": e["unknown_tokens"],
+            "for": [[t, r(v)] for t, v in e["for"]], "against": [[t, r(v)] for t, v in e["against"]]}
+
+
+def classify_options(f):
+    for row in reversed(CLASSIFY_OPTIONS):
+        f = option_of(*row)(f)
+    return f
+
+
 @cli.command(context_settings=CONTEXT)
-@model_option
+@classify_options
 @click.argument("file", default="-", type=click.Path(allow_dash=True))
-@click.option("--exit-code", is_flag=True,
-              help="Exit 0 for the positive class, 1 for another, 2 unsure, 3 error (as bogofilter).")
-@click.option("--positive", default=None, help="The positive class (default: the model's, spam).")
-@override_options
-@click.option("--explain", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Also print the N tokens that pushed hardest for and against the label.")
-@click.option("-p", "--passthrough", is_flag=True,
-              help="Write the message back with X-Nbtext-Class and X-Nbtext-Score headers.")
-@click.option("-u", "--learn", "learn_verdict", is_flag=True,
-              help="Also learn the message as its verdict (not when unsure), as bogofilter -u.")
-@quiet_option
 @click.pass_context
-def classify(ctx, model_path, file, exit_code, positive, threshold, unsure, explain, passthrough,
-             learn_verdict, quiet):
+def classify(ctx, unsure, **kw):
     """Classify one document (default: stdin) and print LABEL<TAB>PROBABILITY.
 
     \b
@@ -381,50 +402,11 @@ def classify(ctx, model_path, file, exit_code, positive, threshold, unsure, expl
       nbtext classify -m spam.nbm < message.eml
       nbtext classify -m spam.nbm --exit-code message.eml; echo $?
     """
-    from .quick import classify_document, exit_status, write_verdict
-    from .read import Document
+    from .quick import run_classify
 
-    try:
-        scorer, data, label, prob, unsure = classify_document(
-            model_path, file, positive, threshold, parse_pair(unsure, "--unsure", float))
-        if learn_verdict and not unsure:
-            learn_in_place(model_path, [Document(file, data)], label, forget=False)
-    except NbtextError as e:
-        if exit_code:
-            click.echo(f"nbtext: error: {e}", err=True)
-            ctx.exit(3)
-        raise
-    write_verdict(data, label, prob, unsure, passthrough)
-    if explain:
-        e = scorer.explain(data, explain)
-        out = sys.stderr if passthrough else sys.stdout
-        print(f"prior\t{e['prior']:+.4f}", file=out)
-        print(f"unknown tokens\t{e['unknown_tokens']}", file=out)
-        for side in ("for", "against"):
-            for tok, v in e[side]:
-                print(f"{side}\t{v:+.4f}\t{tok}", file=out)
-    if exit_code:
-        ctx.exit(exit_status(scorer, label, unsure))
-
-
-def explanation(scorer, data, n: int) -> dict:
-    e = scorer.explain(data, n)
-    r = lambda v: round(v, 4)
-    return {"prior": r(e["prior"]), "unknown_tokens": e["unknown_tokens"],
-            "for": [[t, r(v)] for t, v in e["for"]], "against": [[t, r(v)] for t, v in e["against"]]}
-
-
-def learn_in_place(model_path: str, docs, label: str, forget: bool) -> tuple[int, int]:
-    """Load, learn or forget, save: under the model's lock, so concurrent runs lose nothing."""
-    from . import modelfile
-    from .operations import learn, locked
-
-    with locked(model_path):
-        model = modelfile.load(model_path)
-        changed, skipped = learn(model, docs, label, forget)
-        if changed:
-            modelfile.save(model, model_path)
-    return changed, skipped
+    if kw["exit_code"]:
+        ctx.find_object(Edge).error_status = 3
+    ctx.exit(run_classify(unsure=parse_pair(unsure, "--unsure", float), **kw))
 
 
 @cli.command(name="eval", context_settings=CONTEXT)
@@ -447,29 +429,15 @@ def eval_cmd(model_path, fmt, threshold, unsure, jobs, quiet, **kw):
     """
     import json
 
-    import numpy as np
+    from . import store
+    from .batch.score import evaluate_documents
+    from .report import format_eval
 
-    from . import modelfile
-    from .pipeline import score_chunks
-    from .report import evaluate, format_eval
-
-    model = modelfile.load(model_path)
+    model = store.load(model_path)
     apply_overrides(model.decision, model.classes, threshold, unsure)
-    y_true, y_pred, probas = [], [], []
     progress = Progress("evaluating", quiet)
-    for chunk, proba in score_chunks(model, read_labelled(kw), n_jobs=jobs or n_jobs({})):
-        for d in chunk:
-            if d.label not in model.classes:
-                raise NbtextError(f"{d.id}: label {d.label!r} is not one of the model's classes "
-                                  f"({', '.join(model.classes)})")
-        y_true += [d.label for d in chunk]
-        y_pred += model.verdicts(proba)
-        probas.append(proba)
-        progress(len(chunk))
+    result = evaluate_documents(model, read_labelled(kw), n_jobs=jobs or n_jobs({}), progress=progress)
     progress.done()
-    if not y_true:
-        raise NbtextError("no documents found in the evaluation sources")
-    result = evaluate(model.classes, y_true, y_pred, np.vstack(probas), model.decision.positive)
     click.echo(json.dumps(result, indent=2) if fmt == "json" else format_eval(result))
 
 
@@ -501,7 +469,7 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     """
     import json
 
-    from .pipeline import count_corpus, cross_validate
+    from .batch.train import count_corpus, cross_validate
     from .report import aggregate, format_cv, prediction_row
 
     if predictions_path is not None:
@@ -541,37 +509,12 @@ def info(model_path, fmt, top):
     """
     import json
 
-    from . import modelfile
-    from .explain import top_tokens
+    from . import store
+    from .report import describe, format_info
 
-    header, payload = modelfile.read_container(model_path)
-    model = modelfile.decode(header, payload, model_path)
-    d = {
-        "format_version": header["format_version"],
-        "created_by": header.get("created_by"),
-        "classes": {c: int(n) for c, n in zip(model.classes, model.class_count)},
-        "documents": model.n_documents,
-        "vocabulary": len(model.vocab),
-        "tokens_counted": {c: float(n) for c, n in zip(model.classes, model.feature_count.sum(axis=1))},
-        "model": model.settings.to_dict(),
-        "tokenizer": model.tokenizer_settings.to_dict(),
-        "decision": model.decision.to_dict(),
-        "learned_digests": len(model.ledger),
-        "top_tokens": top_tokens(model, top) if top else {},
-    }
-    if fmt == "json":
-        click.echo(json.dumps(d, indent=2, ensure_ascii=False))
-        return
-    click.echo(f"model format   {d['format_version']} ({d['created_by']})")
-    click.echo(f"documents      {d['documents']}")
-    for c, n in d["classes"].items():
-        click.echo(f"  {c:<12} {n} documents, {int(d['tokens_counted'][c])} tokens")
-    click.echo(f"vocabulary     {d['vocabulary']} tokens")
-    click.echo("model          " + ", ".join(f"{k}={v}" for k, v in d["model"].items()))
-    click.echo("tokenizer      " + ", ".join(f"{k}={v}" for k, v in d["tokenizer"].items()))
-    click.echo("decision       " + ", ".join(f"{k}={v}" for k, v in d["decision"].items()))
-    for c, toks in d["top_tokens"].items():
-        click.echo(f"top tokens for {c}: " + ", ".join(t["token"] for t in toks))
+    header, payload = store.read_container(model_path)
+    d = describe(store.decode(header, payload, model_path), header, top)
+    click.echo(json.dumps(d, indent=2, ensure_ascii=False) if fmt == "json" else format_info(d))
 
 
 @cli.command(context_settings=CONTEXT)
@@ -591,6 +534,7 @@ def learn(model_path, label, forget, inputs, quiet):
       nbtext learn -m spam.nbm --label spam < missed.eml
       nbtext learn -m spam.nbm --label spam --forget wrongly-learned.eml
     """
+    from .operations import learn_in_place
     from .read import input_documents
 
     changed, skipped = learn_in_place(model_path, input_documents(list(inputs) or ["-"]), label, forget)
@@ -609,12 +553,9 @@ def merge(output, models):
     Example:
       nbtext merge -o all.nbm alice.nbm bob.nbm
     """
-    from . import modelfile
-    from .operations import locked, merge as merge_models
+    from .operations import merge_files
 
-    loaded = [(p, modelfile.load(p)) for p in models]
-    with locked(output):
-        modelfile.save(merge_models(loaded), output)
+    merge_files(output, list(models))
 
 
 @cli.command(name="export", context_settings=CONTEXT)
@@ -626,11 +567,11 @@ def export_cmd(model_path):
     Example:
       nbtext export -m spam.nbm > spam.dump && nbtext import spam.dump -o restored.nbm
     """
-    from . import modelfile
-    from .operations import export_lines
+    from . import store
+    from .store.dump import export_lines
 
     out = sys.stdout
-    for line in export_lines(modelfile.load(model_path)):
+    for line in export_lines(store.load(model_path)):
         out.write(line + "\n")
 
 
@@ -644,41 +585,17 @@ def import_cmd(dump, output):
     Example:
       nbtext import spam.dump -o spam.nbm
     """
-    from . import modelfile
-    from .operations import import_lines
+    from . import store
     from .read import read_bytes
+    from .store.dump import import_lines
 
     text = read_bytes(dump).decode("utf-8", errors="replace")
-    modelfile.save(import_lines(text.splitlines(), dump), output)
+    store.save(import_lines(text.splitlines(), dump), output)
 
 
 # -- the process edge -------------------------------------------------------------------
 
 def main(argv=None):
-    """The click command line: user errors as 'nbtext: error: ...', never a traceback.
-    (The `nbtext` command starts in nbtext.__main__, which answers plain classify calls
-    without importing click.)"""
-    try:
-        rv = cli.main(args=argv, prog_name="nbtext", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("nbtext: interrupted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        click.echo("\nnbtext: interrupted", err=True)
-        sys.exit(130)
-    except click.ClickException as e:
-        e.show()
-        sys.exit(e.exit_code)
-    except NbtextError as e:
-        click.echo(f"nbtext: error: {e}", err=True)
-        sys.exit(1)
-    except MemoryError:
-        click.echo("nbtext: error: out of memory (try --max-features or a smaller corpus)", err=True)
-        sys.exit(1)
-    except Exception as e:  # the last line of defence: a bug, reported without a traceback
-        if os.environ.get("NBTEXT_DEBUG"):
-            raise
-        click.echo(f"nbtext: error: internal error: {e.__class__.__name__}: {e} "
-                   f"(rerun with NBTEXT_DEBUG=1 for a traceback, and please report it)", err=True)
-        sys.exit(1)
-    sys.exit(rv if isinstance(rv, int) else 0)
+    """The click command line. (The `nbtext` command starts in nbtext.__main__, which answers
+    plain classify calls without importing click.)"""
+    cli.main(args=argv, prog_name="nbtext")

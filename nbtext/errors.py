@@ -1,4 +1,5 @@
 """The exceptions the library raises. Only the CLI turns them into messages and exit codes."""
+import re
 
 
 class NbtextError(Exception):
@@ -7,3 +8,19 @@ class NbtextError(Exception):
 
 class ModelFileError(NbtextError):
     """A model file that is truncated, corrupt, foreign or from a newer version."""
+
+
+class SettingError(NbtextError):
+    """A bad value of a setting. The message names the library's parameters (``param``, and any
+    ``{other}`` in ``problem``); the command line words it with its flags instead (``worded``)."""
+
+    def __init__(self, param: str, value, problem: str):
+        self.param, self.value, self.problem = param, value, problem
+        super().__init__(self.worded(str))
+
+    def worded(self, name_of) -> str:
+        """The message, with each parameter called name_of(parameter). ``problem`` follows the
+        parameter's name, unless it starts with a {parameter} of its own."""
+        template = self.problem if self.problem.startswith("{") else "{%s} %s" % (self.param, self.problem)
+        message = re.sub(r"\{(\w+)\}", lambda m: name_of(m.group(1)), template)
+        return message + ("" if self.value is None else f", got {self.value}")

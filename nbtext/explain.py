@@ -1,21 +1,63 @@
-"""Why: the tokens that weigh most for each class, from the counts."""
+"""Why: the tokens that weighed most in a verdict, and the tokens that weigh most for each class,
+from the linear view of the model (jll_c = b_c + sum_t x_t w_ct, nbtext.nb.weights).
+
+Importing this module imports no numpy (the classify path explains with it).
+"""
 from __future__ import annotations
 
-import numpy as np
+
+def explanation(k: int, bias: list, contrib: dict, unknown: int, n: int) -> dict:
+    """The n tokens that pushed hardest for and against class k: each token's contribution to
+    class k's score less its contribution to the best other class (its log-likelihood ratio);
+    the same for the bias (the prior's share), and the count of tokens the model never saw.
+    ``contrib``: token -> its x_t w_ct per class."""
+    others = [c for c in range(len(bias)) if c != k]
+
+    def llr(row):
+        return row[k] - max(row[c] for c in others) if others else row[k]
+
+    ranked = sorted(((llr(row), tok) for tok, row in contrib.items()), reverse=True)
+    return {"prior": llr(bias), "unknown_tokens": unknown,
+            "for": [(t, v) for v, t in ranked[:n] if v > 0],
+            "against": [(t, v) for v, t in reversed(ranked[-n:]) if v < 0]}
+
+
+def explain_rows(model, batch, proba, verdicts, n: int) -> list[dict]:
+    """explanation() of each document of a counted chunk (a Batch) and its scores."""
+    import numpy as np
+
+    ids = batch.ids_in(model.vocab, grow=False)
+    est = model.estimator
+    linear = est.linear()
+    X = est.features(batch.rows.moved(ids, len(model.vocab)))
+    raw = batch.rows
+    bias = linear.b.tolist()
+    out = []
+    for i, (label, row) in enumerate(zip(verdicts, proba)):
+        cols = X.indices[X.indptr[i]:X.indptr[i + 1]]
+        values = X.data[X.indptr[i]:X.indptr[i + 1]]
+        contrib = {model.vocab.token(int(t)): (v * linear.W[:, t]).tolist() for t, v in zip(cols, values)}
+        local = slice(raw.indptr[i], raw.indptr[i + 1])
+        unknown = int(raw.data[local][ids[raw.indices[local]] < 0].sum())
+        out.append(explanation(model.classes.index(label), bias, contrib, unknown, n))
+    return out
 
 
 def top_tokens(model, n: int, min_count: int = 5) -> dict:
-    """Per class, the n tokens with the largest log-likelihood ratio for that class against
-    the others, among tokens seen at least ``min_count`` times (rare tokens' ratios are noise)."""
-    est = model.estimator
-    flp = est.feature_log_prob_ if model.settings.variant != "complement" else -est.feature_log_prob_
+    """Per class, the n tokens whose weight for that class most exceeds their weight for the
+    others (the log-mean-exp of the other classes' weights; for two classes, the difference of
+    the linear view's weights: the log-likelihood ratio for multinomial models), among tokens
+    seen at least ``min_count`` times (rare tokens' ratios are noise)."""
+    import numpy as np
+
+    W = model.estimator.linear().W
     totals = model.feature_count.sum(axis=0)
     eligible = totals >= min(min_count, totals.max(initial=0))
     out = {}
     for c, name in enumerate(model.classes):
-        others = np.delete(flp, c, axis=0)
-        other = np.log(np.exp(others).mean(axis=0)) if len(others) else np.zeros(flp.shape[1])
-        llr = np.where(eligible, flp[c] - other, -np.inf)
+        others = np.delete(W, c, axis=0)
+        other = np.log(np.exp(others).mean(axis=0)) if len(others) else np.zeros(W.shape[1])
+        llr = np.where(eligible, W[c] - other, -np.inf)
         best = np.argsort(-llr, kind="stable")[:n]
         out[name] = [{"token": model.vocab.token(i), "llr": round(float(llr[i]), 4),
                       "count": int(model.feature_count[c, i])} for i in best if np.isfinite(llr[i])]

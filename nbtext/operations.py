@@ -1,25 +1,19 @@
-"""Operations on whole models: learn and forget in place, merge, and the text dump.
+"""Operations on whole models: learn and forget in place, and merge.
 
-All exact, because the model is counts: learning adds a document's counts, forgetting
-subtracts them, merging adds two models' counts column by column.
+All exact, because the model is counts (nbtext.nb.counts): learning adds a document's counts,
+forgetting subtracts them, merging adds two models' counts, each at its tokens' ids.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
-import numpy as np
-
-from .decision import Decision
 from .errors import NbtextError
+from .features.vocabulary import Vocabulary
 from .model import Model
+from .nb.counts import Counts
+from .nb.decision import Decision
 from .read import Document
-from .settings import ModelSettings, TokenizerSettings
-from .vectorize import Vocabulary
-
-DUMP_MAGIC = "# nbtext dump 1"
 
 
 def digest(label: str, data: bytes | str) -> bytes:
@@ -27,23 +21,6 @@ def digest(label: str, data: bytes | str) -> bytes:
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogateescape")
     return hashlib.blake2b(label.encode("utf-8") + b"\x00" + data, digest_size=16).digest()
-
-
-@contextlib.contextmanager
-def locked(path: str) -> Iterator[None]:
-    """An exclusive lock beside the model, so concurrent learn/merge runs lose no counts."""
-    import fcntl
-
-    try:
-        fd = open(path + ".lock", "a")
-    except OSError as e:
-        raise NbtextError(f"{path}.lock: cannot create lock file: {e.strerror}") from None
-    with fd:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def learn(model: Model, docs: Iterable[Document], label: str, forget: bool = False) -> tuple[int, int]:
@@ -78,81 +55,40 @@ def merge(models: list[tuple[str, Model]]) -> Model:
         for name, a, b in (("tokenizer", first.tokenizer_settings, m.tokenizer_settings),
                            ("model", first.settings, m.settings)):
             if a != b:
-                diffs = [k for k, v in a.to_dict().items() if b.to_dict().get(k) != v]
-                k = diffs[0]
+                da, db = a.to_dict(), b.to_dict()
+                k = [k for k in sorted(set(da) | set(db)) if da.get(k) != db.get(k)][0]
                 raise NbtextError(
-                    f"{path}: {name} setting {k} differs ({first_path}: {a.to_dict()[k]!r}, "
-                    f"{path}: {b.to_dict()[k]!r}); only models with equal settings can be merged")
-    classes = sorted(set().union(*(m.classes for _, m in models)))
-    vocab = Vocabulary()
-    columns = [vocab.extend_encoded(m.vocab.encoded(), m.vocab.keys()) for _, m in models]
-    fc = np.zeros((len(classes), len(vocab)))
-    cc = np.zeros(len(classes))
-    df = np.zeros(len(vocab)) if first.settings.idf else None
-    ledger: set = set()
-    for (_, m), cols in zip(models, columns):
-        rows = [classes.index(c) for c in m.classes]
-        fc[np.ix_(rows, cols)] += m.feature_count
-        cc[rows] += m.class_count
-        if df is not None:
-            df[cols] += m.doc_freq
-        ledger |= m.ledger
-    out = Model(first.tokenizer_settings, first.settings, classes, vocab, fc, cc,
-                Decision.from_dict(first.decision.to_dict()), ledger, df)
-    if out.decision.positive not in classes:
+                    f"{path}: {name} setting {k} differs ({first_path}: {da.get(k)!r}, "
+                    f"{path}: {db.get(k)!r}); only models with equal settings can be merged")
+    vocab, counts = Vocabulary(), Counts()
+    for _, m in models:
+        ids = vocab.extend_encoded(m.vocab.encoded(), m.vocab.keys())
+        counts.merge(m.counts, ids, len(vocab))
+    counts.compact()
+    out = Model(first.tokenizer_settings, first.settings, vocab, counts,
+                Decision.from_dict(first.decision.to_dict()), set().union(*(m.ledger for _, m in models)))
+    if out.decision.positive not in out.classes:
         out.decision.positive = None
     return out
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() and abs(x) < 2**53 else repr(float(x))
+def learn_in_place(model_path: str, docs: Iterable[Document], label: str, forget: bool = False) -> tuple[int, int]:
+    """Load, learn or forget, save: under the model's lock, so concurrent runs lose nothing."""
+    from . import store
+
+    with store.locked(model_path):
+        model = store.load(model_path)
+        changed, skipped = learn(model, docs, label, forget)
+        if changed:
+            store.save(model, model_path)
+    return changed, skipped
 
 
-def export_lines(model: Model) -> Iterator[str]:
-    """The text dump: a magic line, one JSON line of settings, then token<TAB>counts per class
-    (and<TAB>its document frequency, for --idf models)."""
-    yield DUMP_MAGIC
-    yield json.dumps({
-        "tokenizer": model.tokenizer_settings.to_dict(), "model": model.settings.to_dict(),
-        "classes": model.classes, "class_count": [_num(x) for x in model.class_count],
-        "decision": model.decision.to_dict(), "ledger": sorted(h.hex() for h in model.ledger),
-    }, sort_keys=True)
-    fc = model.feature_count if model.doc_freq is None else np.vstack([model.feature_count, model.doc_freq])
-    for i, t in enumerate(model.vocab.tokens):
-        yield json.dumps(t, ensure_ascii=False) + "\t" + "\t".join(_num(x) for x in fc[:, i])
+def merge_files(output: str, paths: list[str]) -> Model:
+    """Merge model files into ``output``, under its lock (its own counts read inside it)."""
+    from . import store
 
-
-def import_lines(lines: Iterable[str], source: str) -> Model:
-    it = iter(lines)
-    first = next(it, "").rstrip("\n")
-    if first != DUMP_MAGIC:
-        raise NbtextError(f"{source}: not an nbtext dump (first line should be {DUMP_MAGIC!r})")
-    try:
-        meta = json.loads(next(it))
-        classes = list(meta["classes"])
-        settings = ModelSettings.from_dict(meta["model"])
-        width = len(classes) + settings.idf
-        tokens, rows = [], []
-        for n, line in enumerate(it, 3):
-            line = line.rstrip("\n")
-            if not line:
-                continue
-            tok, *counts = line.split("\t")
-            if len(counts) != width:
-                raise NbtextError(f"{source}:{n}: expected {width} counts, found {len(counts)}")
-            tokens.append(json.loads(tok))
-            rows.append([float(c) for c in counts])
-        table = np.asarray(rows, dtype=np.float64).reshape(len(tokens), width).T.copy()
-        fc = table[:len(classes)].copy()
-        model = Model(TokenizerSettings.from_dict(meta["tokenizer"]), settings,
-                      classes, Vocabulary(tokens), fc,
-                      np.asarray([float(x) for x in meta["class_count"]]),
-                      Decision.from_dict(meta["decision"]), {bytes.fromhex(h) for h in meta["ledger"]},
-                      table[len(classes)] if settings.idf else None)
-    except (KeyError, TypeError, ValueError, StopIteration) as e:
-        raise NbtextError(f"{source}: malformed dump ({e.__class__.__name__}: {e})") from None
-    if len(set(tokens)) != len(tokens):
-        raise NbtextError(f"{source}: malformed dump (a token appears twice)")
-    if (table < 0).any() or (model.class_count < 0).any():
-        raise NbtextError(f"{source}: malformed dump (negative counts)")
-    return model
+    with store.locked(output):
+        merged = merge([(p, store.load(p)) for p in paths])
+        store.save(merged, output)
+    return merged

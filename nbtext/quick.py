@@ -1,80 +1,105 @@
-"""The procmail path: `nbtext classify` of one message without importing click.
+"""`nbtext classify`: its options, defined once, and the click-free path for its plain forms.
 
-A mail filter runs `nbtext classify` once per message, so start-up is the whole cost, and
-click alone takes about as long to import as the rest of the run. quick_classify() reads the
-plain forms of that command itself (-m/--model, one FILE or -, --exit-code, -p/--passthrough,
---positive, --threshold, --unsure, -q) and answers them exactly as the click command does,
-through the same functions below. Anything else (--help, --explain, --learn, a malformed
-value, an unknown option) returns None and goes to click, which owns usage errors.
+A mail filter runs `nbtext classify` once per message, so start-up is the whole cost, and click
+alone takes about as long to import as the rest of the run. CLASSIFY_OPTIONS is the one
+definition of classify's options: nbtext.cli builds the click command from it, and
+quick_classify() reads argv with it when every option given is a flag or a plain value (a
+string, a number, a pair). Both run the same function, run_classify. Anything else (--help,
+--explain, --learn, a malformed value, an unknown option) returns None and goes to click,
+which owns usage errors.
 """
 from __future__ import annotations
 
 import os
 import sys
 
-from .errors import NbtextError
+# (flags, parameter, kind, help). Kinds: "flag"; "str", "float", "pair" (two floats LOW,HIGH),
+# which quick_classify reads too; "count" (an integer >= 1), which only click reads.
+MODEL_OPTION = (("-m", "--model"), "model_path", "str", "Model file (default: $NBTEXT_MODEL).")
+CLASSIFY_OPTIONS = [
+    MODEL_OPTION,
+    (("--exit-code",), "exit_code", "flag",
+     "Exit 0 for the positive class, 1 for another, 2 unsure, 3 error (as bogofilter)."),
+    (("--positive",), "positive", "str", "The positive class (default: the model's, spam)."),
+    (("--threshold",), "threshold", "float", "Override the model's threshold on P(positive)."),
+    (("--unsure",), "unsure", "pair", "Override the model's unsure band on P(positive) (LOW,HIGH)."),
+    (("--explain",), "explain", "count", "Also print the N tokens that pushed hardest for and against the label."),
+    (("-p", "--passthrough"), "passthrough", "flag",
+     "Write the message back with X-Nbtext-Class and X-Nbtext-Score headers."),
+    (("-u", "--learn"), "learn_verdict", "flag",
+     "Also learn the message as its verdict (not when unsure), as bogofilter -u."),
+    (("-q", "--quiet"), "quiet", "flag", "Print nothing but results and errors."),
+]
 
-VALUED = {"-m": "model", "--model": "model", "--positive": "positive",
-          "--threshold": "threshold", "--unsure": "unsure"}
-FLAGS = {"--exit-code": "exit_code", "-p": "passthrough", "--passthrough": "passthrough",
-         "-q": "quiet", "--quiet": "quiet"}
+
+def parse_pair(value: str) -> tuple[float, float]:
+    """LOW,HIGH as two floats (ValueError otherwise)."""
+    lo, hi = (float(x) for x in value.split(","))
+    return lo, hi
 
 
 def parse(argv: list[str]) -> dict | None:
-    """The options of a plain classify call, or None when click should read argv."""
+    """The parameters of a plain classify call, or None when click should read argv."""
     if not argv or argv[0] != "classify":
         return None
-    opts: dict = {"model": os.environ.get("NBTEXT_MODEL") or None, "file": None, "exit_code": False,
-                  "passthrough": False, "quiet": False, "positive": None, "threshold": None,
-                  "unsure": None}
+    by_flag = {flag: (dest, kind) for flags, dest, kind, _ in CLASSIFY_OPTIONS for flag in flags}
+    opts: dict = {dest: (False if kind == "flag" else None) for _, dest, kind, _ in CLASSIFY_OPTIONS}
+    opts["model_path"] = os.environ.get("NBTEXT_MODEL") or None
+    opts["file"] = None
     args, i = argv[1:], 0
-    while i < len(args):
-        a = args[i]
-        name, eq, value = a.partition("=")
-        if a.startswith("--") and eq and name in VALUED:
-            opts[VALUED[name]], i = value, i + 1
-        elif a in VALUED and i + 1 < len(args):
-            opts[VALUED[a]], i = args[i + 1], i + 2
-        elif a in FLAGS:
-            opts[FLAGS[a]], i = True, i + 1
-        elif (a == "-" or not a.startswith("-")) and opts["file"] is None:
-            opts["file"], i = a, i + 1
-        else:
-            return None
-    if not opts["model"]:
-        return None
     try:
-        if opts["threshold"] is not None:
-            opts["threshold"] = float(opts["threshold"])
-        if opts["unsure"] is not None:
-            lo, hi = (float(x) for x in opts["unsure"].split(","))
-            opts["unsure"] = (lo, hi)
+        while i < len(args):
+            name, eq, value = args[i].partition("=")
+            dest, kind = by_flag.get(name if name.startswith("--") else args[i], (None, None))
+            if kind == "flag" and not eq:
+                opts[dest], i = True, i + 1
+            elif kind in ("str", "float", "pair") and (eq or i + 1 < len(args)):
+                value, i = (value, i + 1) if eq else (args[i + 1], i + 2)
+                opts[dest] = {"str": str, "float": float, "pair": parse_pair}[kind](value)
+            elif (args[i] == "-" or not args[i].startswith("-")) and opts["file"] is None and not kind:
+                opts["file"], i = args[i], i + 1
+            else:
+                return None
     except ValueError:
+        return None
+    if not opts["model_path"]:
         return None
     opts["file"] = opts["file"] or "-"
     return opts
 
 
-def classify_document(model_path: str, file: str, positive: str | None, threshold: float | None,
-                      unsure: tuple[float, float] | None):
-    """(scorer, the document's bytes, label, probability of the label, unsure)."""
-    from .decision import override
-    from .read import read_bytes
-    from .score import FastScorer
+def run_classify(model_path: str, file: str, exit_code: bool = False, positive: str | None = None,
+                 threshold: float | None = None, unsure: tuple | None = None, explain: int | None = None,
+                 passthrough: bool = False, learn_verdict: bool = False, quiet: bool = False) -> int:
+    """Classify one document and print the verdict; returns the exit status."""
+    from .fastscore import FastScorer
+    from .nb.decision import override
+    from .read import Document, read_bytes
 
     scorer = FastScorer(model_path)
     override(scorer.decision, scorer.classes, threshold, unsure, positive)
     data = read_bytes(file)
-    label, prob, is_unsure, _ = scorer.score(data)
-    return scorer, data, label, prob, is_unsure
+    if explain:
+        e = scorer.explain(data, explain)
+        label, prob, unsure_ = e["label"], e["probability"], e["unsure"]
+    else:
+        label, prob, unsure_, _ = scorer.score(data)
+    if learn_verdict and not unsure_:
+        from .operations import learn_in_place
 
-
-def write_verdict(data: bytes, label: str, prob: float, unsure: bool, passthrough: bool) -> None:
+        learn_in_place(model_path, [Document(file, data)], label, forget=False)
     if passthrough:
-        sys.stdout.buffer.write(with_headers(data, label if not unsure else "unsure", prob))
+        sys.stdout.buffer.write(with_headers(data, label if not unsure_ else "unsure", prob))
     else:
         sys.stdout.write(f"{label}\t{prob:.6f}\n")
+    if explain:
+        out = sys.stderr if passthrough else sys.stdout
+        out.write(f"prior\t{e['prior']:+.4f}\nunknown tokens\t{e['unknown_tokens']}\n")
+        for side in ("for", "against"):
+            for tok, v in e[side]:
+                out.write(f"{side}\t{v:+.4f}\t{tok}\n")
     sys.stdout.flush()
+    return exit_status(scorer, label, unsure_) if exit_code else 0
 
 
 def exit_status(scorer, label: str, unsure: bool) -> int:
@@ -85,30 +110,12 @@ def exit_status(scorer, label: str, unsure: bool) -> int:
 
 def quick_classify(argv: list[str]) -> int | None:
     """Run a plain classify call and return its exit status; None: not one of ours."""
+    from .process import finish
+
     opts = parse(argv)
     if opts is None:
         return None
-    try:
-        try:
-            scorer, data, label, prob, unsure = classify_document(
-                opts["model"], opts["file"], opts["positive"], opts["threshold"], opts["unsure"])
-        except NbtextError as e:
-            print(f"nbtext: error: {e}", file=sys.stderr)
-            return 3 if opts["exit_code"] else 1
-        write_verdict(data, label, prob, unsure, opts["passthrough"])
-        return exit_status(scorer, label, unsure) if opts["exit_code"] else 0
-    except KeyboardInterrupt:
-        print("\nnbtext: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        return 0
-    except MemoryError:
-        print("nbtext: error: out of memory", file=sys.stderr)
-        return 1
+    return finish(lambda: run_classify(**opts), 3 if opts["exit_code"] else 1)
 
 
 def with_headers(data: bytes, label: str, prob: float) -> bytes:

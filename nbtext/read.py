@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 from .errors import NbtextError
 from .record import Record
+from .text.words import decode_text
 
-LINE_FORMATS = ("tsv", "csv", "jsonl", "fasttext")
 EXTENSIONS = {".tsv": "tsv", ".tab": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
               ".ft": "fasttext", ".fasttext": "fasttext"}
 
@@ -177,13 +177,6 @@ def line_format(path: str, first_line: bytes, opts: LineOptions) -> str:
         f"{path}: cannot tell its format (name it .tsv, .csv, .jsonl or .ft, or pass --format)")
 
 
-def _text(raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("cp1252", errors="replace")
-
-
 def _column(row: dict | list, name: str, where: str, what: str):
     if isinstance(row, list):
         try:
@@ -215,7 +208,7 @@ def line_documents(path: str, opts: LineOptions, labelled: bool, stdin: BinaryIO
         where = f"{path}:{n}"
         if not raw.strip():
             continue
-        text = _text(raw)
+        text = decode_text(raw)
         label = None
         if fmt == "tsv":
             if labelled:
@@ -256,7 +249,7 @@ def _csv_documents(path: str, data: bytes, opts: LineOptions, labelled: bool) ->
     import csv
     import io
 
-    reader = csv.reader(io.StringIO(_text(data), newline=""))
+    reader = csv.reader(io.StringIO(decode_text(data), newline=""))
     try:
         header = next(reader)
     except StopIteration:

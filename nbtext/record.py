@@ -68,3 +68,12 @@ class Record:
     def __repr__(self) -> str:
         inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
         return f"{type(self).__name__}({inner})"
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        """The record a stored dict describes; a key it does not know is refused (a file from
+        a newer nbtext, or a damaged one), with TypeError naming it."""
+        unknown = sorted(set(d) - set(cls._fields))
+        if unknown:
+            raise TypeError(f"unknown {cls.__name__} field {unknown[0]!r}")
+        return cls(**d)

@@ -188,3 +188,36 @@ def format_cv(r: dict) -> str:
     for c, row in zip(labels, r["confusion_matrix"]["matrix"]):
         lines.append(f"{c:<{w}}" + "".join(f"{v:>{w}}" for v in row))
     return "\n".join(lines)
+
+
+def describe(model, header: dict, top: int) -> dict:
+    """What `info` prints: classes, counts, vocabulary, settings, top tokens per class
+    (``header``: the model file's, for its format and maker)."""
+    from .explain import top_tokens
+
+    return {
+        "format_version": header["format_version"],
+        "created_by": header.get("created_by"),
+        "classes": {c: int(n) for c, n in zip(model.classes, model.class_count)},
+        "documents": model.n_documents,
+        "vocabulary": len(model.vocab),
+        "tokens_counted": {c: float(n) for c, n in zip(model.classes, model.feature_count.sum(axis=1))},
+        "model": model.settings.to_dict(),
+        "tokenizer": model.tokenizer_settings.to_dict(),
+        "decision": model.decision.to_dict(),
+        "learned_digests": len(model.ledger),
+        "top_tokens": top_tokens(model, top) if top else {},
+    }
+
+
+def format_info(d: dict) -> str:
+    lines = [f"model format   {d['format_version']} ({d['created_by']})", f"documents      {d['documents']}"]
+    for c, n in d["classes"].items():
+        lines.append(f"  {c:<12} {n} documents, {int(d['tokens_counted'][c])} tokens")
+    lines += [f"vocabulary     {d['vocabulary']} tokens",
+              "model          " + ", ".join(f"{k}={v}" for k, v in d["model"].items()),
+              "tokenizer      " + ", ".join(f"{k}={v}" for k, v in d["tokenizer"].items()),
+              "decision       " + ", ".join(f"{k}={v}" for k, v in d["decision"].items())]
+    for c, toks in d["top_tokens"].items():
+        lines.append(f"top tokens for {c}: " + ", ".join(t["token"] for t in toks))
+    return "\n".join(lines)

@@ -1,14 +1,35 @@
-"""Settings travel as small frozen records, never as globals.
+"""Every setting and its default, once: small frozen records, never globals.
 
-TokenizerSettings is stored in every model file so that scoring tokenizes exactly as training did.
+TokenizerSettings and ModelSettings are stored in every model file, so that scoring tokenizes and
+derives exactly as training did. FeatureOptions and DecisionOptions say how train selects tokens
+and fits its decisions. The command line takes its option defaults from these records, and a bad
+value raises SettingError naming the parameter; the command line names its flag instead.
 """
 from __future__ import annotations
 
-from .errors import NbtextError
+from .errors import SettingError
 from .record import Record
 
 VARIANTS = ("multinomial", "bernoulli", "complement")
 MODES = ("auto", "text", "email")
+CRITERIA = ("frequency", "chi2", "mi")  # how max_features ranks tokens (nbtext/features/selection.py)
+# The mail tokenizer's rules that mail_rules_off can name (for measuring what each is worth:
+# scripts/mail_ablation.py, docs/mail_ablation.md).
+MAIL_RULES = {
+    "headers": "namespaced header tokens (subject words, addresses, domains, X-Mailer, ...)",
+    "header-names": "one hdr:NAME token per header field present",
+    "received": "relay domains of Received hops",
+    "recipients": "a bucketed count of To/Cc addresses",
+    "decode": "quoted-printable and base64 decoded (off: the raw transfer encoding is read)",
+    "html": "HTML reduced to text, links and alt text (off: markup read as words)",
+    "urls": "URL tokens: scheme, host and parents, path pieces (off: URLs read as words)",
+    "mime": "content type, encoding, charset and attachment extension tokens",
+}
+
+
+def choice(param: str, value, allowed) -> None:
+    if value not in allowed:
+        raise SettingError(param, value, f"must be one of {', '.join(map(str, allowed))}")
 
 
 class TokenizerSettings(Record):
@@ -24,25 +45,30 @@ class TokenizerSettings(Record):
     mail_char_ngrams: bool = False  # character n-grams for mail bodies too
     max_word_length: int = 40      # longer words become one "skip:" summary token
     max_bytes: int = 2_000_000     # text tokenized per document at most (huge mail never hangs)
+    mail_rules_off: frozenset = frozenset()  # mail rules turned off (MAIL_RULES; measurement only)
 
     def __post_init__(self):
-        if self.mode not in MODES:
-            raise NbtextError(f"unknown tokenizer mode {self.mode!r} (choose from {', '.join(MODES)})")
+        choice("mode", self.mode, MODES)
         if self.ngram_max < 1:
-            raise NbtextError(f"--ngrams must be at least 1, got {self.ngram_max}")
+            raise SettingError("ngram_max", self.ngram_max, "must be at least 1")
         if self.char_ngram_min < 0 or self.char_ngram_max < self.char_ngram_min:
-            raise NbtextError(
-                f"bad character n-gram range {self.char_ngram_min},{self.char_ngram_max}")
+            raise SettingError("char_ngrams", f"{self.char_ngram_min},{self.char_ngram_max}",
+                               "must be 0,0 or MIN,MAX with 1 <= MIN <= MAX")
         if self.max_word_length < 1:
-            raise NbtextError(f"max word length must be positive, got {self.max_word_length}")
+            raise SettingError("max_word_length", self.max_word_length, "must be positive")
+        object.__setattr__(self, "mail_rules_off", frozenset(self.mail_rules_off))
+        for rule in sorted(self.mail_rules_off):
+            choice("mail_rules_off", rule, tuple(MAIL_RULES))
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "TokenizerSettings":
-        known = set(cls._fields)
-        unknown = set(d) - known
-        if unknown:
-            raise NbtextError(f"unknown tokenizer settings {sorted(unknown)}")
-        return cls(**d)
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        # Left out when every rule is on, so that such models' files and dumps are those of
+        # older nbtext versions, which refuse settings they do not know.
+        if d["mail_rules_off"]:
+            d["mail_rules_off"] = sorted(d["mail_rules_off"])
+        else:
+            del d["mail_rules_off"]
+        return d
 
 
 class ModelSettings(Record):
@@ -55,18 +81,62 @@ class ModelSettings(Record):
     length_norm: bool = False      # unit-length documents (section 4.3)
 
     def __post_init__(self):
-        if self.variant not in VARIANTS:
-            raise NbtextError(f"unknown variant {self.variant!r} (choose from {', '.join(VARIANTS)})")
+        choice("variant", self.variant, VARIANTS)
         if self.variant != "complement" and self.transforms:
-            raise NbtextError(f"--{self.transforms[0].replace('_', '-')} is a Complement NB transform: "
-                              "it needs --variant complement")
+            raise SettingError(self.transforms[0], None, "is a Complement NB transform: it needs "
+                               "{variant} complement")
         if not (self.alpha > 0):
-            raise NbtextError(f"--alpha must be positive, got {self.alpha}")
+            raise SettingError("alpha", self.alpha, "must be positive")
 
     @property
     def transforms(self) -> list[str]:
         return [k for k in ("tf", "idf", "length_norm", "norm") if getattr(self, k)]
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "ModelSettings":
-        return cls(**{name: d[name] for name in cls._fields if name in d})
+
+class FeatureOptions(Record):
+    """Which tokens train keeps."""
+
+    min_df: int = 1                # in at least this many documents
+    max_df: float = 1.0            # in at most this fraction of them
+    max_features: int | None = None  # the best N by `select`
+    select: str = "frequency"      # frequency, chi2 or mi (nbtext/features/selection.py)
+
+    def __post_init__(self):
+        if self.min_df < 1:
+            raise SettingError("min_df", self.min_df, "must be at least 1")
+        if not (0 < self.max_df <= 1):
+            raise SettingError("max_df", self.max_df, "must be in (0, 1]")
+        if self.max_features is not None and self.max_features < 1:
+            raise SettingError("max_features", self.max_features, "must be at least 1")
+        choice("select", self.select, CRITERIA)
+        if self.select != "frequency" and self.max_features is None:
+            raise SettingError("select", None, f"{self.select} ranks tokens for {{max_features}}: "
+                               "give {max_features} N")
+
+
+class DecisionOptions(Record):
+    """How train turns posteriors into verdicts; fitted on internal folds where asked."""
+
+    calibrate: bool = True               # temperature scaling on out-of-fold predictions
+    threshold: float | None = None       # P(positive) at or above which a document is positive
+    unsure: tuple | None = None          # (low, high): P(positive) in [low, high) is unsure
+    max_fpr: float | None = None         # choose the threshold keeping negatives' FPR under this
+    positive: str | None = None          # default: "spam" when that class exists
+    folds: int = 5
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.threshold is not None and not (0 <= self.threshold <= 1):
+            raise SettingError("threshold", self.threshold, "must be in [0, 1]")
+        if self.unsure is not None and not (0 <= self.unsure[0] <= self.unsure[1] <= 1):
+            raise SettingError("unsure", f"{self.unsure[0]},{self.unsure[1]}", "needs 0 <= LOW <= HIGH <= 1")
+        if self.threshold is not None and self.max_fpr is not None:
+            raise SettingError("threshold", None, "or {max_fpr}: give one, not both")
+        if self.max_fpr is not None and not (0 <= self.max_fpr < 1):
+            raise SettingError("max_fpr", self.max_fpr, "must be in [0, 1)")
+        if self.folds < 2:
+            raise SettingError("folds", self.folds, "must be at least 2")
+
+    @property
+    def needs_matrix(self) -> bool:
+        return self.calibrate or self.max_fpr is not None

@@ -18,8 +18,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nbtext.calibrate import brier_at, fit_temperature, log_loss_at, out_of_fold_jll, probabilities_at  # noqa: E402
-from nbtext.pipeline import count_corpus, default_jobs  # noqa: E402
+from nbtext.batch.chunks import default_jobs  # noqa: E402
+from nbtext.batch.train import count_corpus  # noqa: E402
+from nbtext.nb.calibrate import brier_at, fit_temperature, log_loss_at, out_of_fold_jll, probabilities_at  # noqa: E402
 from nbtext.read import label_directory  # noqa: E402
 from nbtext.report import evaluate  # noqa: E402
 from nbtext.settings import ModelSettings, TokenizerSettings  # noqa: E402

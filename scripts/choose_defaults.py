@@ -22,12 +22,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nbtext.calibrate import stratified_folds  # noqa: E402
-from nbtext.decision import DecisionOptions  # noqa: E402
-from nbtext.pipeline import FeatureOptions, count_corpus, cross_validate, default_jobs  # noqa: E402
+from nbtext.batch.chunks import default_jobs  # noqa: E402
+from nbtext.batch.train import count_corpus, cross_validate  # noqa: E402
+from nbtext.nb.calibrate import stratified_folds  # noqa: E402
 from nbtext.read import label_directory  # noqa: E402
 from nbtext.report import aggregate  # noqa: E402
-from nbtext.settings import ModelSettings, TokenizerSettings  # noqa: E402
+from nbtext.settings import DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings  # noqa: E402
 
 NO_CHARS = dict(char_ngram_min=0, char_ngram_max=0)
 TOKENIZERS = {

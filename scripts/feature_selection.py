@@ -17,12 +17,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nbtext.decision import DecisionOptions  # noqa: E402
-from nbtext.features import CRITERIA  # noqa: E402
-from nbtext.pipeline import FeatureOptions, count_corpus, cross_validate, default_jobs  # noqa: E402
+from nbtext.batch.chunks import default_jobs  # noqa: E402
+from nbtext.batch.train import count_corpus, cross_validate  # noqa: E402
 from nbtext.read import label_directory  # noqa: E402
 from nbtext.report import aggregate  # noqa: E402
-from nbtext.settings import ModelSettings, TokenizerSettings  # noqa: E402
+from nbtext.settings import CRITERIA, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings  # noqa: E402
 
 
 def main():

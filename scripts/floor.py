@@ -5,7 +5,7 @@ mail, and the memory of the modules every train loads.
 
 Times, in one process on one core (CPU seconds, median of --repeat runs), over every document
 of the corpus (default ../shared/data/spamassassin-2002):
-  - parse: nbtext.mail.parse_message, the standard library's email package (compat32) with
+  - parse: nbtext.text.mail.parse_message, the standard library's email package (compat32) with
     nbtext's shortcut for single-part messages;
   - tokenize: the whole default tokenizer (parsing included);
   - count: what a worker process does per chunk (tokenize, then count and hash the tokens).
@@ -37,7 +37,7 @@ IMPORT_STEPS = [
     ("python", ""),
     ("+ numpy", "import numpy"),
     ("+ click, regex, email, nbtext's reader and tokenizer",
-     "import click, regex, email.message, nbtext.cli, nbtext.read, nbtext.mail, nbtext.modelfile"),
+     "import click, regex, email.message, nbtext.cli, nbtext.read, nbtext.text.mail, nbtext.store"),
     ("+ joblib (worker processes)", "from joblib import Parallel, delayed"),
     ("+ scipy.sparse (cv only; train, predict and learn do without it)", "import scipy.sparse"),
 ]
@@ -90,12 +90,12 @@ def main():
     if not args.corpus.is_dir():
         sys.exit(f"floor.py: {args.corpus}: no such directory (see ../shared/data/README.md)")
 
-    from nbtext.mail import parse_message
-    from nbtext.pipeline import CHUNK, CHUNK_BYTES, _chunks
+    from nbtext.text.mail import parse_message
+    from nbtext.batch.chunks import CHUNK, CHUNK_BYTES, chunks as _chunks
     from nbtext.read import label_directory
     from nbtext.settings import TokenizerSettings
-    from nbtext.tokenize import Tokenizer
-    from nbtext.vectorize import count_documents
+    from nbtext.text.tokenizer import Tokenizer
+    from nbtext.features.counting import count_documents
 
     docs = list(label_directory(str(args.corpus)))
     datas = [d.data for d in docs]

@@ -3,7 +3,7 @@
     python scripts/mail_ablation.py [--corpus ../shared/data/spamassassin-2002] [--folds 5] > docs/mail_ablation.md
 
 Runs `nbtext cv` (default options, seed 0) on spamassassin-2002 (or --corpus) once with every rule on and
-once per rule with NBTEXT_MAIL_ABLATE naming it (see RULES in nbtext/mail.py), plus the
+once per rule with `--mail-rules-off` naming it (see MAIL_RULES in nbtext/settings.py), plus the
 over-long-word summary token, which is the --max-word-length option. The table gives accuracy,
 ham false-positive rate and spam false-negative rate (means over folds) and the change in
 accuracy against all rules on: a negative change is what the rule is worth.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -21,16 +20,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nbtext.mail import RULES  # noqa: E402
+from nbtext.settings import MAIL_RULES as RULES  # noqa: E402
 
 
 def cv(corpus: Path, folds: int, ablate: str = "", extra: tuple[str, ...] = ()) -> dict:
-    env = {**os.environ, "NBTEXT_MAIL_ABLATE": ablate}
     out = subprocess.run([sys.executable, "-m", "nbtext", "cv", str(corpus), "--folds", str(folds),
-                          "--seed", "0", "--format", "json", "-q", *extra],
-                         env=env, capture_output=True, text=True)
+                          "--seed", "0", "--format", "json", "-q", "--mail-rules-off", ablate, *extra],
+                         capture_output=True, text=True)
     if out.returncode != 0:
-        sys.exit(f"nbtext cv with NBTEXT_MAIL_ABLATE={ablate!r} failed:\n{out.stderr}")
+        sys.exit(f"nbtext cv with --mail-rules-off {ablate!r} failed:\n{out.stderr}")
     return json.loads(out.stdout)["mean"]
 
 

@@ -161,7 +161,7 @@ def cv_bogofilter(corpus: Path, folds: int, tmp: Path) -> dict | None:
         return None
     sys.path.insert(0, str(ROOT))
     import numpy as np
-    from nbtext.calibrate import stratified_folds
+    from nbtext.nb.calibrate import stratified_folds
     from nbtext.read import label_directory
 
     docs = [(Path(d.id), d.label) for d in label_directory(str(corpus))]

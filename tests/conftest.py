@@ -29,6 +29,26 @@ def need_shared(*parts):
     return path
 
 
+@pytest.fixture(scope="session")
+def sample_model(tmp_path_factory):
+    """A model trained on the bundled sample through the real CLI with default options, once
+    per test run; tests that change a model take a copy (sample_copy)."""
+    path = tmp_path_factory.mktemp("sample") / "sample.nbm"
+    r = CliRunner().invoke(cli, ["train", str(DATA / "corpus"), "-o", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "trained on 432 documents (298 ham, 134 spam)" in r.stderr
+    path.chmod(0o444)  # read-only: a test that writes to it must take a copy
+    return path
+
+
+@pytest.fixture
+def sample_copy(sample_model, tmp_path):
+    """A writable copy of sample_model, for a test that learns into it."""
+    path = tmp_path / "m.nbm"
+    path.write_bytes(sample_model.read_bytes())
+    return path
+
+
 @pytest.fixture
 def run():
     """Drive the CLI as a user: run(args, input=...) -> result with exit_code/stdout/stderr."""

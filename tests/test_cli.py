@@ -64,19 +64,6 @@ def test_predict_lines_formats(run, iir_tsv, tmp_path):
     assert [ln.split("\t")[:2] for ln in r.stdout.splitlines()] == [["-:1", "no"], ["-:2", "yes"]]
 
 
-@pytest.fixture(scope="module")
-def sample_model(tmp_path_factory):
-    """A model trained on the bundled sample through the real CLI."""
-    from click.testing import CliRunner
-    from nbtext.cli import cli
-
-    path = tmp_path_factory.mktemp("sample") / "sample.nbm"
-    r = CliRunner().invoke(cli, ["train", str(DATA / "corpus"), "-o", str(path)])
-    assert r.exit_code == 0, r.output
-    assert "trained on 432 documents (298 ham, 134 spam)" in r.stderr
-    return path
-
-
 def test_folder_train_predict_classify_eval(run, sample_model, tmp_path):
     r = run("classify", "-m", sample_model, input=(DATA / "example-spam.eml").read_bytes())
     assert r.stdout.split("\t")[0] == "spam"
@@ -113,7 +100,8 @@ def test_classify_exit_codes(run, sample_model):
 def test_info_json(run, sample_model):
     d = json.loads(run("info", "-m", sample_model, "--format", "json").stdout)
     assert d["classes"] == {"ham": 298, "spam": 134}
-    assert d["format_version"] == 2 and d["vocabulary"] > 1000
+    from nbtext.store import FORMAT_VERSION
+    assert d["format_version"] == FORMAT_VERSION and d["vocabulary"] > 1000
     assert d["tokenizer"]["mode"] == "auto" and d["model"]["variant"] == "multinomial"
     assert len(d["top_tokens"]["spam"]) == 10
 
@@ -248,7 +236,7 @@ def test_cv_text_and_json(run, tmp_path):
 def test_parallel_training_writes_the_same_model_as_one_process(run, sample_model, tmp_path):
     """The bundled sample is 4.5 MB: chunks of CHUNK_BYTES make many, counted by two workers
     and merged in input order; the model file must not depend on that."""
-    from nbtext.pipeline import CHUNK_BYTES
+    from nbtext.batch.chunks import CHUNK_BYTES
 
     assert sum(p.stat().st_size for p in (DATA / "corpus").rglob("*") if p.is_file()) > 4 * CHUNK_BYTES
     one, two = tmp_path / "one.nbm", tmp_path / "two.nbm"
@@ -259,7 +247,7 @@ def test_parallel_training_writes_the_same_model_as_one_process(run, sample_mode
 
 
 def test_chunks_stop_at_a_count_or_a_size():
-    from nbtext.pipeline import _chunks
+    from nbtext.batch.chunks import chunks as _chunks
     from nbtext.read import Document
 
     docs = [Document(str(i), b"x" * n) for i, n in enumerate([5, 5, 5, 20, 1, 1, 1, 1])]
@@ -274,24 +262,26 @@ def test_streamed_sums_equal_the_whole_matrix_and_add_colliding_ids():
     import numpy as np
     import scipy.sparse as sp
 
-    from nbtext.pipeline import Sums, count_corpus, fit_matrix, train_model
+    from nbtext.batch.train import count_corpus, fit_matrix, train_model
+    from nbtext.nb.counts import Counts
     from nbtext.read import label_directory
-    from nbtext.settings import ModelSettings, TokenizerSettings
+    from nbtext.settings import DecisionOptions, ModelSettings, TokenizerSettings
 
     docs = list(label_directory(str(DATA / "corpus")))
-    streamed = train_model(iter(docs), TokenizerSettings(), ModelSettings())
+    plain = DecisionOptions(calibrate=False)
+    streamed, _ = train_model(iter(docs), TokenizerSettings(), ModelSettings(), decisions=plain)
     X, y, vocab = count_corpus(iter(docs), TokenizerSettings())
-    whole, _ = fit_matrix(X, y, vocab, TokenizerSettings(), ModelSettings())
+    whole, _ = fit_matrix(X, y, vocab, TokenizerSettings(), ModelSettings(), decisions=plain)
     assert streamed.classes == whole.classes and len(streamed.vocab) == len(whole.vocab) > 1000
     np.testing.assert_array_equal(streamed.feature_count, whole.feature_count)
     np.testing.assert_array_equal(streamed.class_count, whole.class_count)
 
-    sums = Sums(ModelSettings())
-    sums.add(sp.csr_matrix(np.array([[1.0, 2.0, 3.0]])), np.array([0, 1, 0]), 2, ["a"])
-    sums.add(sp.csr_matrix(np.array([[5.0, 7.0]])), np.array([1, 0]), 2, ["b"])
-    classes, cc, fc, df = sums.take()
-    assert classes == ["a", "b"] and cc.tolist() == [1, 1]
-    assert fc.tolist() == [[4.0, 2.0], [7.0, 5.0]]
+    counts = Counts()
+    counts.add(sp.csr_matrix(np.array([[1.0, 2.0, 3.0]])), ["b"], ids=np.array([0, 1, 0]), width=2)
+    counts.add(sp.csr_matrix(np.array([[5.0, 7.0]])), ["a"], ids=np.array([1, 0]), width=2)
+    counts.compact()
+    assert counts.classes == ["a", "b"] and counts.class_count.tolist() == [1, 1]
+    assert counts.feature_count.tolist() == [[7.0, 5.0], [4.0, 2.0]]
 
 
 def test_train_and_predict_do_not_import_scipy(sample_model, tmp_path):

@@ -4,11 +4,11 @@ import json
 import numpy as np
 import pytest
 
-from nbtext.calibrate import brier_at, fit_temperature, golden_section, out_of_fold_jll, stratified_folds, threshold_for_fpr
-from nbtext.decision import DecisionOptions
+from nbtext.nb.calibrate import brier_at, fit_temperature, golden_section, out_of_fold_jll, stratified_folds, threshold_for_fpr
+from nbtext.settings import DecisionOptions
 from nbtext.errors import NbtextError
-from nbtext.naive_bayes import logsumexp_rows, make_estimator
-from nbtext.pipeline import count_corpus, fit_matrix
+from nbtext.nb.estimators import logsumexp_rows, make_estimator
+from nbtext.batch.train import count_corpus, fit_matrix
 from nbtext.read import label_directory
 from nbtext.report import evaluate
 from nbtext.settings import ModelSettings, TokenizerSettings
@@ -63,9 +63,7 @@ def test_out_of_fold_scores_equal_refitting_on_the_other_folds():
         folds = stratified_folds(y, 4, 3)
         for f in range(4):
             test = folds == f
-            est = make_estimator(settings)
-            est._start(np.asarray(classes), X.shape[1])
-            est.partial_fit(X[~test], y[~test])
+            est = make_estimator(settings).partial_fit(X[~test], y[~test], classes=classes)
             np.testing.assert_allclose(jll[test], est.predict_joint_log_proba(unseen_left_out(X[test], X[~test])),
                                        rtol=1e-9)
             np.testing.assert_allclose(kept[test], est.predict_joint_log_proba(X[test]), rtol=1e-9)
@@ -89,9 +87,7 @@ def test_out_of_fold_scores_of_a_sample_come_from_the_whole_corpus_less_the_fold
         for f in range(3):
             rest = np.ones(len(y), dtype=bool)
             rest[rows[folds == f]] = False
-            est = make_estimator(settings)
-            est._start(np.asarray(classes), X.shape[1])
-            est.partial_fit(X[rest], y[rest])
+            est = make_estimator(settings).partial_fit(X[rest], y[rest], classes=classes)
             np.testing.assert_allclose(jll[folds == f], est.predict_joint_log_proba(sample[folds == f]), rtol=1e-9)
             np.testing.assert_allclose(dropped[folds == f], est.predict_joint_log_proba(
                 unseen_left_out(sample[folds == f], X[rest])), rtol=1e-9)
@@ -174,7 +170,7 @@ def test_max_fpr_keeps_out_of_fold_false_positives_under_the_rate(run, tmp_path)
     rows = [json.loads(line) for line in r.stdout.splitlines()]
     assert len(rows) == 298 and all(row["label"] == "ham" for row in rows)
     r = run("train", DATA / "corpus", "--max-fpr", "0.01", "--threshold", "0.9", "-o", tmp_path / "x.nbm")
-    assert r.exit_code == 1 and "give --threshold or --max-fpr, not both" in r.stderr
+    assert r.exit_code == 1 and "--threshold or --max-fpr: give one, not both" in r.stderr
 
 
 def test_max_fpr_refused_uncalibrated_says_why_and_what_to_do(run, tmp_path):
@@ -184,8 +180,8 @@ def test_max_fpr_refused_uncalibrated_says_why_and_what_to_do(run, tmp_path):
     r = run("train", DATA / "corpus", "--no-calibrate", "--max-fpr", "0", "-o", model)
     assert r.exit_code == 1 and not model.exists()
     assert r.stderr == ("nbtext: error: --max-fpr 0.0 cannot be met: 2 of the 298 negative-class documents "
-                        "score P(positive) = 1 in internal cross-validation (probabilities untempered "
-                        "by --no-calibrate; try without it)\n")
+                        "score P(positive) = 1 in internal cross-validation (probabilities untempered, "
+                        "as --calibrate is off: try it on)\n")
     assert run("train", DATA / "corpus", "--max-fpr", "0", "-o", model).exit_code == 0
 
 
@@ -195,9 +191,9 @@ def test_threshold_for_fpr_is_exact():
     assert threshold_for_fpr(p, neg, 0.0) == np.nextafter(0.4, 1)   # no negative at or above
     assert threshold_for_fpr(p, neg, 0.25) == np.nextafter(0.3, 1)  # one of four allowed
     # a negative that is certainly positive out of fold: no threshold <= 1 keeps it out
-    with pytest.raises(NbtextError, match="--max-fpr 0.0 cannot be met: 1 of the 4 negative-class"):
+    with pytest.raises(NbtextError, match="^max_fpr 0.0 cannot be met: 1 of the 4 negative-class"):
         threshold_for_fpr(np.array([0.1, 0.2, 0.3, 1.0]), np.ones(4, bool), 0.0)
-    with pytest.raises(NbtextError, match="--max-fpr must be in"):
+    with pytest.raises(NbtextError, match="^max_fpr must be in"):
         threshold_for_fpr(p, neg, 1.5)
 
 
@@ -211,13 +207,13 @@ def test_decisions_need_two_classes(run, tmp_path):
 def test_calibration_fits_on_a_bounded_sample_and_counts_stay_whole():
     """A corpus larger than the calibration sample: counts still cover every document, and
     the temperature comes from a sample of the given size (memory stays bounded)."""
-    from nbtext.pipeline import Reservoir, train_model
+    from nbtext.batch.train import Reservoir, train_model
     import scipy.sparse as sp
 
     docs = lambda: label_directory(str(DATA / "corpus"))  # noqa: E731
-    whole = train_model(docs(), TokenizerSettings(), ModelSettings(), decisions=DecisionOptions())
-    small = train_model(docs(), TokenizerSettings(), ModelSettings(), decisions=DecisionOptions(),
-                        calibration_sample=120)
+    whole, _ = train_model(docs(), TokenizerSettings(), ModelSettings(), decisions=DecisionOptions())
+    small, _ = train_model(docs(), TokenizerSettings(), ModelSettings(), decisions=DecisionOptions(),
+                           calibration_sample=120)
     np.testing.assert_array_equal(small.feature_count, whole.feature_count)
     np.testing.assert_array_equal(small.class_count, [298, 134])
     assert small.decision.temperature > 1.0 and small.decision.temperature != whole.decision.temperature

@@ -5,10 +5,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from nbtext import modelfile
+from nbtext import store
+from nbtext.store import vocabfile
 from nbtext.errors import NbtextError
-from nbtext.features import chi2, mutual_information, scores
-from nbtext.pipeline import FeatureOptions, count_corpus
+from nbtext.features.selection import chi2, mutual_information, scores
+from nbtext.batch.train import count_corpus
+from nbtext.settings import FeatureOptions
 from nbtext.read import label_directory
 from nbtext.settings import TokenizerSettings
 
@@ -82,12 +84,12 @@ def test_train_keeps_the_best_tokens_by_the_criterion(run, tmp_path, criterion):
         ranked = mutual_information(counts)
     best = np.argsort(-ranked, kind="stable")[:300]
     assert ranked[best[-1]] > ranked[np.argsort(-ranked, kind="stable")[300]]  # no tie at the cut
-    assert sorted(modelfile.load(str(model)).vocab.tokens) == sorted(vocab.tokens[i] for i in best)
+    assert sorted(store.load(str(model)).vocab.tokens) == sorted(vocab.tokens[i] for i in best)
 
 
 def test_select_needs_max_features(run, tmp_path):
     r = run("train", DATA / "corpus", "--select", "mi", "-o", tmp_path / "m.nbm")
     assert r.exit_code == 1 and not (tmp_path / "m.nbm").exists()
     assert r.stderr == "nbtext: error: --select mi ranks tokens for --max-features: give --max-features N\n"
-    with pytest.raises(NbtextError, match="unknown --select 'tfidf'"):
+    with pytest.raises(NbtextError, match="^select must be one of frequency, chi2, mi, got tfidf$"):
         FeatureOptions(max_features=10, select="tfidf")

@@ -4,11 +4,12 @@ import os
 
 from hypothesis import given, settings, strategies as st
 
-from nbtext import modelfile
+from nbtext import store
+from nbtext.store import vocabfile
 from nbtext.errors import ModelFileError
-from nbtext.mail import mail_tokens
+from nbtext.text.mail import mail_tokens
 from nbtext.settings import TokenizerSettings
-from nbtext.tokenize import Tokenizer
+from nbtext.text.tokenizer import Tokenizer
 
 # At import, not inside a test: importing test_modelfile runs its @given decorators, which
 # hypothesis refuses inside a running @given test (the test failed when run alone).
@@ -41,14 +42,14 @@ def test_mail_reader_on_mail_shaped_garbage(data):
 @settings(max_examples=150, deadline=None)
 @given(st.binary(max_size=400), st.integers(min_value=0, max_value=10**6))
 def test_model_loader_refuses_damage_cleanly(garbage, where):
-    good = modelfile.encode(iir_model())
+    good = store.encode(iir_model())
     i = where % len(good)
     damaged = good[:i] + garbage + good[i + len(garbage):]
     path = f"/tmp/nbtext-fuzz-{os.getpid()}.nbm"
     with open(path, "wb") as f:
         f.write(damaged)
     try:
-        modelfile.load(path)
+        store.load(path)
         assert damaged == good or garbage == good[i:i + len(garbage)]
     except ModelFileError:
         pass
@@ -66,7 +67,7 @@ def test_ascii_words_match_the_unicode_pattern(text):
     regex module's Unicode pattern finds (and non-ASCII text still goes to that pattern)."""
     import regex
 
-    from nbtext.tokenize import WORD, words
+    from nbtext.text.words import WORD, words
 
     expected = regex.compile(WORD).findall(text.casefold())
     found = words(text, TokenizerSettings(max_word_length=1000))
@@ -82,7 +83,7 @@ def test_local_counts_are_the_counts_of_each_document(docs):
 
     import scipy.sparse as sp
 
-    from nbtext.vectorize import local_count_arrays
+    from nbtext.features.counting import local_count_arrays
 
     distinct, data, indices, indptr = local_count_arrays(docs)
     X = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, len(distinct)))
@@ -104,7 +105,7 @@ def test_vocabulary_gives_first_seen_ids_even_when_keys_collide(batches, buckets
     by the key."""
     import numpy as np
 
-    from nbtext.vectorize import Vocabulary, encode_tokens, token_keys
+    from nbtext.features.vocabulary import Vocabulary, encode_tokens, token_keys
 
     vocab, ref, firsts = Vocabulary(), {}, []
     for batch in batches:

@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from nbtext import modelfile
+from nbtext import store
+from nbtext.store import vocabfile
 from nbtext.errors import ModelFileError
 from nbtext.model import Model
-from nbtext.score import FastScorer
+from nbtext.fastscore import FastScorer
 from nbtext.settings import ModelSettings, TokenizerSettings
-from nbtext.tokenize import Tokenizer
-from nbtext.vectorize import encode_tokens
+from nbtext.text.tokenizer import Tokenizer
+from nbtext.features.vocabulary import encode_tokens
 
 from conftest import IIR_TEST, IIR_TRAIN, ROOT
 
@@ -35,19 +36,24 @@ def test_round_trip_exact(tmp_path, variant):
     m = iir_model(variant, ngram_max=2)
     m.ledger.add(b"x" * 16)
     path = tmp_path / "m.nbm"
-    modelfile.save(m, str(path))
-    back = modelfile.load(str(path))
+    store.save(m, str(path))
+    back = store.load(str(path))
     assert_same_model(back, m)
     # The file holds the vocabulary sorted by UTF-8 bytes; the columns follow it.
     assert back.vocab.tokens == sorted(m.vocab.tokens, key=lambda t: t.encode("utf-8", "surrogatepass"))
-    assert modelfile.encode(back) == path.read_bytes()
+    assert store.encode(back) == path.read_bytes()
 
 
 def assert_same_model(back, m):
-    """Same classes, settings, ledger and the same counts per token (whatever the column order)."""
+    """Same classes, settings, ledger and the same counts per token (whatever the column order):
+    integer state exactly, counts transformed by --tf/--length-norm to 1e-12 (NumPy's SIMD
+    log1p differs in the last bit between CPUs: with AVX-512 and without)."""
     assert back.classes == m.classes and sorted(back.vocab.tokens) == sorted(m.vocab.tokens)
     cols = [m.vocab.index[t] for t in back.vocab.tokens]
-    np.testing.assert_array_equal(back.feature_count, m.feature_count[:, cols])
+    if m.settings.tf or m.settings.length_norm:
+        np.testing.assert_allclose(back.feature_count, m.feature_count[:, cols], rtol=1e-12, atol=0)
+    else:
+        np.testing.assert_array_equal(back.feature_count, m.feature_count[:, cols])
     np.testing.assert_array_equal(back.class_count, m.class_count)
     assert back.tokenizer_settings == m.tokenizer_settings and back.settings == m.settings
     assert back.ledger == m.ledger
@@ -62,7 +68,7 @@ def test_format_1_files_still_load_and_score(tmp_path):
     old = ROOT / "tests" / "fixtures" / "format1.nbm"
     m = iir_model("complement+transforms", ngram_max=2)
     m.ledger.add(b"x" * 16)
-    back = modelfile.load(str(old))
+    back = store.load(str(old))
     assert back.vocab.tokens == m.vocab.tokens  # format 1 kept first-seen order
     assert_same_model(back, m)
     fast = FastScorer(str(old))
@@ -70,8 +76,8 @@ def test_format_1_files_still_load_and_score(tmp_path):
     want = m.log_proba(m.matrix([m.tokenizer(IIR_TEST)]))[0]
     np.testing.assert_allclose(np.log(fast.posteriors(fast.joint_log_likelihood(fast.tokenizer(IIR_TEST)))),
                                want, atol=1e-9)
-    modelfile.save(back, str(tmp_path / "new.nbm"))  # saving rewrites it as the current format
-    assert modelfile.read_container(str(tmp_path / "new.nbm"))[0]["format_version"] == modelfile.FORMAT_VERSION
+    store.save(back, str(tmp_path / "new.nbm"))  # saving rewrites it as the current format
+    assert store.read_container(str(tmp_path / "new.nbm"))[0]["format_version"] == store.FORMAT_VERSION
 
 
 tokens_st = st.lists(st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=30),
@@ -81,11 +87,11 @@ tokens_st = st.lists(st.text(st.characters(blacklist_characters="\x00"), min_siz
 @settings(max_examples=200, deadline=None)
 @given(tokens_st)
 def test_front_coding_round_trips_any_vocabulary(tokens):
-    fc, heads, order = modelfile.front_code(encode_tokens(tokens))
+    fc, heads, order = vocabfile.front_code(encode_tokens(tokens))
     key = [t.encode("utf-8", "surrogatepass") for t in tokens]
     assert [key[i] for i in order] == sorted(key)
-    assert modelfile.front_decode(fc, modelfile.BLOCK) == encode_tokens([tokens[i] for i in order])
-    assert len(heads) == -(-len(tokens) // modelfile.BLOCK)
+    assert vocabfile.front_decode(fc, vocabfile.BLOCK) == encode_tokens([tokens[i] for i in order])
+    assert len(heads) == -(-len(tokens) // vocabfile.BLOCK)
 
 
 def test_front_coding_in_pieces_gives_the_bytes_of_one_go(monkeypatch):
@@ -94,10 +100,10 @@ def test_front_coding_in_pieces_gives_the_bytes_of_one_go(monkeypatch):
     rng = np.random.default_rng(4)
     tokens = sorted({"".join(rng.choice(list("abcé"), size=rng.integers(1, 12))) for _ in range(500)})
     blob = encode_tokens(list(rng.permutation(tokens)))
-    whole = modelfile.front_code(blob)
-    monkeypatch.setattr(modelfile, "FRONT_CODE_PIECE", 2 * modelfile.BLOCK)
-    pieces = modelfile.front_code(blob)
-    assert len(tokens) > 4 * modelfile.BLOCK
+    whole = vocabfile.front_code(blob)
+    monkeypatch.setattr(vocabfile, "FRONT_CODE_PIECE", 2 * vocabfile.BLOCK)
+    pieces = vocabfile.front_code(blob)
+    assert len(tokens) > 4 * vocabfile.BLOCK
     assert pieces[0] == whole[0]
     np.testing.assert_array_equal(pieces[1], whole[1])
     np.testing.assert_array_equal(pieces[2], whole[2])
@@ -106,12 +112,12 @@ def test_front_coding_in_pieces_gives_the_bytes_of_one_go(monkeypatch):
 def test_front_coding_of_long_shared_prefixes(tmp_path):
     """Entries store at most 254 shared bytes; longer prefixes repeat the rest."""
     tokens = ["a" * 300 + "c", "a" * 300 + "b", "a" * 299, "\u00e9" * 200 + "x", "\u00e9" * 200]
-    fc, _, order = modelfile.front_code(encode_tokens(tokens))
-    assert modelfile.front_decode(fc, modelfile.BLOCK) == encode_tokens([tokens[i] for i in (2, 1, 0, 4, 3)])
+    fc, _, order = vocabfile.front_code(encode_tokens(tokens))
+    assert vocabfile.front_decode(fc, vocabfile.BLOCK) == encode_tokens([tokens[i] for i in (2, 1, 0, 4, 3)])
     m = Model.empty(TokenizerSettings(), ModelSettings(), ["a", "b"])
     m.add([tokens, ["x"]], ["a", "b"])
-    modelfile.save(m, str(tmp_path / "m.nbm"))
-    fast, back = FastScorer(str(tmp_path / "m.nbm")), modelfile.load(str(tmp_path / "m.nbm"))
+    store.save(m, str(tmp_path / "m.nbm"))
+    fast, back = FastScorer(str(tmp_path / "m.nbm")), store.load(str(tmp_path / "m.nbm"))
     assert [fast.token_id(t) for t in tokens] == [back.vocab.index[t] for t in tokens]
     assert fast.token_id("a" * 300) is None
 
@@ -122,8 +128,8 @@ def test_sorted_vocabulary_finds_every_token_and_nothing_else(tmp_path_factory, 
     m = Model.empty(TokenizerSettings(), ModelSettings(), ["a", "b"])
     m.add([tokens, ["x"]], ["a", "b"])
     path = tmp_path_factory.mktemp("v") / "m.nbm"
-    modelfile.save(m, str(path))
-    back, fast = modelfile.load(str(path)), FastScorer(str(path))
+    store.save(m, str(path))
+    back, fast = store.load(str(path)), FastScorer(str(path))
     assert all(fast.token_id(t) == back.vocab.index[t] for t in back.vocab.tokens)
     probes = others + [t[:-1] for t in tokens] + [t + "\x01" for t in tokens] + ["", "\U0010ffff" * 3]
     assert all(fast.token_id(t) is None for t in probes if t not in back.vocab.index)
@@ -133,14 +139,14 @@ def test_sorted_vocabulary_finds_every_token_and_nothing_else(tmp_path_factory, 
 def test_fast_scorer_agrees_with_numpy_path(tmp_path, variant):
     m = iir_model(variant)
     path = tmp_path / "m.nbm"
-    modelfile.save(m, str(path))
+    store.save(m, str(path))
     fast = FastScorer(str(path))
     for text in (IIR_TEST, "Tokyo", "Macao Macao Beijing unknownword", ""):
         want = m.log_proba(m.matrix([m.tokenizer(text)]))[0]
         jll = fast.joint_log_likelihood(fast.tokenizer(text))
         got = np.log(fast.posteriors(jll))
         np.testing.assert_allclose(got, want, atol=1e-9)
-    assert fast.token_id("chinese") == modelfile.load(str(path)).vocab.index["chinese"]
+    assert fast.token_id("chinese") == store.load(str(path)).vocab.index["chinese"]
     assert fast.token_id("nowhere") is None
 
 
@@ -148,24 +154,25 @@ def test_fast_scorer_on_a_large_vocabulary(tmp_path):
     tokens = [f"tok{i}" for i in range(20000)]
     m = Model.empty(TokenizerSettings(), ModelSettings(), ["a", "b"])
     m.add([tokens[:12000], tokens[8000:]], ["a", "b"])
-    modelfile.save(m, str(tmp_path / "m.nbm"))
+    store.save(m, str(tmp_path / "m.nbm"))
     fast = FastScorer(str(tmp_path / "m.nbm"))
-    back = modelfile.load(str(tmp_path / "m.nbm"))
+    back = store.load(str(tmp_path / "m.nbm"))
     assert all(fast.token_id(t) == back.vocab.index[t] for t in tokens)
-    assert all(back.vocab.tokens[fast.token_id(t)] == t for t in tokens)
+    names = back.vocab.tokens  # (a new list of every token at each access: taken once)
+    assert all(names[fast.token_id(t)] == t for t in tokens)
     assert fast.token_id("tok20000") is None and fast.token_id("tok") is None and fast.token_id("zzz") is None
 
 
 @pytest.fixture
 def saved(tmp_path):
     path = tmp_path / "m.nbm"
-    modelfile.save(iir_model(), str(path))
+    store.save(iir_model(), str(path))
     return path
 
 
 def refused(path, match):
     with pytest.raises(ModelFileError, match=match):
-        modelfile.load(str(path))
+        store.load(str(path))
     with pytest.raises(ModelFileError, match=match):
         FastScorer(str(path))
 
@@ -191,9 +198,10 @@ def test_random_bytes_are_refused(saved):
 
 def test_newer_format_is_refused(saved):
     data = bytearray(saved.read_bytes())
-    struct.pack_into("<I", data, 8, modelfile.FORMAT_VERSION + 1)
+    struct.pack_into("<I", data, 8, store.FORMAT_VERSION + 1)
     saved.write_bytes(bytes(data))
-    refused(saved, r"written by a newer nbtext \(model format 3; this nbtext reads format 2")
+    refused(saved, rf"written by a newer nbtext \(model format {store.FORMAT_VERSION + 1}; "
+                   rf"this nbtext reads format {store.FORMAT_VERSION}")
 
 
 class Boom:
@@ -211,7 +219,7 @@ def test_pickle_renamed_is_refused_and_never_runs(saved):
 
 def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
     path = tmp_path / "m.nbm"
-    modelfile.save(iir_model(), str(path))
+    store.save(iir_model(), str(path))
     before = path.read_bytes()
 
     def broken_replace(a, b):
@@ -220,6 +228,6 @@ def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", broken_replace)
     from nbtext.errors import NbtextError
     with pytest.raises(NbtextError, match="No space left"):
-        modelfile.save(iir_model("bernoulli"), str(path))
+        store.save(iir_model("bernoulli"), str(path))
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.nbm"]

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from nbtext.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
+from nbtext.nb.estimators import BernoulliNB, ComplementNB, MultinomialNB
 from nbtext.settings import TokenizerSettings
-from nbtext.tokenize import Tokenizer
-from nbtext.vectorize import Vocabulary, count_matrix
+from nbtext.text.tokenizer import Tokenizer
+from nbtext.features.counting import count_rows
+from nbtext.features.vocabulary import Vocabulary
 
 from conftest import IIR_TEST, IIR_TRAIN
 
@@ -17,8 +18,8 @@ from conftest import IIR_TEST, IIR_TRAIN
 def iir_matrices():
     tok = Tokenizer(TokenizerSettings(ngram_max=1, char_ngram_min=0, char_ngram_max=0))
     vocab = Vocabulary()
-    X = count_matrix([tok(t) for _, t in IIR_TRAIN], vocab, grow=True)
-    Xt = count_matrix([tok(IIR_TEST)], vocab, grow=False)
+    X = count_rows([tok(t) for _, t in IIR_TRAIN], vocab, grow=True).tocsr()
+    Xt = count_rows([tok(IIR_TEST)], vocab, grow=False).tocsr()
     y = np.array([lab for lab, _ in IIR_TRAIN])
     return vocab, X, y, Xt
 
@@ -152,7 +153,8 @@ def test_transformed_complement_learns_and_forgets_as_sums():
 def test_transforms_need_the_complement_variant():
     from nbtext.errors import NbtextError
     from nbtext.settings import ModelSettings
-    with pytest.raises(NbtextError, match="--length-norm is a Complement NB transform"):
+    # (the library names its parameters; the command line its flags: test_operations)
+    with pytest.raises(NbtextError, match="^length_norm is a Complement NB transform: it needs variant complement$"):
         ModelSettings(variant="multinomial", length_norm=True)
 
 
@@ -218,11 +220,12 @@ def test_unknown_label_in_partial_fit_is_refused():
         nb.partial_fit(X[:1], ["zzz"])
 
 
-def test_class_sums_is_the_one_hot_product():
-    """class_sums(X, idx, k, w) == Y.T @ X for the weighted one-hot class matrix Y."""
+def test_class_sums_are_the_one_hot_product():
+    """Rows.column_sums_by_row_group(idx, k, w) == Y.T @ X for the weighted one-hot class
+    matrix Y; token_major gives its transpose, C-ordered, with the same bits."""
     import scipy.sparse as sp
 
-    from nbtext.naive_bayes import class_sums
+    from nbtext.features.rows import Rows
 
     rng = np.random.default_rng(1)
     X = sp.random(40, 30, density=0.2, format="csr", random_state=1) * 7
@@ -231,6 +234,36 @@ def test_class_sums_is_the_one_hot_product():
     w = rng.normal(size=40)
     Y = np.zeros((40, 3))
     Y[np.arange(40), idx] = w
-    np.testing.assert_allclose(class_sums(X, idx, 3, w), Y.T @ X.toarray(), rtol=1e-12)
+    sums = Rows.of(X).column_sums_by_row_group(idx, 3, w)
+    np.testing.assert_allclose(sums, Y.T @ X.toarray(), rtol=1e-12)
+    by_token = Rows.of(X).column_sums_by_row_group(idx, 3, w, token_major=True)
+    assert by_token.flags.c_contiguous and np.array_equal(by_token, sums.T)
     Y[np.arange(40), idx] = 1.0
-    np.testing.assert_array_equal(class_sums(X, idx, 3), Y.T @ X.toarray())
+    np.testing.assert_array_equal(Rows.of(X).column_sums_by_row_group(idx, 3), Y.T @ X.toarray())
+
+
+def test_counts_add_plus_and_merge_are_sums():
+    """The spine: adding chunks at their ids, taking documents out (all or nothing) and
+    merging another model's counts are additions of the same sums."""
+    from nbtext.errors import NbtextError
+    from nbtext.nb.counts import Counts
+
+    X, y = random_counts(9)
+    whole = Counts(np.unique(y).tolist())
+    whole.add(X, list(y))
+    parts, other = Counts(), Counts()
+    parts.add(X[:30], list(y[:30]))
+    other.add(X[30:], list(y[30:]))
+    parts.merge(other)
+    np.testing.assert_array_equal(parts.feature_count, whole.feature_count)
+    np.testing.assert_array_equal(parts.doc_freq, whole.doc_freq)
+    np.testing.assert_array_equal(parts.class_count, whole.class_count)
+    less = whole.plus(X[30:], list(y[30:]), -np.ones(X.shape[0] - 30))
+    first = Counts(np.unique(y).tolist())
+    first.add(X[:30], list(y[:30]))
+    np.testing.assert_array_equal(less.feature_count, first.feature_count)
+    np.testing.assert_array_equal(less.doc_freq, first.doc_freq)
+    before = first.feature_count.copy()
+    with pytest.raises(NbtextError, match="below zero"):
+        first.plus(X[30:], list(y[30:]), -np.ones(X.shape[0] - 30))
+    np.testing.assert_array_equal(first.feature_count, before)

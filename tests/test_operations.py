@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from nbtext import modelfile
+from nbtext import store
+from nbtext.store import vocabfile
 from nbtext.model import Model
-from nbtext.operations import export_lines, import_lines, merge
+from nbtext.operations import merge
+from nbtext.store.dump import export_lines, import_lines
 from nbtext.settings import ModelSettings, TokenizerSettings
 
 from conftest import DATA
@@ -20,27 +22,25 @@ def as_dict(model):
 
 
 @pytest.fixture
-def trained(run, tmp_path):
-    model = tmp_path / "m.nbm"
-    assert run("train", DATA / "corpus", "-o", model, "-q").exit_code == 0
-    return model
+def trained(sample_copy):
+    return sample_copy
 
 
 def test_learn_then_forget_restores_exact_counts(run, trained, tmp_path):
     msg = tmp_path / "new.eml"
     msg.write_bytes(b"From: x@new.example\nSubject: brand new words\n\nzyzzyva quokka\n")
-    before = as_dict(modelfile.load(str(trained)))
+    before = as_dict(store.load(str(trained)))
     r = run("learn", "-m", trained, "--label", "spam", msg)
     assert r.exit_code == 0 and "learned 1 document as spam" in r.stderr
-    after = modelfile.load(str(trained))
+    after = store.load(str(trained))
     assert after.class_count[after.classes.index("spam")] == before[1]["spam"] + 1
     assert "quokka" in after.vocab.index
     r = run("learn", "-m", trained, "--label", "spam", msg)  # again: a no-op
     assert "learned 0 documents" in r.stderr and "1 already learned" in r.stderr
-    assert as_dict(modelfile.load(str(trained)))[1]["spam"] == before[1]["spam"] + 1
+    assert as_dict(store.load(str(trained)))[1]["spam"] == before[1]["spam"] + 1
     r = run("learn", "-m", trained, "--label", "spam", "--forget", msg)
     assert r.exit_code == 0
-    assert as_dict(modelfile.load(str(trained))) == before
+    assert as_dict(store.load(str(trained))) == before
 
 
 def test_forget_errors_leave_the_model_untouched(run, trained, tmp_path):
@@ -79,9 +79,9 @@ def test_train_on_a_plus_b_equals_merge_of_a_and_b(run, tmp_path):
         assert run("train", tmp_path / f"{name}.tsv", "-o", tmp_path / f"{name}.nbm", "-q").exit_code == 0
     assert run("merge", "-o", tmp_path / "m1.nbm", tmp_path / "a.nbm", tmp_path / "b.nbm").exit_code == 0
     assert run("merge", "-o", tmp_path / "m2.nbm", tmp_path / "b.nbm", tmp_path / "a.nbm").exit_code == 0
-    want = as_dict(modelfile.load(str(tmp_path / "ab.nbm")))
-    assert as_dict(modelfile.load(str(tmp_path / "m1.nbm"))) == want
-    assert as_dict(modelfile.load(str(tmp_path / "m2.nbm"))) == want
+    want = as_dict(store.load(str(tmp_path / "ab.nbm")))
+    assert as_dict(store.load(str(tmp_path / "m1.nbm"))) == want
+    assert as_dict(store.load(str(tmp_path / "m2.nbm"))) == want
 
 
 TRANSFORMS = ("--variant", "complement", "--tf", "--idf", "--length-norm", "--norm",
@@ -99,7 +99,7 @@ def test_transformed_complement_models_learn_merge_and_round_trip(run, tmp_path)
         r = run("train", tmp_path / f"{name}.tsv", *TRANSFORMS, "-o", tmp_path / f"{name}.nbm", "-q")
         assert r.exit_code == 0, r.stderr
     assert run("merge", "-o", tmp_path / "m.nbm", tmp_path / "a.nbm", tmp_path / "b.nbm").exit_code == 0
-    merged, ab = modelfile.load(str(tmp_path / "m.nbm")), modelfile.load(str(tmp_path / "ab.nbm"))
+    merged, ab = store.load(str(tmp_path / "m.nbm")), store.load(str(tmp_path / "ab.nbm"))
     assert merged.settings.idf and merged.settings.length_norm
     assert as_dict(merged)[0].keys() == as_dict(ab)[0].keys() and as_dict(merged)[1] == as_dict(ab)[1]
     order = [merged.vocab.index[t] for t in ab.vocab.tokens]
@@ -112,11 +112,11 @@ def test_transformed_complement_models_learn_merge_and_round_trip(run, tmp_path)
     assert (tmp_path / "back.nbm").read_bytes() == (tmp_path / "ab.nbm").read_bytes()
     msg = tmp_path / "new.txt"
     msg.write_text("quokka cheap\n")
-    before = modelfile.load(str(tmp_path / "ab.nbm"))
+    before = store.load(str(tmp_path / "ab.nbm"))
     assert run("learn", "-m", tmp_path / "ab.nbm", "--label", "spam", msg).exit_code == 0
-    assert modelfile.load(str(tmp_path / "ab.nbm")).doc_freq.sum() == before.doc_freq.sum() + 2
+    assert store.load(str(tmp_path / "ab.nbm")).doc_freq.sum() == before.doc_freq.sum() + 2
     assert run("learn", "-m", tmp_path / "ab.nbm", "--label", "spam", "--forget", msg).exit_code == 0
-    after = modelfile.load(str(tmp_path / "ab.nbm"))
+    after = store.load(str(tmp_path / "ab.nbm"))
     cols = [after.vocab.index[t] for t in before.vocab.tokens]
     np.testing.assert_allclose(after.feature_count[:, cols], before.feature_count, atol=1e-12)
     np.testing.assert_array_equal(after.doc_freq[cols], before.doc_freq)
@@ -143,11 +143,11 @@ def test_concurrent_learn_loses_no_counts(trained, tmp_path):
         p = tmp_path / f"c{i}.eml"
         p.write_bytes(f"From: a@b.example\nSubject: concurrent {i}\n\nword{i} shared\n".encode())
         msgs.append(p)
-    before = modelfile.load(str(trained)).class_count.copy()
+    before = store.load(str(trained)).class_count.copy()
     procs = [subprocess.Popen([sys.executable, "-m", "nbtext", "learn", "-m", str(trained), "--label", "ham",
                                "-q", str(p)]) for p in msgs]
     assert all(p.wait(timeout=120) == 0 for p in procs)
-    after = modelfile.load(str(trained))
+    after = store.load(str(trained))
     assert after.class_count[0] == before[0] + 10
     assert all(f"word{i}" in after.vocab.index for i in range(10))
     assert after.feature_count[0, after.vocab.index["shared"]] >= 10
@@ -186,18 +186,18 @@ def test_algebra_learn_then_forget_restores_counts(a, extra):
 def test_algebra_dump_round_trip(a):
     m = model_of(a)
     back = import_lines(list(export_lines(m)), "dump")
-    assert modelfile.encode(back) == modelfile.encode(m)
+    assert store.encode(back) == store.encode(m)
 
 
 def test_classify_learn_learns_the_verdict_once(run, trained):
-    before = modelfile.load(str(trained)).class_count.copy()
+    before = store.load(str(trained)).class_count.copy()
     msg = (DATA / "example-spam.eml").read_bytes()
     r = run("classify", "-m", trained, "--learn", input=msg)
     assert r.stdout.startswith("spam\t")
-    after = modelfile.load(str(trained)).class_count
+    after = store.load(str(trained)).class_count
     assert after[1] == before[1] + 1 and after[0] == before[0]
     run("classify", "-m", trained, "--learn", input=msg)  # the ledger makes it a no-op
-    assert modelfile.load(str(trained)).class_count[1] == before[1] + 1
+    assert store.load(str(trained)).class_count[1] == before[1] + 1
 
 
 def test_classify_learn_skips_unsure(run, tmp_path):
@@ -205,9 +205,9 @@ def test_classify_learn_skips_unsure(run, tmp_path):
     t.write_text("spam\tbuy now\nham\tlunch at noon\n")
     model = tmp_path / "m.nbm"
     run("train", t, "-o", model, "-q")
-    m = modelfile.load(str(model))
+    m = store.load(str(model))
     m.decision.unsure = (0.0, 1.0)  # everything is unsure
-    modelfile.save(m, str(model))
+    store.save(m, str(model))
     before = model.read_bytes()
     # a message of unknown words scores the prior, 0.5: inside the band
     r = run("classify", "-m", model, "--learn", "--exit-code", input="zzz unknown words")

@@ -10,11 +10,12 @@ import email
 
 from hypothesis import given, settings, strategies as st
 
-from nbtext.mail import mail_tokens, parse_message
+from nbtext.text.mail import mail_tokens, parse_message
 from nbtext.model import Model
 from nbtext.read import LineOptions, input_documents, labelled_documents
 from nbtext.settings import ModelSettings, TokenizerSettings
-from nbtext.tokenize import Tokenizer, looks_like_mail
+from nbtext.text.tokenizer import Tokenizer
+from nbtext.text.words import looks_like_mail
 
 from conftest import DATA, need_shared
 
@@ -224,25 +225,43 @@ HTML_MAIL = (b"From: a@example.com\nTo: b@example.com\nSubject: offer\nMIME-Vers
              b"here</a></p>\n")
 
 
-def test_ablation_switches_turn_rules_off(monkeypatch):
-    """scripts/mail_ablation.py measures each rule by turning it off; each switch must do that
-    and nothing else."""
-    import nbtext.mail as mail
+def test_ablation_switches_turn_rules_off():
+    """scripts/mail_ablation.py measures each rule by turning it off (the stored tokenizer
+    setting mail_rules_off); each switch must do that and nothing else."""
+    from nbtext.text import mail
 
-    s = TokenizerSettings(ngram_max=1)
-    full = mail.mail_tokens(HTML_MAIL, s)
+    def tokens(*off):
+        return mail.mail_tokens(HTML_MAIL, TokenizerSettings(ngram_max=1, mail_rules_off=frozenset(off)))
+
+    full = tokens()
     assert {"buy", "now", "here", "url:shop.example.com", "subject:offer", "hdr:from"} <= set(full)
     assert "b" not in full and "href" not in full
-    monkeypatch.setattr(mail, "ABLATED", frozenset({"html"}))
-    no_html = mail.mail_tokens(HTML_MAIL, s)
+    no_html = tokens("html")
     assert {"b", "href", "buy"} <= set(no_html)
-    monkeypatch.setattr(mail, "ABLATED", frozenset({"headers", "header-names"}))
-    no_headers = mail.mail_tokens(HTML_MAIL, s)
+    no_headers = tokens("headers", "header-names")
     assert not [t for t in no_headers if t.startswith(("subject:", "from:", "hdr:"))]
     assert "url:shop.example.com" in no_headers
-    monkeypatch.setattr(mail, "ABLATED", frozenset({"urls"}))
-    no_urls = mail.mail_tokens(HTML_MAIL, s)
+    no_urls = tokens("urls")
     assert not [t for t in no_urls if t.startswith("url:")] and "shop.example.com" in no_urls
+
+
+def test_ablated_rules_are_stored_with_the_model(run, tmp_path):
+    """A model trained with rules off scores with them off: the setting is in the file, and
+    models with every rule on are stored as before (no new key: older nbtext reads them)."""
+    from nbtext import store
+
+    corpus = tmp_path / "c"
+    for label, body in (("spam", b"Buy <b>now</b> here"), ("ham", b"Meeting notes here")):
+        (corpus / label).mkdir(parents=True)
+        (corpus / label / "1").write_bytes(HTML_MAIL.replace(b"Buy <b>now</b>", body))
+    r = run("train", corpus, "--no-calibrate", "--mail-rules-off", "html,urls", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 0, r.output
+    model = store.load(str(tmp_path / "m.nbm"))
+    assert model.tokenizer_settings.mail_rules_off == frozenset({"html", "urls"})
+    assert "href" in model.vocab.index
+    assert "mail_rules_off" not in TokenizerSettings().to_dict()
+    r = run("train", corpus, "--mail-rules-off", "nope", "-o", tmp_path / "x.nbm")
+    assert r.exit_code == 1 and "--mail-rules-off must be one of headers," in r.stderr
 
 
 def same_parse(data: bytes):

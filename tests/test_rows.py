@@ -4,7 +4,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
-from nbtext.rows import Rows
+from nbtext.features.rows import Rows
 
 
 @st.composite

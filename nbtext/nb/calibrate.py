@@ -15,13 +15,12 @@ calibration error worse than no calibration at all (ECE 0.022 -> 0.080; Brier fi
 """
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
-from .errors import NbtextError
-from .naive_bayes import logsumexp_rows, make_estimator
-from .rows import Rows
+from ..errors import NbtextError, SettingError
+from ..features.rows import Rows
+from .counts import Counts
+from .estimators import logsumexp_rows, make_estimator
 
 
 def stratified_folds(y: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -76,24 +75,22 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
     dropped = np.zeros((X.shape[0], len(classes))) if unseen != "keep" else None
     folds = stratified_folds(y, k, seed)
     if full is None:
-        full = make_estimator(settings)
-        full._start(np.asarray(classes), X.shape[1])
+        full = make_estimator(settings, Counts(classes, X.shape[1]))
         for f in range(k):
             full.partial_fit(X[folds == f].astype(np.float64), y[folds == f])
     for f in range(k):
         test = folds == f
         Xf, yf = X[test].astype(np.float64), y[test]
-        est = copy.copy(full)  # shares the counts; taking the fold out makes new arrays
-        est.partial_fit(Xf, yf, sample_weight=-np.ones(len(yf)))
+        est = full.without(Xf, yf)
         # (taking out transformed counts can leave rounding dust where there should be zeros)
         seen = est.feature_count_.sum(axis=0) > 1e-9 if dropped is not None else None
-        est._params()  # the log-probabilities: scoring needs them, not the fold's counts,
-        est.feature_count_ = None  # which go first (spamassassin-2002: 7 MB off the peak)
+        linear = est.linear()
+        del est  # scoring needs the weights, not the fold's counts (spamassassin-2002: 7 MB)
         if kept is not None:
-            kept[test] = est.predict_joint_log_proba(Xf)
+            kept[test] = linear.jll(Xf)
         if dropped is not None:
-            dropped[test] = est.predict_joint_log_proba(Xf.with_data(Xf.data * seen[Xf.indices]))
-        del est, Xf
+            dropped[test] = linear.jll(Xf.with_data(Xf.data * seen[Xf.indices]))
+        del linear, Xf
     return (kept, dropped) if unseen == "both" else kept if unseen == "keep" else dropped
 
 
@@ -151,10 +148,10 @@ def threshold_for_fpr(p_pos: np.ndarray, negative: np.ndarray, rate: float, hint
     """The lowest threshold on P(positive) at which at most ``rate`` of the negatives
     (out of fold) would be called positive; ``hint`` ends the refusal when there is none."""
     if not (0 <= rate < 1):
-        raise NbtextError(f"--max-fpr must be in [0, 1), got {rate}")
+        raise SettingError("max_fpr", rate, "must be in [0, 1)")
     neg = np.sort(p_pos[negative])[::-1]
     if len(neg) == 0:
-        raise NbtextError("--max-fpr needs documents of the negative class")
+        raise SettingError("max_fpr", None, "needs documents of the negative class")
     allowed = int(np.floor(rate * len(neg)))
     if allowed >= len(neg):
         return 0.0
@@ -162,7 +159,7 @@ def threshold_for_fpr(p_pos: np.ndarray, negative: np.ndarray, rate: float, hint
         # Those negatives are certain positives out of fold: only a threshold that calls
         # nothing positive would keep them out, and that is no filter.
         sure = int((neg >= 1.0).sum())
-        raise NbtextError(f"--max-fpr {rate} cannot be met: {sure} of the {len(neg)} negative-class "
-                          f"documents score P(positive) = 1 in internal cross-validation{hint}")
+        raise SettingError("max_fpr", None, f"{rate} cannot be met: {sure} of the {len(neg)} negative-class "
+                           f"documents score P(positive) = 1 in internal cross-validation{hint}")
     # Strictly above the (allowed+1)-th highest negative score: at most `allowed` are above.
     return float(np.nextafter(neg[allowed], np.inf))

@@ -1,13 +1,15 @@
 """From posteriors to a verdict: argmax, or a threshold and an unsure band for two classes.
 
-Pure Python (no numpy): the one-message classify path uses it.
+Pure Python (no numpy): the one-message classify path uses it. How train fits a decision is
+nbtext.batch.train's apply_decisions (with nbtext.nb.calibrate).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .errors import NbtextError
-from .record import Record
+from ..errors import SettingError
+from ..record import Record
+from ..settings import DecisionOptions
 
 
 class Decision(Record, frozen=False):
@@ -28,7 +30,7 @@ class Decision(Record, frozen=False):
         d = dict(d)
         if d.get("unsure"):
             d["unsure"] = tuple(d["unsure"])
-        return cls(**d)
+        return super().from_dict(d)
 
 
 def default_positive(classes: Sequence[str]) -> str | None:
@@ -49,43 +51,17 @@ def decide(classes: Sequence[str], decision: Decision, probs: Sequence[float]) -
     return label, unsure
 
 
-class DecisionOptions(Record):
-    """How train turns posteriors into verdicts; fitted on internal folds where asked."""
-
-    calibrate: bool = True               # temperature scaling on out-of-fold predictions
-    threshold: float | None = None       # P(positive) at or above which a document is positive
-    unsure: tuple | None = None          # (low, high): P(positive) in [low, high) is unsure
-    max_fpr: float | None = None         # choose the threshold keeping negatives' FPR under this
-    positive: str | None = None          # default: "spam" when that class exists
-    folds: int = 5
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.threshold is not None and not (0 <= self.threshold <= 1):
-            raise NbtextError(f"--threshold must be in [0, 1], got {self.threshold}")
-        if self.unsure is not None and not (0 <= self.unsure[0] <= self.unsure[1] <= 1):
-            raise NbtextError(f"--unsure needs 0 <= LOW <= HIGH <= 1, got {self.unsure[0]},{self.unsure[1]}")
-        if self.threshold is not None and self.max_fpr is not None:
-            raise NbtextError("give --threshold or --max-fpr, not both")
-        if self.folds < 2:
-            raise NbtextError(f"--folds must be at least 2, got {self.folds}")
-
-    @property
-    def needs_matrix(self) -> bool:
-        return self.calibrate or self.max_fpr is not None
-
-
 def override(decision: Decision, classes: Sequence[str], threshold: float | None,
              unsure: tuple[float, float] | None, positive: str | None = None) -> None:
     """Command-line --positive/--threshold/--unsure on top of a model's stored decision."""
     DecisionOptions(calibrate=False, threshold=threshold, unsure=unsure)  # validates the values
     if positive is not None:
         if positive not in classes:
-            raise NbtextError(f"--positive {positive!r} is not one of the model's classes "
-                              f"({', '.join(classes)})")
+            raise SettingError("positive", None, f"{positive!r} is not one of the model's classes "
+                               f"({', '.join(classes)})")
         decision.positive = positive
     if (threshold is not None or unsure) and (len(classes) != 2 or decision.positive is None):
-        raise NbtextError("--threshold and --unsure need a two-class model with a positive class")
+        raise SettingError("threshold", None, "and {unsure} need a two-class model with a positive class")
     if threshold is not None:
         decision.threshold = threshold
     if unsure:

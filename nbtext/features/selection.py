@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-CRITERIA = ("frequency", "chi2", "mi")
+from ..settings import CRITERIA, FeatureOptions
 
 
 def chi2(counts: np.ndarray, class_docs: np.ndarray) -> np.ndarray:
@@ -53,3 +53,14 @@ def scores(criterion: str, counts: np.ndarray, class_docs: np.ndarray) -> np.nda
     if criterion == "mi":
         return mutual_information(counts)
     raise ValueError(f"unknown criterion {criterion!r}")
+
+
+def select(doc_freq: np.ndarray, counts: np.ndarray, class_docs: np.ndarray, f: FeatureOptions) -> np.ndarray:
+    """The token ids kept, sorted: document frequency within [min_df, max_df], then the best
+    max_features of those by f.select; ties go to the earlier id."""
+    keep = (doc_freq >= f.min_df) & (doc_freq <= f.max_df * class_docs.sum())
+    cols = np.flatnonzero(keep)
+    if f.max_features is not None and len(cols) > f.max_features:
+        ranked = scores(f.select, counts, class_docs)[cols]
+        cols = np.sort(cols[np.argsort(-ranked, kind="stable")[:f.max_features]])
+    return cols

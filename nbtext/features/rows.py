@@ -151,17 +151,26 @@ class Rows:
             out[:, c] = np.bincount(rows, weights=np.multiply(self.data, w, out=w), minlength=self.shape[0])
         return out
 
-    def column_sums_by_row_group(self, group: np.ndarray, k: int, weights: np.ndarray | None = None) -> np.ndarray:
+    def column_sums_by_row_group(self, group: np.ndarray, k: int, weights: np.ndarray | None = None,
+                                 token_major: bool = False) -> np.ndarray:
         """A k x columns array: row i's entries (times ``weights[i]``) added into row
-        ``group[i]``, as the one-hot product Y.T @ X would."""
+        ``group[i]``, as the one-hot product Y.T @ X would; with ``token_major``, its transpose
+        as a C-ordered columns x k array (the same sums, added in the same order)."""
         n = self.shape[1]
-        cells = np.repeat(np.asarray(group, dtype=np.int64) * n, np.diff(self.indptr))
-        cells += self.indices  # (in place: each temporary is one per entry, 2.5 MB a fold)
+        g = np.repeat(np.asarray(group, dtype=np.int64), np.diff(self.indptr))
+        if token_major:
+            cells = self.indices.astype(np.int64) * k
+            cells += g
+        else:
+            cells = g
+            cells *= n
+            cells += self.indices  # (in place: each temporary is one per entry, 2.5 MB a fold)
         v = self.data
         if weights is not None:
             v = np.repeat(np.asarray(weights, dtype=np.float64), np.diff(self.indptr))
             np.multiply(self.data, v, out=v)
-        return np.bincount(cells, weights=v, minlength=k * n).reshape(k, n)
+        sums = np.bincount(cells, weights=v, minlength=k * n)
+        return sums.reshape(n, k) if token_major else sums.reshape(k, n)
 
     def toarray(self) -> np.ndarray:
         out = np.zeros(self.shape)

@@ -1,8 +1,6 @@
-"""Token lists to a sparse document-by-term count matrix over a (growing) vocabulary.
+"""The vocabulary: tokens, their 64-bit keys and their ids (columns of the counts).
 
-A batch of documents is counted against a plain dict of its own distinct tokens (the only
-per-token Python loop); those distinct tokens are then found in, or added to, the shared
-Vocabulary in one vectorized step. The shared Vocabulary holds no Python string per token:
+The Vocabulary holds no Python string per token:
 its tokens live in one UTF-8 byte string, found by a 64-bit hash of their bytes in sorted numpy
 arrays. That is about 40 bytes a token where a dict of strings took about 200 (spamassassin's
 441,690 tokens: 89 MB as a dict, 18 MB here), and a model file's vocabulary loads without
@@ -10,19 +8,12 @@ creating one string.
 """
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import NbtextError
-from .rows import Rows, index_dtype, ranges
-
-if TYPE_CHECKING:
-    import scipy.sparse as sp
-
-    from .settings import TokenizerSettings
+from ..errors import NbtextError
+from .rows import index_dtype, ranges
 
 _FNV_BASIS = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -69,7 +60,7 @@ def token_keys(blob: bytes | np.ndarray) -> np.ndarray:
     return keys
 
 
-def _checked_keys(blob: bytes, tokens: list[str]) -> np.ndarray:
+def checked_keys(blob: bytes, tokens: list[str]) -> np.ndarray:
     keys = token_keys(blob)
     if len(keys) != len(tokens):
         raise NbtextError("a token contains a NUL character; tokens must not")
@@ -190,7 +181,7 @@ class Vocabulary:
     def extend(self, distinct: list[str]) -> np.ndarray:
         """Ids of tokens (another vocabulary's), appending the new ones in order."""
         blob = encode_tokens(distinct)
-        return self.extend_encoded(blob, _checked_keys(blob, distinct))
+        return self.extend_encoded(blob, checked_keys(blob, distinct))
 
     def lookup(self, tokens: list[str]) -> np.ndarray:
         """Ids of the tokens, -1 for tokens the vocabulary does not know."""
@@ -202,12 +193,6 @@ class Vocabulary:
         ids = np.full(len(tokens), -1, dtype=np.int64)
         ids[clean] = self.lookup([t for t, ok in zip(tokens, clean.tolist()) if ok])
         return ids
-
-    def ids(self, tokens: Iterable[str]) -> list[int]:
-        """Ids of a stream of tokens, appending those not seen yet."""
-        local: dict[str, int] = {}
-        idx = [local.setdefault(t, len(local)) for t in tokens]
-        return self.extend(list(local))[idx].tolist() if idx else []
 
     # -- reading tokens back ----------------------------------------------------------
     def encoded(self) -> bytes:
@@ -280,47 +265,3 @@ def gather(blob: bytes, starts: np.ndarray, lengths: np.ndarray, rows: np.ndarra
     b = np.frombuffer(blob, dtype=np.uint8)
     return b"".join(b[ranges(starts[r], lengths[r] + 1)].tobytes()
                     for r in (rows[i:i + piece] for i in range(0, len(rows), piece)))
-
-
-def local_count_arrays(token_lists: Iterable[list[str]]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """(distinct tokens in first-seen order, and the CSR data, indices and indptr of the count
-    matrix over them, indices sorted within each row) of a batch of documents, with numpy
-    alone: train's worker processes then never import scipy (0.2 s of each one's start-up)."""
-    lists = token_lists if isinstance(token_lists, list) else list(token_lists)
-    local: dict[str, int] = {}
-    idx = np.asarray([local.setdefault(t, len(local)) for t in itertools.chain.from_iterable(lists)],
-                     dtype=np.int64)
-    n, width = len(lists), max(len(local), 1)
-    rows = np.repeat(np.arange(n, dtype=np.int64),
-                     np.fromiter(map(len, lists), dtype=np.int64, count=n))
-    cells, counts = np.unique(rows * width + idx, return_counts=True)  # row-major: CSR order
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(cells // width, minlength=n), out=indptr[1:])
-    return list(local), counts.astype(np.float64), (cells % width).astype(index_dtype(width)), indptr
-
-
-def count_documents(datas: list, settings: TokenizerSettings) -> tuple:
-    """What a worker process sends back for a chunk of documents: (its distinct tokens,
-    encoded; their keys; the CSR arrays of its count matrix over them; their number). Bytes
-    and arrays, cheap to send and hashed in the worker, in parallel; numpy only."""
-    from .tokenize import Tokenizer
-
-    tok = Tokenizer(settings)
-    distinct, data, indices, indptr = local_count_arrays([tok(d) for d in datas])
-    blob = encode_tokens(distinct)
-    return blob, _checked_keys(blob, distinct), (data, indices, indptr, len(distinct))
-
-
-def count_rows(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool) -> Rows:
-    """Rows are documents, columns vocabulary ids, values token counts.
-
-    With grow=False tokens the vocabulary does not know are dropped (they cannot be scored).
-    """
-    distinct, data, indices, indptr = local_count_arrays(token_lists)
-    mapping = vocab.extend(distinct) if grow else vocab.lookup(distinct)
-    return Rows(data, indices, indptr, len(distinct)).moved(mapping, len(vocab))
-
-
-def count_matrix(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool) -> sp.csr_matrix:
-    """count_rows as a scipy.sparse.csr_matrix (the library's interface)."""
-    return count_rows(token_lists, vocab, grow).tocsr()

@@ -1,14 +1,13 @@
-"""Bytes or text in, a list of string tokens out.
+"""Words: bytes to text, Unicode words, word n-grams and character n-grams.
 
-Plain text: Unicode words, case-folded, optional word n-grams and character n-grams.
-Mail (auto-detected, or forced with mode="email"): see nbtext.mail, imported only when needed
-so that classifying plain text never pays for the email package.
+The rules every tokenizer shares; nbtext.text.mail reads mail with them and
+nbtext.text.tokenizer chooses between the two.
 """
 from __future__ import annotations
 
 import re
 
-from .settings import TokenizerSettings
+from ..settings import TokenizerSettings
 
 # Han, kana: no spaces between words, so each ideograph is a token (as Lucene's standard
 # analyzer does); other scripts: letters/digits with inner apostrophes, dots and hyphens
@@ -124,24 +123,3 @@ def add_ngrams(tokens: list[str], settings: TokenizerSettings, chars: bool = Tru
             for n in range(lo, hi + 1):
                 out.extend("c:" + padded[i:i + n] for i in range(len(padded) - n + 1))
     return out
-
-
-class Tokenizer:
-    """Callable: document bytes or text -> tokens, as the settings say."""
-
-    def __init__(self, settings: TokenizerSettings | None = None):
-        self.settings = settings or TokenizerSettings()
-
-    def is_mail(self, data: bytes | str) -> bool:
-        mode = self.settings.mode
-        return mode == "email" or (mode == "auto" and looks_like_mail(data))
-
-    def __call__(self, data: bytes | str) -> list[str]:
-        s = self.settings
-        data = data[: s.max_bytes]
-        if self.is_mail(data):
-            from .mail import mail_tokens  # the email package only when there is mail
-
-            return mail_tokens(data, s)
-        text = ANSI_RE.sub(" ", decode_text(data))
-        return add_ngrams(words(text, s), s)

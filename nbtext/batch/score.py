@@ -1,0 +1,47 @@
+"""Scoring many documents: chunks counted (on one core or several) onto a model's vocabulary,
+then its posteriors, in input order."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from ..features.counting import Batch
+from ..model import Model
+from ..read import Document
+from .chunks import CHUNK, counted
+
+
+def scored_batches(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_size: int = CHUNK
+                   ) -> Iterator[tuple[list[Document], Batch, np.ndarray]]:
+    """(documents, their Batch, posteriors) chunk by chunk, in input order."""
+    for chunk, batch in counted(docs, model.tokenizer_settings, n_jobs=n_jobs, chunk_size=chunk_size):
+        yield chunk, batch, model.proba(batch.onto(model.vocab, grow=False))
+
+
+def score_chunks(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_size: int = CHUNK
+                 ) -> Iterator[tuple[list[Document], np.ndarray]]:
+    """(documents, posteriors) chunk by chunk, in input order."""
+    for chunk, _, proba in scored_batches(model, docs, n_jobs, chunk_size):
+        yield chunk, proba
+
+
+def evaluate_documents(model: Model, docs: Iterable[Document], n_jobs: int = 1, progress=None) -> dict:
+    """eval's figures (nbtext.report.evaluate) of a model on labelled documents."""
+    from ..errors import NbtextError
+    from ..report import evaluate
+
+    y_true, y_pred, probas = [], [], []
+    for chunk, proba in score_chunks(model, docs, n_jobs=n_jobs):
+        for d in chunk:
+            if d.label not in model.classes:
+                raise NbtextError(f"{d.id}: label {d.label!r} is not one of the model's classes "
+                                  f"({', '.join(model.classes)})")
+        y_true += [d.label for d in chunk]
+        y_pred += model.verdicts(proba)
+        probas.append(proba)
+        if progress:
+            progress(len(chunk))
+    if not y_true:
+        raise NbtextError("no documents found in the evaluation sources")
+    return evaluate(model.classes, y_true, y_pred, np.vstack(probas), model.decision.positive)

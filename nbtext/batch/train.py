@@ -1,0 +1,249 @@
+"""Training: documents mapped to counts chunk by chunk (nbtext.batch.chunks), reduced into one
+Counts over one vocabulary, then the features kept and the decisions fitted.
+
+Also what builds on training: the whole corpus as one matrix, and k-fold cross-validation.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import NbtextError, SettingError
+from ..features.rows import Rows
+from ..features.selection import select
+from ..features.vocabulary import Vocabulary
+from ..model import Model
+from ..nb.counts import Counts
+from ..nb.decision import Decision, default_positive
+from ..nb.estimators import make_estimator
+from ..operations import digest
+from ..read import Document
+from ..record import Record
+from ..settings import DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
+from .chunks import counted
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+CALIBRATION_SAMPLE = 5_000  # one temperature (or threshold) is well fitted by 5,000 documents
+
+
+class Reservoir:
+    """A uniform random sample of at most ``size`` documents' rows, in input order.
+
+    Each document draws a random key; the sample is the ``size`` smallest keys. Parts are
+    only cut down when a quarter of the size again has piled up, so the cost per document
+    stays constant, and each part is cut on its own (stacking them all first held the pile
+    twice, then the kept rows a third time). Rows are counts, stored in 16 bits or as float32
+    (see add): calibration makes each fold float64 in turn."""
+
+    def __init__(self, size: int, seed: int, release=None):
+        self.size, self.rng, self.release = size, np.random.default_rng(seed), release
+        self.parts: list = []       # (matrix, labels, keys), in input order
+        self.rows = 0
+
+    def add(self, X: Rows, labels: list[str]):
+        # Counts as 16 bits when a chunk's fit (nearly always), else 32-bit floats (exact
+        # below 2**24): 6 or 8 bytes a cell with the 32-bit column numbers.
+        X = X.astype(np.uint16 if not X.nnz or X.data.max() < 2**16 else np.float32)
+        self.parts.append((X, np.asarray(labels), self.rng.random(X.shape[0])))
+        self.rows += X.shape[0]
+        if self.rows > self.size + self.size // 4:
+            self._shrink()
+            if self.release:
+                self.release()
+
+    def _shrink(self):
+        if self.rows <= self.size:
+            return
+        cut = np.partition(np.concatenate([keys for *_, keys in self.parts]), self.size - 1)[self.size - 1]
+        for i, (X, y, keys) in enumerate(self.parts):
+            keep = np.flatnonzero(keys <= cut)  # (random floats: ties have probability ~0)
+            self.parts[i] = (X[keep], y[keep], keys[keep]) if len(keep) < len(keys) else (X, y, keys)
+        self.parts = [p for p in self.parts if len(p[2])]
+        self.rows = sum(len(p[2]) for p in self.parts)
+
+    def sample(self, width: int) -> tuple[Rows, np.ndarray]:
+        """The sample as one matrix."""
+        self._shrink()
+        parts, self.parts = self.parts, []
+        X = Rows.stack([m for m, *_ in parts], width)
+        return X, np.concatenate([p[1] for p in parts])
+
+
+
+
+def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = TokenizerSettings(),
+                settings: ModelSettings = ModelSettings(), features: FeatureOptions = FeatureOptions(),
+                decisions: DecisionOptions = DecisionOptions(), n_jobs: int = 1, progress=None,
+                calibration_sample: int = CALIBRATION_SAMPLE, release=None
+                ) -> tuple[Model, ThresholdFit | None]:
+    """Count every document into a new model, then keep the features the options select and
+    fit the decisions; returns the model and, for max_fpr, what its threshold costs.
+
+    Counts stream chunk by chunk: nothing per document is kept but its label and digest.
+    Calibration and max_fpr, which need out-of-fold predictions, fit on a uniform random
+    sample of at most ``calibration_sample`` documents (all of them in a smaller corpus), so
+    memory stays bounded however large the corpus. ``release`` is called between phases and
+    after each cut of the sample (the command line returns freed memory to the system there)."""
+    release = release or (lambda: None)
+    vocab, counts, ledger, n_docs = Vocabulary(), Counts(), set(), 0
+    counting = make_estimator(settings)  # (how the variant counts a document)
+    reservoir = Reservoir(calibration_sample, decisions.seed, release) if decisions.needs_matrix else None
+    for chunk, batch in counted(docs, tokenizer, n_jobs=n_jobs):
+        labels = [d.label for d in chunk]
+        n_docs += len(chunk)
+        ledger.update(digest(d.label, d.data) for d in chunk)
+        ids = batch.ids_in(vocab, grow=True)
+        # Summed over the chunk's own columns and added at their ids: work in proportion to
+        # the chunk, not to the whole vocabulary (spamassassin-2002: 0.61 -> 0.05 s).
+        counts.add(counting.features(batch.rows), labels, ids=ids, width=len(vocab))
+        if reservoir is not None:
+            reservoir.add(batch.rows.moved(ids, len(vocab)), labels)
+        if progress:
+            progress(len(chunk))
+    if not n_docs:
+        raise NbtextError("no documents found in the training sources")
+    release()
+    sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
+    release()
+    model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample)
+    model.ledger = ledger
+    release()
+    return model, fit
+
+
+def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
+                       X=None, y=None) -> tuple[Model, np.ndarray, ThresholdFit | None]:
+    """The model of counts over ``vocab``, with the features the options keep and the decisions
+    fitted on (X, y) when given; returns it with the kept columns and the threshold's fit."""
+    counts.compact()
+    width = counts.width
+    fc = counts.feature_count if features.max_features is None else np.ascontiguousarray(counts.feature_count)
+    keep = select(counts.doc_freq, fc, counts.class_count, features)
+    del fc
+    everything = len(keep) == width
+    if not everything:
+        vocab, counts = vocab.subset(keep), counts.columns(keep)
+    model = Model(tokenizer, settings, vocab, counts, Decision(positive=default_positive(counts.classes)))
+    model.check_trainable()
+    if X is not None and not everything:
+        X = X.columns(keep)  # (a copy: only when features were dropped)
+    # An identity list of columns need not be held while calibrating (spamassassin-2002: 7 MB).
+    keep = None if everything else keep
+    fit = apply_decisions(model, decisions, X, y)
+    return model, (np.arange(width) if keep is None else keep), fit
+
+
+def fit_matrix(X, y: np.ndarray, vocab: Vocabulary, tokenizer: TokenizerSettings,
+               settings: ModelSettings, features: FeatureOptions = FeatureOptions(),
+               decisions: DecisionOptions = DecisionOptions()) -> tuple[Model, np.ndarray]:
+    """A model from a document-by-term matrix and labels; returns it with the kept columns."""
+    y = np.asarray([str(v) for v in y])
+    X = Rows.of(X)
+    counts = Counts()
+    counts.add(make_estimator(settings).features(X), list(y), width=X.shape[1])
+    model, keep, _ = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
+    return model, keep
+
+
+class ThresholdFit(Record):
+    """What a threshold chosen for max_fpr costs, in the internal folds it was chosen on."""
+
+    threshold: float
+    fpr: float   # the share of the negative class called positive
+    fnr: float   # the share of the positive class missed
+
+
+def apply_decisions(model: Model, d: DecisionOptions, X, y) -> ThresholdFit | None:
+    """Set the model's decision as the options say: the positive class, the temperature and a
+    max_fpr threshold fitted on internal folds of (X, y) (all the model's documents, or a
+    sample of them), a given threshold and unsure band."""
+    classes = model.classes
+    if d.positive is not None:
+        if d.positive not in classes:
+            raise SettingError("positive", None, f"{d.positive!r} is not one of the classes ({', '.join(classes)})")
+        model.decision.positive = d.positive
+    pos = model.decision.positive
+    fit = None
+    if (d.threshold is not None or d.max_fpr is not None or d.unsure) and (len(classes) != 2 or pos is None):
+        raise SettingError("threshold", None, "{threshold}, {unsure} and {max_fpr} need two classes and a positive one "
+                           f"({{positive}}; the classes are {', '.join(classes)})")
+    if X is not None and d.needs_matrix:
+        from ..nb.calibrate import (can_split, fit_temperature, out_of_fold_jll, probabilities_at,
+                                    threshold_for_fpr)
+
+        if can_split(y, d.folds):
+            whole = X.shape[0] == model.n_documents  # the sample is every document learned
+            # The temperature is fitted to fold-unseen tokens scored as zero counts, the threshold
+            # to them left out, as new mail is scored (why: calibrate.out_of_fold_jll); a sample of
+            # a larger corpus keeps them for both.
+            unseen = "keep" if d.max_fpr is None or not whole else "drop" if not d.calibrate else "both"
+            jll = out_of_fold_jll(X, y, classes, model.settings, d.folds, d.seed,
+                                  full=model.estimator if whole else None, unseen=unseen)
+            jll, jll_for_threshold = jll if unseen == "both" else (jll, jll)
+            t_idx = np.searchsorted(classes, y)
+            if d.calibrate:
+                model.decision.temperature = fit_temperature(jll, t_idx)
+            if d.max_fpr is not None:
+                p = probabilities_at(jll_for_threshold, model.decision.temperature)[:, classes.index(pos)]
+                # Untempered (T = 1), Naive Bayes log-odds run to hundreds, and P rounds to 1
+                # for every confident document: spamassassin-2002's split has 8 such ham.
+                hint = "" if d.calibrate else " (probabilities untempered, as {calibrate} is off: try it on)"
+                t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr, hint)
+                fit = ThresholdFit(t, float((p[y != pos] >= t).mean()),
+                                   float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
+        elif d.max_fpr is not None:
+            raise SettingError("max_fpr", None, f"needs at least {d.folds} documents of each class")
+    if d.threshold is not None:
+        model.decision.threshold = d.threshold
+    if d.unsure is not None:
+        model.decision.unsure = tuple(d.unsure)
+    return fit
+
+
+def count_corpus(docs: Iterable[Document], tokenizer: TokenizerSettings, n_jobs: int = 1,
+                 progress=None, ids: list | None = None) -> tuple["sp.csr_matrix", np.ndarray, Vocabulary]:
+    """The whole corpus as one document-by-term matrix (scipy's), with labels and vocabulary;
+    the documents' ids are appended to ``ids`` when it is given."""
+    vocab = Vocabulary()
+    chunks, labels = [], []
+    for chunk, batch in counted(docs, tokenizer, n_jobs=n_jobs):
+        chunks.append(batch.onto(vocab, grow=True))
+        labels += [d.label for d in chunk]
+        if ids is not None:
+            ids += [d.id for d in chunk]
+        if progress:
+            progress(len(chunk))
+    if not labels:
+        raise NbtextError("no documents found in the sources")
+    return Rows.stack(chunks, len(vocab)).tocsr(), np.asarray(labels), vocab
+
+
+def cross_validate(X, y, vocab: Vocabulary, tokenizer: TokenizerSettings, settings: ModelSettings,
+                   features: FeatureOptions, decisions: DecisionOptions, k: int, seed: int,
+                   predictions: list | None = None) -> list[dict]:
+    """Eval figures of each of k stratified folds, each scored by a model trained (with the
+    same options, calibration included) on the other k-1. With ``predictions`` (a list as long
+    as y), each document's out-of-fold (label, probability of it, fold 1..k) is put at its row."""
+    from ..nb.calibrate import can_split, stratified_folds
+    from ..report import evaluate
+
+    if not can_split(y, k):
+        classes, counts = np.unique(y, return_counts=True)
+        few = ", ".join(f"{c}: {n}" for c, n in zip(classes, counts) if n < k) or "only one class"
+        raise SettingError("folds", None, f"{k} needs at least {k} documents of each of two or more classes ({few})")
+    folds = stratified_folds(y, k, seed)
+    results = []
+    for f in range(k):
+        test = folds == f
+        model, keep = fit_matrix(X[~test], y[~test], vocab, tokenizer, settings, features, decisions)
+        proba = model.proba(X[test][:, keep])
+        verdicts = model.verdicts(proba)
+        results.append(evaluate(model.classes, list(y[test]), verdicts, proba, model.decision.positive))
+        if predictions is not None:
+            for i, label, row in zip(np.flatnonzero(test), verdicts, proba):
+                predictions[i] = (label, float(row[model.classes.index(label)]), f + 1)
+    return results

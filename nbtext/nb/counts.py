@@ -1,0 +1,208 @@
+"""The spine: a text model's mergeable statistics, and nothing but sums.
+
+Per class, how many documents it has and how often each token occurs in them (as the variant
+counts a document: raw counts, present-or-not, or Complement NB's transformed rows); per
+token, how many documents hold it. Every way of building a model is an addition to one of
+these: training a chunk at a time (serial, or chunks counted by worker processes), ``partial_fit``,
+``learn`` and ``forget`` (weight -1), ``merge`` of two models, and a cluster's reduce. Tokens are
+columns; which token a column is, is the vocabulary's business (nbtext.features.vocabulary):
+a chunk counted elsewhere is added at the ids its tokens got in the vocabulary (``ids``).
+
+The arrays are kept token by class and grow by a quarter at a time, in place (numpy's resize
+of the rows at the end): streamed training adds columns for every chunk, and a new array per
+chunk held the old and the new at once (spamassassin-2002: 10 MB of train's peak).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import NbtextError
+from ..features.rows import Rows
+
+
+class Counts:
+    def __init__(self, classes: Sequence[str] = (), n_features: int = 0):
+        self.classes: list[str] = sorted(set(classes))
+        k = len(self.classes)
+        self._fc = np.zeros((n_features, k))        # tokens x classes
+        self._cc = np.zeros(k)
+        self._df = np.zeros(n_features, dtype=np.int32)  # int32 while whole (half the memory)
+        self.width = n_features
+        self.version = 0  # bumped by every change: estimators cache what they derive by it
+
+    @classmethod
+    def of_arrays(cls, classes: Sequence[str], feature_count: np.ndarray, class_count: np.ndarray,
+                  doc_freq: np.ndarray | None = None) -> "Counts":
+        """Counts holding these arrays (classes x tokens, per class, per token)."""
+        classes = list(classes)
+        if classes != sorted(set(classes)):
+            raise NbtextError(f"classes must be distinct and sorted, got {classes}")
+        c = cls(classes, 0)
+        fc = np.asarray(feature_count, dtype=np.float64)
+        c._fc, c._cc = np.ascontiguousarray(fc.T), np.array(class_count, dtype=np.float64)
+        c.width = fc.shape[1]
+        c._df = (np.zeros(c.width, dtype=np.int32) if doc_freq is None
+                 else np.asarray(doc_freq, dtype=np.float64))
+        return c
+
+    # -- the sums, as arrays (views: valid until the next change) ---------------------------
+    @property
+    def feature_count(self) -> np.ndarray:
+        """classes x tokens (a transposed view of the token-major store)."""
+        return self._fc[:self.width, :len(self.classes)].T
+
+    @property
+    def token_major(self) -> np.ndarray:
+        """tokens x classes, C-ordered: what deriving log-probabilities reads."""
+        return self._fc[:self.width, :len(self.classes)]
+
+    @property
+    def class_count(self) -> np.ndarray:
+        return self._cc[:len(self.classes)]
+
+    @property
+    def doc_freq(self) -> np.ndarray:
+        return self._df[:self.width]
+
+    @property
+    def n_documents(self) -> int:
+        return int(round(self.class_count.sum()))
+
+    # -- adding -------------------------------------------------------------------------------
+    def _class_rows(self, labels: Sequence[str]) -> np.ndarray:
+        """Each label's row, adding classes not seen yet at their sorted place."""
+        new = sorted(set(labels) - set(self.classes))
+        if new:  # rare (a corpus's classes come early): the one growth that copies
+            classes = sorted(self.classes + new)
+            where = [classes.index(c) for c in self.classes]
+            fc = np.zeros((self._fc.shape[0], len(classes)))
+            fc[:, where] = self._fc[:, :len(self.classes)]
+            cc = np.zeros(len(classes))
+            cc[where] = self.class_count
+            self._fc, self._cc, self.classes = fc, cc, classes
+        index = {c: i for i, c in enumerate(self.classes)}
+        return np.asarray([index[lab] for lab in labels], dtype=np.int64)
+
+    def _reserve(self, width: int) -> None:
+        rows = self._fc.shape[0]
+        if width > rows:
+            rows = max(width, rows + rows // 4)
+            self._fc.resize((rows, self._fc.shape[1]), refcheck=False)  # new rows are 0
+            self._df.resize(rows, refcheck=False)
+        elif len(self._df) < rows:
+            self._df.resize(rows, refcheck=False)
+        self.width = max(self.width, width)
+
+    def _sums(self, X, labels: Sequence[str], weights) -> tuple:
+        """(class rows of the labels, X's sums per token and class (tokens x classes, C order),
+        its documents per token, its documents per class)."""
+        X = Rows.of(X)
+        if X.shape[0] != len(labels):
+            raise NbtextError(f"X has {X.shape[0]} rows but there are {len(labels)} labels")
+        idx = self._class_rows(labels)
+        k = len(self.classes)
+        sums = X.column_sums_by_row_group(idx, k, weights, token_major=True)
+        nonzero = X.data != 0
+        present = X.indices if nonzero.all() else X.indices[nonzero]
+        doc_weights = None if weights is None else np.repeat(
+            np.asarray(weights, dtype=np.float64), np.diff(X.indptr))[nonzero]
+        df = np.bincount(present, weights=doc_weights, minlength=X.shape[1])
+        return idx, sums, df, np.bincount(idx, weights=weights, minlength=k)
+
+    def add(self, X, labels: Sequence[str], ids: np.ndarray | None = None, width: int | None = None,
+            weights: np.ndarray | None = None) -> None:
+        """Add documents in place: rows of X (as the variant counts them), their labels, and for
+        each of X's columns the token id it is (``ids``; None: the columns are the ids).
+        ``width`` is the number of tokens known (the vocabulary's size). Weights must not be
+        negative here: taking documents out is ``plus``."""
+        if weights is not None and (np.asarray(weights) < 0).any():
+            raise ValueError("Counts.add adds: take documents out with plus()")
+        idx, sums, df, cc = self._sums(X, labels, weights)
+        n, k = sums.shape[0], len(self.classes)
+        cols = None if ids is None else np.asarray(ids, dtype=np.int64)
+        if width is None:
+            width = max(self.width, n if cols is None else int(cols.max(initial=-1)) + 1)
+        self._reserve(width)
+        if self._df.dtype == np.int32 and not np.array_equal(df, np.round(df)):
+            self._df = self._df.astype(np.float64)  # fractional weights: no longer whole
+        df = df.astype(self._df.dtype)
+        if cols is None:
+            self._fc[:n, :k] += sums
+            self._df[:n] += df
+        elif self._distinct(cols):
+            self._fc[cols, :k] += sums
+            self._df[cols] += df
+        else:  # two tokens shared a 64-bit key: add.at sums them (4x slower than the above)
+            np.add.at(self._fc, (cols[:, None], np.arange(k)), sums)
+            np.add.at(self._df, cols, df)
+        self._cc[:k] += cc
+        self.version += 1
+
+    def plus(self, X, labels: Sequence[str], weights: np.ndarray) -> "Counts":
+        """New counts: these with documents added at the given weights (-1: taken out), whose
+        columns are this model's tokens. Refused when a count would go below zero (those
+        documents were not learned); what taking out transformed counts leaves within 1e-9 of
+        zero (rounding dust) becomes zero. The documents' sums are made in a new array that
+        becomes the result's: no copy of these counts is made on the way."""
+        unknown = sorted(set(labels) - set(self.classes))
+        if unknown:
+            raise NbtextError(f"unknown label {unknown[0]!r} (the classes are {', '.join(self.classes)})")
+        _, fc, df, cc = self._sums(Rows.of(X).widened(self.width), labels, weights)
+        np.add(self.token_major, fc, out=fc)  # one layout, one rounding
+        cc = self.class_count + cc
+        if (fc < -1e-9).any() or (cc < -1e-9).any():
+            raise NbtextError("that would take counts below zero: those documents were not learned")
+        out = Counts(self.classes, 0)
+        out._fc, out._cc = np.maximum(fc, 0.0, out=fc), np.maximum(cc, 0.0)
+        out._df, out.width = np.maximum(self.doc_freq + df, 0.0), self.width
+        return out
+
+    @staticmethod
+    def _distinct(ids: np.ndarray) -> bool:
+        """No id repeats (sorted, no two neighbours equal: a chunk's ids, not a scratch array
+        as long as the vocabulary)."""
+        s = np.sort(ids)
+        return not (s[1:] == s[:-1]).any()
+
+    def merge(self, other: "Counts", ids: np.ndarray | None = None, width: int | None = None) -> None:
+        """Add another model's counts; ``ids``: the id each of its tokens has here."""
+        cols = np.arange(other.width) if ids is None else np.asarray(ids, dtype=np.int64)
+        width = width if width is not None else max(self.width, int(cols.max(initial=-1)) + 1)
+        rows = self._class_rows(other.classes)
+        self._reserve(width)
+        if other.classes:
+            np.add.at(self._fc, (cols[:, None], rows[None, :]), other.token_major)
+            self._cc[rows] += other.class_count
+            if not np.array_equal(other.doc_freq, np.round(other.doc_freq)):
+                self._df = self._df.astype(np.float64)
+            np.add.at(self._df, cols, other.doc_freq.astype(self._df.dtype))
+        self.version += 1
+
+    # -- taking parts ---------------------------------------------------------------------------
+    def compact(self) -> None:
+        """Cut the arrays to size (growth leaves a quarter spare) and make the document
+        frequencies float64, as a finished model keeps them."""
+        k = len(self.classes)
+        if self._fc.shape != (self.width, k):
+            self._fc = np.ascontiguousarray(self._fc[:self.width, :k])
+        self._cc = self._cc[:k].copy()
+        self._df = self._df[:self.width].astype(np.float64)
+
+    def columns(self, keep: np.ndarray) -> "Counts":
+        """The counts of the tokens ``keep`` (sorted ids), renumbered 0, 1, ..."""
+        out = Counts(self.classes, 0)
+        out._fc = np.ascontiguousarray(self.token_major[keep])
+        out._cc, out._df = self.class_count.copy(), self.doc_freq[keep].astype(np.float64)
+        out.width = len(keep)
+        return out
+
+    def copy(self) -> "Counts":
+        return self.columns(np.arange(self.width))
+
+    def check_trainable(self) -> None:
+        present = [c for c, n in zip(self.classes, self.class_count) if n > 0]
+        if len(present) < 2:
+            raise NbtextError(
+                f"need documents of at least two classes to train, got {present or 'none'}")

@@ -1,0 +1,340 @@
+"""Naive Bayes estimators: counts are the state, log-probabilities are derived from them.
+
+The classes follow scikit-learn's estimator conventions (fit / partial_fit / predict /
+predict_proba / predict_log_proba, fitted attributes ending in ``_``) without importing it.
+The state is a Counts (nbtext.nb.counts); ``partial_fit`` adds to it, ``sample_weight=-1`` takes
+documents out again, and two models over the same features add up exactly.
+
+Each variant says three things: how it counts a document (``features``: raw counts,
+present-or-not, Complement NB's transformed rows), the per-class sums over the vocabulary that
+its weights need (``summary``, stored in the model file for the classify path), and its linear
+view (``linear``: a weight per class and token, a bias per class), from the formulas of
+nbtext.nb.weights. Everything else is the base class's: the joint log-likelihood is
+``features(X) @ W.T + b`` for every variant, and posteriors are ``jll - logsumexp(jll)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import NbtextError
+from ..features.rows import Rows
+from . import weights as F
+from .counts import Counts
+
+
+def logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    """log(sum(exp(a), axis=1)) without overflow or underflow."""
+    m = np.max(a, axis=1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    return (m + np.log(np.sum(np.exp(a - m), axis=1, keepdims=True)))[:, 0]
+
+
+def _as_rows(X) -> Rows:
+    """X (scipy sparse, dense, or Rows) as float64 Rows, refused when a value is negative."""
+    X = Rows.of(X)
+    if X.data.dtype != np.float64:
+        X = X.astype(np.float64)
+    if X.nnz and X.data.min() < 0:
+        raise NbtextError("Naive Bayes needs non-negative feature values")
+    return X
+
+
+class Linear:
+    """A variant's linear view of its joint log-likelihood: jll = features(X) @ W.T + b, the
+    bias given as the terms it sums (added one by one, in order, to each score).
+    W.T is kept C-ordered (a transposed, Fortran-ordered operand was copied on every product:
+    0.33 s of predict's main process on spamassassin-2002)."""
+
+    def __init__(self, W: np.ndarray, bias_terms: tuple, features):
+        self.W, self.bias_terms, self.features = W, bias_terms, features
+        self._WT = np.ascontiguousarray(W.T)
+
+    @property
+    def b(self) -> np.ndarray:
+        b = np.zeros(self.W.shape[0])
+        for term in self.bias_terms:
+            b = b + term
+        return b
+
+    def jll(self, X) -> np.ndarray:
+        out = np.asarray(self.features(X) @ self._WT)
+        for term in self.bias_terms:
+            out = out + term
+        return out
+
+
+class _BaseNB:
+    """Owns the counts, the class bookkeeping and every predict*; subclasses derive weights."""
+
+    def __init__(self, alpha: float = 1.0, fit_prior: bool = True, class_prior=None):
+        self.alpha = alpha
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+
+    # -- scikit-learn style parameter access ---------------------------------------------
+    def get_params(self, deep: bool = True) -> dict:
+        return {"alpha": self.alpha, "fit_prior": self.fit_prior, "class_prior": self.class_prior}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            setattr(self, k, v)
+        self._cache = None
+        return self
+
+    # -- the state ------------------------------------------------------------------------
+    @classmethod
+    def of_counts(cls, counts: Counts, **params):
+        """An estimator over existing counts (shared, not copied)."""
+        est = cls(**params)
+        est.counts_ = counts
+        return est
+
+    # scikit-learn's fitted attributes, read from the counts
+    classes_ = property(lambda self: np.asarray(self.counts_.classes))
+    feature_count_ = property(lambda self: self.counts_.feature_count)
+    class_count_ = property(lambda self: self.counts_.class_count)
+    n_features_in_ = property(lambda self: self.counts_.width)
+
+    def features(self, X) -> Rows:
+        """A document as this variant counts it."""
+        return _as_rows(X)
+
+    def fit(self, X, y, sample_weight=None):
+        X = _as_rows(X)
+        self.counts_ = Counts(np.unique(np.asarray(y)).tolist(), X.shape[1])
+        return self.partial_fit(X, y, sample_weight=sample_weight)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        self._check_alpha()
+        X = self.features(X)
+        y = [str(v) for v in np.asarray(y)]
+        if not hasattr(self, "counts_"):
+            if classes is None:
+                raise NbtextError("classes must be passed on the first call to partial_fit")
+            self.counts_ = Counts([str(c) for c in np.unique(classes)], X.shape[1])
+        unknown = sorted(set(y) - set(self.counts_.classes))
+        if unknown:
+            raise NbtextError(f"unknown label {unknown[0]!r} (the model knows {self.counts_.classes})")
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
+        if w is not None and (w < 0).any():
+            self.counts_ = self.counts_.plus(X, y, w)
+        else:
+            self.counts_.add(X, y, width=max(X.shape[1], self.counts_.width), weights=w)
+        return self
+
+    def without(self, X, y) -> "_BaseNB":
+        """A new estimator of the same kind: these counts less the documents (X, y)."""
+        return self.of_counts(self.counts_.plus(self.features(X), [str(v) for v in y],
+                                                -np.ones(len(y))), **self.get_params())
+
+    def _check_alpha(self):
+        if not (self.alpha > 0):
+            raise NbtextError(f"alpha must be positive, got {self.alpha}")
+
+    # -- derived parameters, cached until the counts change --------------------------------
+    def _derived(self, name: str, make):
+        cache = getattr(self, "_cache", None)
+        key = (id(self.counts_), self.counts_.version, self.alpha)
+        if cache is None or cache[0] != key:
+            cache = self._cache = (key, {})
+        if name not in cache[1]:
+            self._check_alpha()
+            cache[1][name] = make()
+        return cache[1][name]
+
+    @property
+    def class_log_prior_(self) -> np.ndarray:
+        return self._derived("prior", self._log_prior)
+
+    def _log_prior(self) -> np.ndarray:
+        k = len(self.counts_.classes)
+        if self.class_prior is not None:
+            prior = np.asarray(self.class_prior, dtype=float)
+            if prior.shape != (k,):
+                raise NbtextError(f"class_prior needs {k} values")
+            return np.log(prior)
+        if not self.fit_prior:
+            return np.full(k, -np.log(k))
+        cc = self.class_count_
+        with np.errstate(divide="ignore"):
+            return F.log_prior(cc, cc.sum(), np.log)
+
+    def linear(self) -> Linear:
+        """The linear view W, b of the joint log-likelihood (see nbtext.nb.weights)."""
+        return self._derived("linear", self._linear)
+
+    def _linear(self) -> Linear:
+        raise NotImplementedError
+
+    def summary(self) -> dict:
+        """Per-class sums over the vocabulary that the weights need (lists of floats), for the
+        classify path, which computes a message's weights alone (nbtext.fastscore)."""
+        raise NotImplementedError
+
+    @property
+    def feature_log_prob_(self) -> np.ndarray:
+        return self.linear().W
+
+    # -- prediction: everything comes from the joint log-likelihood ----------------------
+    def predict_joint_log_proba(self, X) -> np.ndarray:
+        X = _as_rows(X)
+        if X.shape[1] != self.n_features_in_:
+            raise NbtextError(f"X has {X.shape[1]} features, the model {self.n_features_in_}")
+        return self.linear().jll(X)
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        jll = self.predict_joint_log_proba(X)
+        return jll - logsumexp_rows(jll)[:, None]
+
+    def predict_proba(self, X) -> np.ndarray:
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+
+
+class MultinomialNB(_BaseNB):
+    """P(t|c) = (N_ct + alpha) / (N_c + alpha * V); a document is a bag of token counts."""
+
+    def _log_den(self) -> np.ndarray:
+        # (row by row: the same sums, without a smoothed copy of all the counts at once)
+        return np.log(np.array([(row + self.alpha).sum() for row in self.feature_count_]))
+
+    def summary(self) -> dict:
+        return {"log_den": self._log_den().tolist()}
+
+    def _linear(self) -> Linear:
+        # Weights are made tokens x classes, in place, and handed out transposed: one V x k
+        # array, whose transpose is already the C-ordered operand of the product.
+        W = F.multinomial_weight(self.counts_.token_major, self._log_den(), self.alpha,
+                                 lambda a: np.log(a, out=a)).T
+        return Linear(W, (self.class_log_prior_,), self.features)
+
+
+class BernoulliNB(_BaseNB):
+    """P(t|c) = (df_ct + alpha) / (n_c + 2 alpha); absent vocabulary terms count against a class.
+
+    Scoring stays sparse: X @ (log p - log(1-p)).T + sum(log(1-p)). Its feature_log_prob_ is
+    scikit-learn's, log p."""
+
+    def features(self, X) -> Rows:
+        X = _as_rows(X).eliminate_zeros()
+        return X.with_data(np.ones(X.nnz))
+
+    def _logs(self):
+        # (C-ordered, classes x tokens: sums over tokens then add in the same order whatever
+        # layout the counts are stored in, so that equal counts give equal bits)
+        fc = np.ascontiguousarray(self.feature_count_)
+        return F.bernoulli_logs(fc, self.class_count_[:, None], self.alpha, np.log)
+
+    def summary(self) -> dict:
+        return {"neg_sum": self._logs()[1].sum(axis=1).tolist()}
+
+    @property
+    def feature_log_prob_(self) -> np.ndarray:
+        return self._logs()[0]
+
+    def _linear(self) -> Linear:
+        log_p, log_not_p = self._logs()
+        return Linear(log_p - log_not_p, (log_not_p.sum(axis=1), self.class_log_prior_), self.features)
+
+
+def document_transform(X, tf: bool, length_norm: bool):
+    """Rennie et al.'s per-document transforms: log term frequency, log(1 + n) (section 4.1), and
+    document-length normalization, each row scaled to unit L2 length (4.3)."""
+    if not (tf or length_norm):
+        return X
+    X = Rows.of(X)
+    if tf:
+        X = X.with_data(np.log1p(X.data))
+    if length_norm:
+        norms = np.sqrt(X.row_sums(X.data * X.data))
+        X = X.scaled_rows(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0))
+    return X
+
+
+def idf_weights(doc_freq: np.ndarray, n_docs: float) -> np.ndarray:
+    """F.idf_weight of every token; 0 for tokens in no document."""
+    df = np.asarray(doc_freq, dtype=float)
+    out = np.zeros_like(df)
+    seen = df > 0
+    out[seen] = F.idf_weight(df[seen], n_docs, np.log)
+    return out
+
+
+class ComplementNB(_BaseNB):
+    """Complement Naive Bayes (Rennie et al. 2003): a class is scored by how unlike the
+    *other* classes' text the document is, which corrects for skewed class sizes.
+
+    w_ct = -log((sum_{c' != c} N_c't + alpha) / (sum_{c' != c} N_c' + alpha * V)),
+    with weight normalization (norm=True) the logged weights over their sum instead.
+
+    The paper's other transforms are switches too. tf and length_norm apply to every
+    document, trained or scored, so N_ct sums transformed rows. idf multiplies N_ct by
+    log(N / df_t), from the document frequencies the counts keep, so that learning, forgetting
+    and merging stay sums; the paper applies IDF before length normalization, here the length
+    is taken before IDF for that reason (the weights differ only by that scaling).
+    """
+
+    def __init__(self, alpha: float = 1.0, fit_prior: bool = True, class_prior=None,
+                 norm: bool = False, tf: bool = False, idf: bool = False, length_norm: bool = False):
+        super().__init__(alpha, fit_prior, class_prior)
+        self.norm, self.tf, self.idf, self.length_norm = norm, tf, idf, length_norm
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {**super().get_params(deep), "norm": self.norm, "tf": self.tf, "idf": self.idf,
+                "length_norm": self.length_norm}
+
+    @property
+    def doc_freq_(self) -> np.ndarray:
+        return self.counts_.doc_freq
+
+    def features(self, X) -> Rows:
+        return document_transform(_as_rows(X), self.tf, self.length_norm)
+
+    def weighted_counts(self) -> np.ndarray:
+        """N_ct, multiplied by the IDF weight of t when idf is on."""
+        fc = np.ascontiguousarray(self.feature_count_)  # (C order: see BernoulliNB._logs)
+        if not self.idf:
+            return fc
+        return fc * idf_weights(self.doc_freq_, self.class_count_.sum())
+
+    def _logged(self):
+        """(log P(t | not c) per class and token, its log_den per class)."""
+        fc = self.weighted_counts()
+        all_t = fc.sum(axis=0)
+        log_den = np.log((all_t + self.alpha - fc).sum(axis=1, keepdims=True))
+        return F.complement_logged(all_t, fc, log_den, self.alpha, np.log), log_den[:, 0]
+
+    def summary(self) -> dict:
+        logged, log_den = self._logged()
+        out = {"log_den": log_den.tolist()}
+        if self.norm:
+            out["log_sum"] = logged.sum(axis=1).tolist()
+        return out
+
+    def _linear(self) -> Linear:
+        logged, _ = self._logged()
+        W = F.complement_weight(logged, logged.sum(axis=1, keepdims=True) if self.norm else None)
+        # (one class: its prior is all there is to say; with more, the complement weights
+        # correct for class sizes and the prior is left out, as scikit-learn does)
+        return Linear(W, (self.class_log_prior_,) if len(self.counts_.classes) == 1 else (), self.features)
+
+
+ESTIMATORS = {"multinomial": MultinomialNB, "bernoulli": BernoulliNB, "complement": ComplementNB}
+
+
+def estimator_params(settings) -> dict:
+    """The estimator's parameters from a ModelSettings."""
+    params = {"alpha": settings.alpha}
+    if settings.variant == "complement":
+        params.update(norm=settings.norm, tf=settings.tf, idf=settings.idf, length_norm=settings.length_norm)
+    return params
+
+
+def make_estimator(settings, counts: Counts | None = None):
+    """An estimator for a ModelSettings, over ``counts`` when given (else unfitted)."""
+    cls = ESTIMATORS[settings.variant]
+    if counts is None:
+        return cls(**estimator_params(settings))
+    return cls.of_counts(counts, **estimator_params(settings))

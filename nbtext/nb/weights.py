@@ -1,0 +1,58 @@
+"""Each Naive Bayes variant's maths, once: a weight per token and class, and a bias per class.
+
+Every variant scores a document linearly in its (transformed) features x:
+
+    jll_c(x) = b_c + sum_t x_t w_ct
+
+These functions are written with arithmetic operators and a ``log`` passed in, so that one
+function serves numpy arrays (every token at once: nbtext.nb.estimators) and Python floats (only
+a message's tokens: nbtext.fastscore, the `classify` path, which never imports numpy). The
+sums over the whole vocabulary that a weight needs (``log_den`` and the like, a class's
+"summary") are computed once by the numpy estimator and stored in the model file, so both
+paths compute with the same numbers. Pure Python: importing this module imports nothing.
+"""
+from __future__ import annotations
+
+
+def multinomial_weight(n_ct, log_den_c, alpha, log):
+    """log P(t|c) = log(N_ct + alpha) - log(N_c + alpha V); log_den_c is the second term."""
+    w = log(n_ct + alpha)
+    w -= log_den_c  # (in place for numpy: one V x k array, not two)
+    return w
+
+
+def bernoulli_logs(df_ct, n_c, alpha, log):
+    """(log p, log(1 - p)) with p = P(t in a document | c) = (df_ct + alpha) / (n_c + 2 alpha)."""
+    denom = n_c + 2 * alpha
+    p_num = df_ct + alpha
+    log_denom = log(denom)
+    return log(p_num) - log_denom, log(denom - p_num) - log_denom
+
+
+def bernoulli_weight(df_ct, n_c, alpha, log):
+    """log p - log(1 - p): a present token's weight; absent ones are in the bias, which holds
+    sum_t log(1 - p_ct) (so scoring stays sparse)."""
+    log_p, log_not_p = bernoulli_logs(df_ct, n_c, alpha, log)
+    return log_p - log_not_p
+
+
+def complement_logged(all_t, n_ct, log_den_c, alpha, log):
+    """log P(t | not c) = log(sum_{c' != c} N_c't + alpha) - log(sum_t (...)), all_t being the
+    token's count over every class and log_den_c the second term (Rennie et al. 2003)."""
+    return log(all_t + alpha - n_ct) - log_den_c
+
+
+def complement_weight(logged, log_sum_c=None):
+    """-log P(t | not c); with weight normalization (log_sum_c, the class's sum of ``logged``
+    over the vocabulary), logged / log_sum_c, as scikit-learn's ComplementNB(norm=True)."""
+    return -logged if log_sum_c is None else logged / log_sum_c
+
+
+def idf_weight(df_t, n_docs, log):
+    """Rennie et al.'s inverse document frequency (4.2), log(N / df) for a token seen (df > 0)."""
+    return log(n_docs / df_t)
+
+
+def log_prior(n_c, total, log):
+    """log(N_c / N), the class's share of the documents, as log N_c - log N."""
+    return log(n_c) - log(total)

@@ -1,0 +1,159 @@
+"""A Model to and from the model file's sections and header.
+
+    header         format name, nbtext version, tokenizer and model settings, classes, documents
+                   per class, vocabulary size and block, the decision, and "derived": the
+                   estimator's summary() (per-class sums over the vocabulary that its weights
+                   need), so that `classify` computes a message's weights without the whole
+                   vocabulary (nbtext.fastscore)
+    vocab_fc, vocab_heads   the sorted, front-coded vocabulary (nbtext.store.vocabfile)
+    counts         (n_classes, V) raw counts, in the smallest unsigned type that holds them
+                   (uint8/16/32), float64 when any is fractional
+    ledger         16-byte BLAKE2b digests of learned documents, sorted
+    doc_freq       (V,) documents per token; only in --idf models
+
+Token i of the sorted vocabulary is column i of the counts. The reading half below imports
+numpy only inside decode.
+"""
+from __future__ import annotations
+
+import math
+
+from ..errors import ModelFileError, NbtextError
+from .container import FORMAT_VERSION, frame, read_container, section
+from .vocabfile import BLOCK, front_code, front_decode
+
+
+def summary(header: dict) -> dict:
+    """The estimator's summary as stored, also for files of format 2 and older, whose header
+    held the sums it is made of (feature totals: log_den = log(N_c + alpha V), or for Complement
+    NB log(N + alpha V - N_c) of the IDF-weighted totals)."""
+    derived = header["derived"]
+    if header["format_version"] >= 3:
+        return derived
+    variant, alpha, v = header["model"]["variant"], float(header["model"]["alpha"]), int(header["n_features"])
+    if variant == "bernoulli":
+        return {"neg_sum": derived.get("bernoulli_neg_sum", [0.0] * len(header["classes"]))}
+    totals = derived["feature_total"]
+    if variant == "multinomial":
+        return {"log_den": [math.log(t + alpha * v) for t in totals]}
+    grand = sum(totals)
+    out = {"log_den": [math.log(grand + alpha * v - t) for t in totals]}
+    if "complement_log_sum" in derived:
+        out["log_sum"] = derived["complement_log_sum"]
+    return out
+
+
+def _array_section(name: str, a) -> tuple:
+    """Whole numbers in the smallest unsigned type that holds them (spamassassin's counts fit
+    uint16: 1.8 MB where float64 takes 7.1), anything else as float64."""
+    import numpy as np
+
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    flat, step = a.reshape(-1), 1 << 16  # (checked a slice at a time: no rounded copy of it all)
+    whole = a.size == 0 or (a.min() >= 0 and all(
+        np.array_equal(flat[i:i + step], np.round(flat[i:i + step])) for i in range(0, a.size, step)))
+    top = a.max() if a.size else 0
+    dtype = ("|u1" if top < 2**8 else "<u2" if top < 2**16 else "<u4" if top < 2**32 else "<f8") \
+        if whole else "<f8"
+    return (name, dtype, a.shape, a.astype(dtype).tobytes())
+
+
+
+def encode(model) -> bytes:
+    """The model file's bytes."""
+    return b"".join(encode_pieces(model))
+
+
+def encode_pieces(model) -> list:
+    """The model file as consecutive pieces, which save writes one by one."""
+    import numpy as np
+
+    from .. import __version__
+    from ..nb.counts import Counts
+    from ..nb.estimators import make_estimator
+
+    fc, heads, order = front_code(model.vocab.buffer())
+    # The columns in the file's (sorted) order, so that the summary, too, depends only on the
+    # counts per token and not on the order tokens were first seen in. (The vocabulary is only
+    # asked for its length here.)
+    counts = model.counts.columns(order)
+    head_dtype = "<u4" if len(fc) < 2**32 else "<u8"
+    ledger = b"".join(sorted(model.ledger))
+    sections = [
+        ("vocab_fc", "|u1", (len(fc),), fc),
+        ("vocab_heads", head_dtype, heads.shape, heads.astype(head_dtype).tobytes()),
+        _array_section("counts", counts.feature_count),
+        ("ledger", "|u1", (len(ledger),), ledger),
+    ]
+    if model.settings.idf:
+        sections.append(_array_section("doc_freq", counts.doc_freq))
+    derived = make_estimator(model.settings, counts).summary() if len(model.vocab) else {}
+    del counts  # (a reordered copy, now in the sections)
+    header = {
+        "format": "nbtext-model",
+        "created_by": f"nbtext {__version__}",
+        "tokenizer": model.tokenizer_settings.to_dict(),
+        "model": model.settings.to_dict(),
+        "classes": list(model.classes),
+        "class_count": model.class_count.tolist(),
+        "n_features": len(model.vocab),
+        "vocab_block": BLOCK,
+        "decision": model.decision.to_dict(),
+        "derived": derived,
+    }
+    return frame(header, sections)
+
+
+def decode(header: dict, payload: memoryview, path: str = "model"):
+    import numpy as np
+
+    from ..features.vocabulary import Vocabulary
+    from ..model import Model
+    from ..nb.counts import Counts
+    from ..nb.decision import Decision
+    from ..settings import ModelSettings, TokenizerSettings
+
+    try:
+        if "vocab_fc" in header["sections"]:
+            blob = front_decode(bytes(section(header, payload, "vocab_fc")), int(header["vocab_block"]))
+        else:  # format 1: the tokens in id order, NUL-terminated
+            blob = bytes(section(header, payload, "vocab_blob"))
+        if blob and blob[-1] != 0:
+            raise ValueError("vocabulary does not end with a NUL")
+        n_tokens = blob.count(0)
+        classes = list(header["classes"])
+        shape = tuple(header["sections"]["counts"]["shape"])
+        counts = np.asarray(section(header, payload, "counts"), dtype=np.float64).reshape(shape)
+        class_count = np.asarray(header["class_count"], dtype=np.float64)
+        settings = ModelSettings.from_dict(header["model"])
+        doc_freq = None
+        if "doc_freq" in header["sections"]:
+            doc_freq = np.asarray(section(header, payload, "doc_freq"), dtype=np.float64)
+        elif settings.idf:
+            raise ValueError("--idf model without document frequencies")
+        if (counts.shape != (len(classes), n_tokens) or class_count.shape != (len(classes),)
+                or (doc_freq is not None and doc_freq.shape != (n_tokens,))):
+            raise ModelFileError(f"{path}: corrupt model file (count matrix does not match the vocabulary)")
+        ledger_raw = bytes(section(header, payload, "ledger"))
+        model = Model(
+            TokenizerSettings.from_dict(header["tokenizer"]),
+            settings,
+            Vocabulary.from_encoded(blob),
+            Counts.of_arrays(classes, counts, class_count, doc_freq),
+            Decision.from_dict(header["decision"]),
+            {ledger_raw[i:i + 16] for i in range(0, len(ledger_raw), 16)},
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
+    except ModelFileError:
+        raise
+    except NbtextError as e:
+        raise ModelFileError(f"{path}: corrupt model file ({e})") from None
+    if len(model.vocab) != n_tokens:
+        raise ModelFileError(f"{path}: corrupt model file (a token appears twice in the vocabulary)")
+    return model
+
+
+def load(path: str):
+    header, payload = read_container(path)
+    return decode(header, payload, path)
