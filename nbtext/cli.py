@@ -1,8 +1,9 @@
 """The command line: a thin edge that parses options, calls the library and prints.
 
-Only this module turns library exceptions into messages and exit codes. Heavy imports (numpy,
-joblib; scipy only for cv) happen inside the commands that need them, so `nbtext
-classify` stays fast.
+Library exceptions become messages and exit codes at the process edge (nbtext.process), where
+the click-free classify path (nbtext.quick) ends too. Option defaults are the settings records'
+(nbtext.settings). Heavy imports (numpy, joblib; scipy only for cv) happen inside the commands
+that need them, so `nbtext classify` stays fast.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import click
 
 from . import __version__
 from .errors import NbtextError
-from .quick import CLASSIFY_OPTIONS, MODEL_OPTION
+from .quick import CLASSIFY_OPTIONS, MODEL_OPTION, QUIET_OPTION, THRESHOLD_OPTION, UNSURE_OPTION
 from .settings import CRITERIA, VARIANTS, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -85,7 +86,7 @@ def model_option(f):
 
 
 def quiet_option(f):
-    return click.option("-q", "--quiet", is_flag=True, help="Print nothing but results and errors.")(f)
+    return option_of(*QUIET_OPTION)(f)
 
 
 def jobs_option(f):
@@ -183,15 +184,8 @@ def build_decisions(kw: dict):
 
 
 def override_options(f):
-    """--threshold/--unsure at scoring time, over what the model stores."""
-    for opt in reversed([
-        click.option("--threshold", type=float, default=None,
-                     help="Override the model's threshold on P(positive)."),
-        click.option("--unsure", default=None, metavar="LOW,HIGH",
-                     help="Override the model's unsure band on P(positive)."),
-    ]):
-        f = opt(f)
-    return f
+    """--threshold/--unsure at scoring time, over what the model stores (as classify's)."""
+    return option_of(*THRESHOLD_OPTION)(option_of(*UNSURE_OPTION)(f))
 
 
 def apply_overrides(decision, classes, threshold, unsure, positive=None):
@@ -201,14 +195,15 @@ def apply_overrides(decision, classes, threshold, unsure, positive=None):
 
 
 def parse_pair(value: str | None, name: str, cast=int) -> tuple | None:
+    from .quick import parse_pair as pair
+
     if value is None:
         return None
     try:
-        lo, hi = (cast(x) for x in value.split(","))
+        return pair(value, cast)
     except ValueError:
         raise click.BadParameter(f"expected two numbers like 1,4, got {value!r}",
                                  param_hint=name) from None
-    return lo, hi
 
 
 def build_settings(kw: dict):

@@ -16,25 +16,28 @@ import sys
 # (flags, parameter, kind, help). Kinds: "flag"; "str", "float", "pair" (two floats LOW,HIGH),
 # which quick_classify reads too; "count" (an integer >= 1), which only click reads.
 MODEL_OPTION = (("-m", "--model"), "model_path", "str", "Model file (default: $NBTEXT_MODEL).")
+QUIET_OPTION = (("-q", "--quiet"), "quiet", "flag", "Print nothing but results and errors.")
+THRESHOLD_OPTION = (("--threshold",), "threshold", "float", "Override the model's threshold on P(positive).")
+UNSURE_OPTION = (("--unsure",), "unsure", "pair", "Override the model's unsure band on P(positive) (LOW,HIGH).")
 CLASSIFY_OPTIONS = [
     MODEL_OPTION,
     (("--exit-code",), "exit_code", "flag",
      "Exit 0 for the positive class, 1 for another, 2 unsure, 3 error (as bogofilter)."),
     (("--positive",), "positive", "str", "The positive class (default: the model's, spam)."),
-    (("--threshold",), "threshold", "float", "Override the model's threshold on P(positive)."),
-    (("--unsure",), "unsure", "pair", "Override the model's unsure band on P(positive) (LOW,HIGH)."),
+    THRESHOLD_OPTION,
+    UNSURE_OPTION,
     (("--explain",), "explain", "count", "Also print the N tokens that pushed hardest for and against the label."),
     (("-p", "--passthrough"), "passthrough", "flag",
      "Write the message back with X-Nbtext-Class and X-Nbtext-Score headers."),
     (("-u", "--learn"), "learn_verdict", "flag",
      "Also learn the message as its verdict (not when unsure), as bogofilter -u."),
-    (("-q", "--quiet"), "quiet", "flag", "Print nothing but results and errors."),
+    QUIET_OPTION,
 ]
 
 
-def parse_pair(value: str) -> tuple[float, float]:
-    """LOW,HIGH as two floats (ValueError otherwise)."""
-    lo, hi = (float(x) for x in value.split(","))
+def parse_pair(value: str, cast=float) -> tuple:
+    """"LOW,HIGH" as two numbers (ValueError otherwise)."""
+    lo, hi = (cast(x) for x in value.split(","))
     return lo, hi
 
 

@@ -1,16 +1,14 @@
 """Document-by-term matrices as CSR arrays, with numpy alone.
 
 Train, predict and learn hold their counts in ``Rows`` rather than scipy.sparse.csr_matrix:
-importing scipy.sparse was 12 MiB of train's peak memory and 0.3 s of every start
+importing scipy.sparse costs 12 MiB of train's peak memory and 0.3 s of every start
 (docs/floor.md), for the handful of operations below. The estimators take either kind (and
 dense arrays); scipy is imported only where a caller hands us its matrices or asks for them
-back (cv, the library's count_matrix).
+back (cv's whole-corpus matrix, ``tocsr``).
 
-Each operation adds in the order scipy's does (row by row, entries in order): the counts a
-model stores come out the same to the last bit, and so did every default model file we compared
-(spamassassin-2002 and the bundled sample, five variants). Scores (a matrix times dense
-weights) can differ from scipy's in the last bit (1e-17 on the bundled sample), which moved
-the calibration temperature of --tf --idf --length-norm --norm by 1e-12 of itself.
+Each operation adds in the order scipy's does (row by row, entries in order), so the counts a
+model stores are scipy's to the last bit. Scores (a matrix times dense weights) can differ from
+scipy's in the last bit (1e-17 on the bundled sample).
 """
 from __future__ import annotations
 

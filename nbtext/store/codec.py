@@ -130,7 +130,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
         if "doc_freq" in header["sections"]:
             doc_freq = np.asarray(section(header, payload, "doc_freq"), dtype=np.float64)
         elif settings.idf:
-            raise ValueError("--idf model without document frequencies")
+            raise ValueError("an idf model without document frequencies")
         if (counts.shape != (len(classes), n_tokens) or class_count.shape != (len(classes),)
                 or (doc_freq is not None and doc_freq.shape != (n_tokens,))):
             raise ModelFileError(f"{path}: corrupt model file (count matrix does not match the vocabulary)")
