@@ -7,13 +7,11 @@ that need them, so `nbtext classify` stays fast.
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import click
 
 from . import __version__
-from .errors import NbtextError
 from .quick import CLASSIFY_OPTIONS, MODEL_OPTION, QUIET_OPTION, THRESHOLD_OPTION, UNSURE_OPTION
 from .settings import CRITERIA, VARIANTS, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
 
@@ -90,7 +88,7 @@ def quiet_option(f):
 
 
 def jobs_option(f):
-    return click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+    return click.option("-j", "--jobs", type=click.IntRange(min=1, max=64), default=None,
                         help="Worker processes (default: all cores, when the input is large).")(f)
 
 
@@ -244,7 +242,7 @@ class Progress:
     """A count of documents on stderr, only when stderr is a terminal and not --quiet."""
 
     def __init__(self, what: str, quiet: bool):
-        self.on = not quiet and sys.stderr.isatty()
+        self.on = not quiet and sys.stderr is not None and sys.stderr.isatty()
         self.what, self.n = what, 0
 
     def __call__(self, k: int):
@@ -257,8 +255,15 @@ class Progress:
             click.echo(err=True)
 
 
+def answer(text: str) -> None:
+    """A command's result on stdout (an error when stdout is closed: nbtext.process.stdout)."""
+    from .process import stdout
+
+    stdout().write(text + "\n")
+
+
 def info_line(quiet: bool, msg: str):
-    if not quiet:
+    if not quiet and sys.stderr is not None:
         click.echo(msg, err=True)
 
 
@@ -287,9 +292,11 @@ def train(**kw):
     from . import store
     from .batch.train import train_model
     from .process import map_large_arrays, release_free_memory
+    from .store.atomic import check_target
 
     tok, settings, feats = build_settings(kw)
     decisions = build_decisions(kw)
+    check_target(kw["output"], [*kw["sources"], *(p for _, p in kw["label_paths"])])
     map_large_arrays()
     progress = Progress("training", kw["quiet"])
     model, fit = train_model(read_labelled(kw), tok, settings, feats, decisions, n_jobs=n_jobs(kw),
@@ -343,6 +350,7 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     """
     from . import store
     from .batch.score import scored_batches
+    from .process import stdout
     from .explain import explain_rows
     from .read import LineOptions, input_documents
     from .report import header_row, prediction_row
@@ -354,9 +362,9 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     docs = input_documents(list(inputs) or ["-"], lines, input_format,
                            LineOptions(text_column=text_column))
     if header and header_row(fmt):
-        click.echo(header_row(fmt))
+        answer(header_row(fmt))
     streaming = bool(lines or input_format) and "-" in (inputs or ["-"])  # a pipe: answer per line
-    out = sys.stdout
+    out = stdout()
     progress = Progress("predicting", quiet)
     for chunk, batch, proba in scored_batches(model, docs, n_jobs=jobs or n_jobs({}),
                                               chunk_size=1 if streaming else 400):
@@ -433,7 +441,7 @@ def eval_cmd(model_path, fmt, threshold, unsure, jobs, quiet, **kw):
     progress = Progress("evaluating", quiet)
     result = evaluate_documents(model, read_labelled(kw), n_jobs=jobs or n_jobs({}), progress=progress)
     progress.done()
-    click.echo(json.dumps(result, indent=2) if fmt == "json" else format_eval(result))
+    answer(json.dumps(result, indent=2) if fmt == "json" else format_eval(result))
 
 
 @cli.command(context_settings=CONTEXT)
@@ -468,9 +476,9 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     from .report import aggregate, format_cv, prediction_row
 
     if predictions_path is not None:
-        parent = os.path.dirname(os.path.abspath(predictions_path))
-        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-            raise NbtextError(f"{predictions_path}: cannot write there ({parent} is not a writable directory)")
+        from .store.atomic import check_target
+
+        check_target(predictions_path, [*kw["sources"], *(p for _, p in kw["label_paths"])])
     tok, settings, feats = build_settings(kw)
     progress = Progress("reading", quiet)
     ids: list | None = [] if predictions_path is not None else None
@@ -480,14 +488,12 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     results = cross_validate(X, y, vocab, tok, settings, feats, build_decisions(kw), folds, seed,
                              predictions=predictions)
     if predictions_path is not None:
-        try:
-            with open(predictions_path, "w", encoding="utf-8") as out:
-                for doc_id, true, (label, p, fold) in zip(ids, y, predictions):
-                    out.write(f"{prediction_row('tsv', doc_id, label, p)}\t{true}\t{fold}\n")
-        except OSError as e:
-            raise NbtextError(f"{predictions_path}: {e.strerror or e}") from None
+        from .store.atomic import write_atomically
+
+        write_atomically([f"{prediction_row('tsv', doc_id, label, p)}\t{true}\t{fold}\n".encode("utf-8")
+                          for doc_id, true, (label, p, fold) in zip(ids, y, predictions)], predictions_path)
     r = aggregate(results, seed)
-    click.echo(json.dumps(r, indent=2) if fmt == "json" else format_cv(r))
+    answer(json.dumps(r, indent=2) if fmt == "json" else format_cv(r))
 
 
 @cli.command(context_settings=CONTEXT)
@@ -509,7 +515,7 @@ def info(model_path, fmt, top):
 
     header, payload = store.read_container(model_path)
     d = describe(store.decode(header, payload, model_path), header, top)
-    click.echo(json.dumps(d, indent=2, ensure_ascii=False) if fmt == "json" else format_info(d))
+    answer(json.dumps(d, indent=2, ensure_ascii=False) if fmt == "json" else format_info(d))
 
 
 @cli.command(context_settings=CONTEXT)
@@ -563,9 +569,10 @@ def export_cmd(model_path):
       nbtext export -m spam.nbm > spam.dump && nbtext import spam.dump -o restored.nbm
     """
     from . import store
+    from .process import stdout
     from .store.dump import export_lines
 
-    out = sys.stdout
+    out = stdout()
     for line in export_lines(store.load(model_path)):
         out.write(line + "\n")
 
@@ -584,6 +591,9 @@ def import_cmd(dump, output):
     from .read import read_bytes
     from .store.dump import import_lines
 
+    from .store.atomic import check_target
+
+    check_target(output, [dump])
     text = read_bytes(dump).decode("utf-8", errors="replace")
     store.save(import_lines(text.splitlines(), dump), output)
 

@@ -24,8 +24,6 @@ def explanation(k: int, bias: list, contrib: dict, unknown: int, n: int) -> dict
 
 def explain_rows(model, batch, proba, verdicts, n: int) -> list[dict]:
     """explanation() of each document of a counted chunk (a Batch) and its scores."""
-    import numpy as np
-
     ids = batch.ids_in(model.vocab, grow=False)
     est = model.estimator
     linear = est.linear()

@@ -13,11 +13,10 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 
-from .errors import ModelFileError
+from .errors import ModelFileError, NbtextError
 from .nb import weights as F
-from .nb.decision import Decision, decide
-from .settings import ModelSettings, TokenizerSettings
-from .store.codec import summary
+from .nb.decision import decide
+from .store.codec import check_header, meta, summary
 from .store.container import read_container, section
 from .store.vocabfile import vocabulary_index
 from .text.tokenizer import Tokenizer
@@ -27,20 +26,19 @@ class FastScorer:
     def __init__(self, path: str):
         header, payload = read_container(path)
         try:
-            self.classes: list[str] = list(header["classes"])
-            self.settings = ModelSettings.from_dict(header["model"])
-            self.tokenizer = Tokenizer(TokenizerSettings.from_dict(header["tokenizer"]))
-            self.decision = Decision.from_dict(header["decision"])
-            self.class_count: list[float] = [float(x) for x in header["class_count"]]
-            self.n_features: int = int(header["n_features"])
+            tokenizer, self.settings, self.classes, self.class_count, self.decision = meta(header)
+            self.tokenizer = Tokenizer(tokenizer)
+            self.n_features: int = check_header(header)
             self.summary: dict = summary(header) if self.n_features else {}
             self.vocab = vocabulary_index(header, payload, self.n_features)
             self.counts = section(header, payload, "counts")
             self.doc_freq = section(header, payload, "doc_freq") if self.settings.idf else None
+            if self.doc_freq is not None and len(self.doc_freq) != self.n_features:
+                raise ValueError("document frequencies do not match the vocabulary")
         except (KeyError, TypeError, ValueError) as e:
             raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
-        if len(self.counts) != len(self.classes) * self.n_features:
-            raise ModelFileError(f"{path}: corrupt model file (section sizes disagree)")
+        except NbtextError as e:
+            raise ModelFileError(f"{path}: corrupt model file ({e})") from None
 
     def token_id(self, token: str) -> int | None:
         return self.vocab.token_id(token.encode("utf-8", "surrogatepass"))
@@ -92,16 +90,18 @@ class FastScorer:
     def contributions(self, tokens: Iterable[str]) -> tuple[list[float], dict[str, list[float]], int]:
         """(bias per class, each token's x_t w_ct per class, the count of unknown tokens):
         jll[c] = bias[c] + sum over tokens of contrib[token][c]."""
+        occurrences = Counter(tokens)
+        keys = {t: t.encode("utf-8", "surrogatepass") for t in occurrences}
+        found = self.vocab.token_ids(keys.values())
         ids: Counter = Counter()
         names: dict[int, str] = {}
         unknown = 0
-        for t in tokens:
-            tid = self.token_id(t)
+        for t, n in occurrences.items():
+            tid = found.get(keys[t])
             if tid is None:
-                unknown += 1
+                unknown += n
             else:
-                ids[tid] += 1
-                names[tid] = t
+                ids[tid], names[tid] = n, t
         contrib = {names[tid]: [x * w for w in self.token_weights(tid)]
                    for tid, x in self.features(ids).items()}
         return self.bias(), contrib, unknown

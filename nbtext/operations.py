@@ -49,7 +49,9 @@ def learn(model: Model, docs: Iterable[Document], label: str, forget: bool = Fal
 
 
 def merge(models: list[tuple[str, Model]]) -> Model:
-    """Sum models trained with the same settings."""
+    """Sum models trained with the same settings on different documents. Models that learned
+    a document in common are refused: its counts would be added twice while the ledger lists
+    it once, so it could never be forgotten."""
     (first_path, first), rest = models[0], models[1:]
     for path, m in rest:
         for name, a, b in (("tokenizer", first.tokenizer_settings, m.tokenizer_settings),
@@ -60,6 +62,13 @@ def merge(models: list[tuple[str, Model]]) -> Model:
                 raise NbtextError(
                     f"{path}: {name} setting {k} differs ({first_path}: {da.get(k)!r}, "
                     f"{path}: {db.get(k)!r}); only models with equal settings can be merged")
+    owner: dict[bytes, str] = {}
+    for path, m in models:
+        common = m.ledger & owner.keys()
+        if common:
+            raise NbtextError(f"{path}: learned {len(common)} of the same documents as "
+                              f"{owner[next(iter(common))]}; merged, they would be counted twice")
+        owner.update(dict.fromkeys(m.ledger, path))
     vocab, counts = Vocabulary(), Counts()
     for _, m in models:
         ids = vocab.extend_encoded(m.vocab.encoded(), m.vocab.keys())
@@ -86,8 +95,17 @@ def learn_in_place(model_path: str, docs: Iterable[Document], label: str, forget
 
 def merge_files(output: str, paths: list[str]) -> Model:
     """Merge model files into ``output``, under its lock (its own counts read inside it)."""
-    from . import store
+    import os
 
+    from . import store
+    from .store.atomic import check_target
+
+    check_target(output)
+    real = [os.path.realpath(p) for p in paths]
+    for i, p in enumerate(real):
+        if p in real[:i]:
+            raise NbtextError(f"{paths[i]}: given twice (as {paths[real.index(p)]}); merged with "
+                              "itself, a model's counts would be counted twice")
     with store.locked(output):
         merged = merge([(p, store.load(p)) for p in paths])
         store.save(merged, output)

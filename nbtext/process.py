@@ -14,7 +14,22 @@ from .errors import NbtextError, SettingError
 
 
 def error_line(message: str) -> None:
-    print(f"nbtext: error: {message}", file=sys.stderr)
+    """The one line of a failure, on stderr (nowhere when stderr is closed: never on stdout)."""
+    if sys.stderr is not None:
+        try:
+            print(f"nbtext: error: {message}", file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+
+
+def stdout():
+    """Standard output, for a command whose output is its answer: refused when it is closed
+    (`>&-`), so that such a run does not end with status 0 having said nothing."""
+    if sys.stdout is None:
+        from .errors import NbtextError
+
+        raise NbtextError("standard output is closed: nowhere to write the answer")
+    return sys.stdout
 
 
 FLAGS = {"ngram_max": "--ngrams", "char_ngram_min": "--char-ngrams", "char_ngram_max": "--char-ngrams",
@@ -41,17 +56,23 @@ def finish(body, error_status: int = 1, name_of=flag_of) -> int:
         return status()
     except BrokenPipeError:
         # The reader left: end quietly, as cat does; point stdout at /dev/null so the
-        # interpreter's final flush cannot complain either.
+        # interpreter's final flush cannot complain either. Where the exit status is the
+        # answer (classify --exit-code: a user error there is 3, not 1), the answer was not
+        # delivered, and that is an error.
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             pass
-        return 0
+        return 0 if status() == 1 else status()
     except KeyboardInterrupt:
-        print("\nnbtext: interrupted", file=sys.stderr)
+        if sys.stderr is not None:
+            print("\nnbtext: interrupted", file=sys.stderr)
         return 130
     except MemoryError:
         error_line("out of memory (try --max-features or a smaller corpus)")
+        return status()
+    except OSError as e:  # writing the output failed (a full disk: /dev/full); reading is read.py's
+        error_line(f"{e.filename or 'output'}: {e.strerror or e}")
         return status()
     except Exception as e:  # the last line of defence: a bug, reported without a traceback
         if os.environ.get("NBTEXT_DEBUG"):

@@ -77,8 +77,10 @@ def run_classify(model_path: str, file: str, exit_code: bool = False, positive: 
     """Classify one document and print the verdict; returns the exit status."""
     from .fastscore import FastScorer
     from .nb.decision import override
+    from .process import stdout
     from .read import Document, read_bytes
 
+    out = stdout()
     scorer = FastScorer(model_path)
     override(scorer.decision, scorer.classes, threshold, unsure, positive)
     data = read_bytes(file)
@@ -92,16 +94,17 @@ def run_classify(model_path: str, file: str, exit_code: bool = False, positive: 
 
         learn_in_place(model_path, [Document(file, data)], label, forget=False)
     if passthrough:
-        sys.stdout.buffer.write(with_headers(data, label if not unsure_ else "unsure", prob))
+        out.buffer.write(with_headers(data, label if not unsure_ else "unsure", prob))
     else:
-        sys.stdout.write(f"{label}\t{prob:.6f}\n")
+        out.write(f"{label}\t{prob:.6f}\n")
     if explain:
-        out = sys.stderr if passthrough else sys.stdout
-        out.write(f"prior\t{e['prior']:+.4f}\nunknown tokens\t{e['unknown_tokens']}\n")
-        for side in ("for", "against"):
-            for tok, v in e[side]:
-                out.write(f"{side}\t{v:+.4f}\t{tok}\n")
-    sys.stdout.flush()
+        why = sys.stderr if passthrough else out
+        if why is not None:
+            why.write(f"prior\t{e['prior']:+.4f}\nunknown tokens\t{e['unknown_tokens']}\n")
+            for side in ("for", "against"):
+                for tok, v in e[side]:
+                    why.write(f"{side}\t{v:+.4f}\t{tok}\n")
+    out.flush()
     return exit_status(scorer, label, unsure_) if exit_code else 0
 
 

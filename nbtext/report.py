@@ -13,22 +13,36 @@ def fmt_prob(p: float) -> str:
     return f"{p:.6f}"
 
 
+def text_id(doc_id: str) -> str:
+    """A document id as text that any encoder writes: bytes of a file name that are not UTF-8
+    (held as surrogates) become \\xNN escapes."""
+    try:
+        doc_id.encode("utf-8")
+        return doc_id
+    except UnicodeEncodeError:
+        return doc_id.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
 def prediction_row(fmt: str, doc_id: str, label: str, prob: float,
                    classes: Sequence[str] | None = None, probs: Sequence[float] | None = None,
                    extra: dict | None = None) -> str:
+    """One output row, without its newline. Every format reads back with its standard parser
+    (csv, json; TSV split at tabs, its escapes undone) as the id, label and probability."""
     if fmt == "jsonl":
-        row = {"id": doc_id, "label": label, "probability": round(float(prob), 6),
+        row = {"id": text_id(doc_id), "label": label, "probability": round(float(prob), 6),
                "scores": {c: round(float(p), 6) for c, p in zip(classes, probs)}}
         if extra:
             row.update(extra)
         return json.dumps(row, ensure_ascii=False)
     if fmt == "csv":
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="").writerow([doc_id, label, fmt_prob(prob)])
-        return buf.getvalue()
-    # TSV: an id with a tab or newline in it would break the columns.
-    safe = doc_id.replace("\t", "\\t").replace("\n", "\\n")
-    return f"{safe}\t{label}\t{fmt_prob(prob)}"
+        buf = io.StringIO()  # ("\r\n": fields holding a CR or LF are then quoted)
+        csv.writer(buf, lineterminator="\r\n").writerow([text_id(doc_id), label, fmt_prob(prob)])
+        return buf.getvalue()[:-2]
+    # TSV: a backslash, tab, newline or CR in an id is written as \\, \t, \n, \r.
+    return f"{text_id(doc_id.translate(TSV_ESCAPES))}\t{label}\t{fmt_prob(prob)}"
 
 
 def header_row(fmt: str) -> str | None:

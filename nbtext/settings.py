@@ -7,6 +7,8 @@ value raises SettingError naming the parameter; the command line names its flag 
 """
 from __future__ import annotations
 
+import math
+
 from .errors import SettingError
 from .record import Record
 
@@ -28,8 +30,35 @@ MAIL_RULES = {
 
 
 def choice(param: str, value, allowed) -> None:
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         raise SettingError(param, value, f"must be one of {', '.join(map(str, allowed))}")
+
+
+def whole(param: str, value, lo: int, hi: int) -> None:
+    """A whole number in [lo, hi] (settings also come from files a stranger wrote)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise SettingError(param, value, f"must be a whole number from {lo} to {hi}")
+
+
+def flag(param: str, value) -> None:
+    if not isinstance(value, bool):
+        raise SettingError(param, value, "must be true or false")
+
+
+def number(param: str, value, lo: float, hi: float, lo_open: bool = False) -> None:
+    """A finite number in [lo, hi] (or (lo, hi])."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value > hi or value < lo or (lo_open and value == lo):
+        raise SettingError(param, value, f"must be a number in {'(' if lo_open else '['}{lo:g}, {hi:g}]")
+
+
+# Caps on what the tokenizer may be asked: past them a document's tokens grow without use (word
+# 11-grams of 2,000 words are 2 x 22,000 tokens of one occurrence each), and a stored value is
+# a stranger's (ngram_max 1e9 hung every classify).
+MAX_NGRAM = 10
+MAX_CHAR_NGRAM = 10
+MAX_WORD_LENGTH = 1000
+MAX_BYTES = 1 << 30
 
 
 class TokenizerSettings(Record):
@@ -49,13 +78,18 @@ class TokenizerSettings(Record):
 
     def __post_init__(self):
         choice("mode", self.mode, MODES)
-        if self.ngram_max < 1:
-            raise SettingError("ngram_max", self.ngram_max, "must be at least 1")
-        if self.char_ngram_min < 0 or self.char_ngram_max < self.char_ngram_min:
+        flag("lowercase", self.lowercase)
+        flag("mail_char_ngrams", self.mail_char_ngrams)
+        whole("ngram_max", self.ngram_max, 1, MAX_NGRAM)
+        whole("char_ngram_min", self.char_ngram_min, 0, MAX_CHAR_NGRAM)
+        whole("char_ngram_max", self.char_ngram_max, 0, MAX_CHAR_NGRAM)
+        if self.char_ngram_max < self.char_ngram_min:  # (a MIN of 0 turns them off)
             raise SettingError("char_ngrams", f"{self.char_ngram_min},{self.char_ngram_max}",
-                               "must be 0,0 or MIN,MAX with 1 <= MIN <= MAX")
-        if self.max_word_length < 1:
-            raise SettingError("max_word_length", self.max_word_length, "must be positive")
+                               "must be MIN,MAX with MIN <= MAX (0,0: none)")
+        whole("max_word_length", self.max_word_length, 1, MAX_WORD_LENGTH)
+        whole("max_bytes", self.max_bytes, 1, MAX_BYTES)
+        if isinstance(self.mail_rules_off, str) or not isinstance(self.mail_rules_off, (set, frozenset, list, tuple)):
+            raise SettingError("mail_rules_off", self.mail_rules_off, "must be a list of rule names")
         object.__setattr__(self, "mail_rules_off", frozenset(self.mail_rules_off))
         for rule in sorted(self.mail_rules_off):
             choice("mail_rules_off", rule, tuple(MAIL_RULES))
@@ -82,11 +116,12 @@ class ModelSettings(Record):
 
     def __post_init__(self):
         choice("variant", self.variant, VARIANTS)
+        for name in ("norm", "tf", "idf", "length_norm"):
+            flag(name, getattr(self, name))
         if self.variant != "complement" and self.transforms:
             raise SettingError(self.transforms[0], None, "is a Complement NB transform: it needs "
                                "{variant} complement")
-        if not (self.alpha > 0):
-            raise SettingError("alpha", self.alpha, "must be positive")
+        number("alpha", self.alpha, 0, 1e6, lo_open=True)
 
     @property
     def transforms(self) -> list[str]:

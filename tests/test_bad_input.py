@@ -11,7 +11,6 @@ import time
 import pytest
 
 from nbtext import store
-from nbtext.store import vocabfile
 
 from conftest import DATA
 
@@ -126,7 +125,7 @@ def kill_loop(cmd, path, tries, window):
     return hits
 
 
-def test_kill_minus_nine_during_train_learn_merge(tmp_path, sample_model):
+def test_kill_minus_nine_during_train_learn_merge(tmp_path):
     corpus = DATA / "corpus"
     model = tmp_path / "m.nbm"
     assert kill_loop(["train", corpus, "-o", model, "-q", "-j", "1"], model, 8, 4.0) > 0
@@ -134,7 +133,9 @@ def test_kill_minus_nine_during_train_learn_merge(tmp_path, sample_model):
         assert nb("train", corpus, "-o", model, "-q").returncode == 0
     msgs = sorted((corpus / "ham").iterdir())[:40]
     assert kill_loop(["learn", "-m", model, "--label", "spam", "-q", *msgs], model, 8, 1.5) > 0
-    other = sample_model
+    other = tmp_path / "o.nbm"  # (other documents: merge refuses models that share some)
+    assert nb("train", "--label", "spam", DATA / "example-spam.eml", "--label", "ham", DATA / "example-ham.eml",
+              "-o", other, "-q").returncode == 0
     merged = tmp_path / "merged.nbm"
     assert kill_loop(["merge", "-o", merged, model, other], merged, 8, 1.5) > 0
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from nbtext import store
-from nbtext.store import vocabfile
 from nbtext.errors import NbtextError
 from nbtext.features.selection import chi2, mutual_information, scores
 from nbtext.batch.train import count_corpus

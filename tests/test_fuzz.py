@@ -5,7 +5,6 @@ import os
 from hypothesis import given, settings, strategies as st
 
 from nbtext import store
-from nbtext.store import vocabfile
 from nbtext.errors import ModelFileError
 from nbtext.text.mail import mail_tokens
 from nbtext.settings import TokenizerSettings

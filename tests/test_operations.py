@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from nbtext import store
-from nbtext.store import vocabfile
 from nbtext.model import Model
 from nbtext.operations import merge
 from nbtext.store.dump import export_lines, import_lines

@@ -1,7 +1,6 @@
 """Containers give the same documents; MIME is read as a person would read it."""
 import gzip
 import json
-import os
 
 import numpy as np
 import pytest

@@ -124,6 +124,9 @@ def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, f
     fc = counts.feature_count if features.max_features is None else np.ascontiguousarray(counts.feature_count)
     keep = select(counts.doc_freq, fc, counts.class_count, features)
     del fc
+    if width and not len(keep):
+        raise SettingError("min_df", None, f"{features.min_df} and {{max_df}} {features.max_df} keep no token "
+                           f"(the most common is in {int(counts.doc_freq.max())} of {counts.n_documents} documents)")
     everything = len(keep) == width
     if not everything:
         vocab, counts = vocab.subset(keep), counts.columns(keep)

@@ -167,7 +167,7 @@ class Rows:
         if weights is not None:
             v = np.repeat(np.asarray(weights, dtype=np.float64), np.diff(self.indptr))
             np.multiply(self.data, v, out=v)
-        sums = np.bincount(cells, weights=v, minlength=k * n)
+        sums = np.bincount(cells, weights=v, minlength=k * n).astype(np.float64, copy=False)  # (int if empty)
         return sums.reshape(n, k) if token_major else sums.reshape(k, n)
 
     def toarray(self) -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..settings import CRITERIA, FeatureOptions
+from ..settings import FeatureOptions
 
 
 def chi2(counts: np.ndarray, class_docs: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import NbtextError, SettingError
+from ..errors import SettingError
 from ..features.rows import Rows
 from .counts import Counts
 from .estimators import logsumexp_rows, make_estimator

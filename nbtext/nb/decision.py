@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ..errors import SettingError
 from ..record import Record
-from ..settings import DecisionOptions
+from ..settings import DecisionOptions, number
 
 
 class Decision(Record, frozen=False):
@@ -19,6 +19,23 @@ class Decision(Record, frozen=False):
     threshold: float = 0.5          # positive when P(positive) >= threshold
     unsure: tuple[float, float] | None = None  # P(positive) in [low, high) is "unsure"
     temperature: float = 1.0        # posteriors = softmax(jll / temperature)
+
+    def __post_init__(self):
+        # (a stored decision is a stranger's too: a temperature of -3 inverts every verdict)
+        if self.positive is not None and not isinstance(self.positive, str):
+            raise SettingError("positive", self.positive, "must be a class name")
+        number("threshold", self.threshold, 0, 1)
+        number("temperature", self.temperature, 0, 1e300, lo_open=True)
+        if self.unsure is not None:
+            if not isinstance(self.unsure, (tuple, list)) or len(self.unsure) != 2:
+                raise SettingError("unsure", self.unsure, "must be two numbers LOW,HIGH")
+            number("unsure", self.unsure[0], 0, 1)
+            number("unsure", self.unsure[1], self.unsure[0], 1)
+
+    def check_classes(self, classes: Sequence[str]) -> None:
+        if self.positive is not None and self.positive not in classes:
+            raise SettingError("positive", None, f"{self.positive!r} is not one of the classes "
+                               f"({', '.join(classes)})")
 
     def to_dict(self) -> dict:
         d = super().to_dict()

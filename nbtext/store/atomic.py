@@ -1,22 +1,63 @@
 """Writing a model file atomically, and the lock that serializes writers of one model.
 
-A file is written to a temporary file in the same directory, fsynced and renamed over the old
-one, so readers and crashes see either the old model or the new one.
+A file is written to a temporary file beside its real target (a symlink is followed: the link
+stays and its target is updated), fsynced and renamed over the old one, so readers and crashes
+see either the old model or the new one. Only a regular file is ever replaced (never a device,
+a directory or a FIFO, whoever runs it), and the new file keeps the old one's permissions and,
+where the writer may set them, its owner: a vocabulary holds words and addresses from private
+mail.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 
 from ..errors import NbtextError
 
 
+def target(path: str) -> str:
+    """The file a write to ``path`` replaces: symlinks followed; refused when it exists and is
+    not a regular file."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        return real
+    except OSError as e:
+        raise NbtextError(f"{path}: cannot write: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise NbtextError(f"{path}: is {kind}; nbtext writes only regular files")
+    return real
+
+
+def check_target(path: str, inputs: list[str] = ()) -> str:
+    """target(path), checked before any work: also refused when it is one of ``inputs`` or
+    inside one of them (a model written into a label directory is read back as a document
+    by the next run)."""
+    real = target(path)
+    for given in inputs:
+        if given == "-":
+            continue
+        source = os.path.realpath(given)
+        if real == source or real.startswith(source.rstrip(os.sep) + os.sep):
+            where = "is" if real == source else "is inside"
+            raise NbtextError(f"{path}: {where} the input {given}; write the model elsewhere")
+    directory = os.path.dirname(real)
+    if not os.path.isdir(directory):
+        raise NbtextError(f"{path}: directory {directory} does not exist")
+    return real
+
+
 @contextlib.contextmanager
 def locked(path: str) -> Iterator[None]:
-    """An exclusive lock beside the model, so concurrent learn/merge runs lose no counts."""
+    """An exclusive lock beside the model (beside its real file, so that every name of it takes
+    the same lock), so concurrent learn/merge runs lose no counts."""
     import fcntl
 
+    path = target(path)
     try:
         fd = open(path + ".lock", "a")
     except OSError as e:
@@ -56,32 +97,38 @@ def save(model, path: str) -> None:
 
 
 def write_atomically(pieces: list, path: str) -> None:
-    """Write the pieces (bytes) as the file at path: a temporary file in the same directory,
-    fsync, rename over."""
-    directory = os.path.dirname(os.path.abspath(path))
-    base = os.path.basename(path)
+    """Write the pieces (bytes) as the file at path: a temporary file beside its real target,
+    fsync, rename over; the old file's mode and owner kept (a new file: 0666 less the umask)."""
+    real = target(path)
+    directory, base = os.path.dirname(real), os.path.basename(real)
     tmp = os.path.join(directory, f".{base}.{os.getpid()}.tmp")
+    try:
+        old = os.stat(real)
+    except FileNotFoundError:
+        old = None
     _remove_stale_temporaries(directory, base)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if old is None else 0o600)
     except FileNotFoundError:
         raise NbtextError(f"{path}: directory {directory} does not exist") from None
     except OSError as e:
-        raise NbtextError(f"{path}: cannot write model file: {e.strerror}") from None
+        raise NbtextError(f"{path}: cannot write: {e.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as f:
+            if old is not None:
+                _keep_owner_and_mode(f.fileno(), old)
             for piece in pieces:
                 f.write(piece)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, real)
     except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         if isinstance(e, OSError):
-            raise NbtextError(f"{path}: cannot write model file: {e.strerror or e}") from None
+            raise NbtextError(f"{path}: cannot write: {e.strerror or e}") from None
         raise
     try:
         dfd = os.open(directory, os.O_RDONLY)
@@ -91,3 +138,16 @@ def write_atomically(pieces: list, path: str) -> None:
             os.close(dfd)
     except OSError:
         pass  # some filesystems cannot fsync a directory; the rename is still atomic
+
+
+def _keep_owner_and_mode(fd: int, old: os.stat_result) -> None:
+    """Give the new file the old one's owner (where this process may) and permission bits."""
+    if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.fchown(fd, old.st_uid, old.st_gid)
+        except PermissionError:
+            try:
+                os.fchown(fd, -1, old.st_gid)  # a group the writer is in: at least that
+            except PermissionError:
+                pass  # not root: the file becomes the writer's, as any editor's save does
+    os.fchmod(fd, stat.S_IMODE(old.st_mode))

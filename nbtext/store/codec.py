@@ -19,15 +19,81 @@ from __future__ import annotations
 import math
 
 from ..errors import ModelFileError, NbtextError
-from .container import FORMAT_VERSION, frame, read_container, section
-from .vocabfile import BLOCK, front_code, front_decode
+from .container import frame, read_container, section
+from .vocabfile import BLOCK, SortedVocabulary, front_code, front_decode
+
+
+MAX_BLOCK = 4096  # tokens per front-coded block (nbtext writes 16)
+
+
+def meta(d: dict) -> tuple:
+    """(tokenizer settings, model settings, classes, documents per class, decision) of a model
+    file's header or a dump's settings line, every field checked: ValueError (or SettingError)
+    naming the first that is wrong. Files come from strangers: a temperature of -3 inverted
+    every verdict, an n-gram size of 1e9 hung every classify."""
+    from ..nb.decision import Decision
+    from ..settings import ModelSettings, TokenizerSettings
+
+    tokenizer = TokenizerSettings.from_dict(_object(d, "tokenizer"))
+    settings = ModelSettings.from_dict(_object(d, "model"))
+    classes = d["classes"]
+    if not isinstance(classes, list) or not all(isinstance(c, str) and c for c in classes):
+        raise ValueError("classes must be a list of names")
+    if classes != sorted(set(classes)):
+        raise ValueError("classes must be distinct and sorted")
+    class_count = d["class_count"]
+    if not isinstance(class_count, list) or len(class_count) != len(classes):
+        raise ValueError(f"class_count must hold one count per class ({len(classes)})")
+    class_count = [float(x) for x in class_count]
+    if not all(math.isfinite(x) and x >= 0 for x in class_count):
+        raise ValueError("class_count must hold finite counts, not negative")
+    decision = Decision.from_dict(_object(d, "decision"))
+    decision.check_classes(classes)
+    return tokenizer, settings, classes, class_count, decision
+
+
+def _object(d: dict, key: str) -> dict:
+    if not isinstance(d[key], dict):
+        raise ValueError(f"{key} must be a JSON object")
+    return d[key]
+
+
+def check_header(header: dict) -> int:
+    """The vocabulary's size, with the binary header's own fields checked: its size, block and
+    the counts' shape (each section's place is checked by container.section)."""
+    v, block = header["n_features"], header.get("vocab_block", BLOCK)
+    for name, value, hi in (("n_features", v, 1 << 40), ("vocab_block", block, MAX_BLOCK)):
+        if not isinstance(value, int) or isinstance(value, bool) or not (name == "n_features" or value >= 1) \
+                or not 0 <= value <= hi:
+            raise ValueError(f"{name} {value!r} is out of range")
+    if header["sections"]["counts"]["shape"] != [len(header["classes"]), v]:
+        raise ValueError("the counts' shape does not match the classes and vocabulary")
+    return v
 
 
 def summary(header: dict) -> dict:
     """The estimator's summary as stored, also for files of format 2 and older, whose header
     held the sums it is made of (feature totals: log_den = log(N_c + alpha V), or for Complement
     NB log(N + alpha V - N_c) of the IDF-weighted totals)."""
+    out = _stored_summary(header)
+    k = len(header["classes"])
+    model = header["model"]
+    needed = {"multinomial": ["log_den"], "bernoulli": ["neg_sum"],
+              "complement": ["log_den"] + (["log_sum"] if model.get("norm") else [])}[model["variant"]]
+    for key in needed:
+        if key not in out:
+            raise ValueError(f"derived {key} is missing")
+    for key, values in out.items():
+        if not (isinstance(values, list) and len(values) == k
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values)):
+            raise ValueError(f"derived {key} must hold a number per class")
+    return out
+
+
+def _stored_summary(header: dict) -> dict:
     derived = header["derived"]
+    if not isinstance(derived, dict):
+        raise ValueError("derived must be a JSON object")
     if header["format_version"] >= 3:
         return derived
     variant, alpha, v = header["model"]["variant"], float(header["model"]["alpha"]), int(header["n_features"])
@@ -66,10 +132,7 @@ def encode(model) -> bytes:
 
 def encode_pieces(model) -> list:
     """The model file as consecutive pieces, which save writes one by one."""
-    import numpy as np
-
     from .. import __version__
-    from ..nb.counts import Counts
     from ..nb.estimators import make_estimator
 
     fc, heads, order = front_code(model.vocab.buffer())
@@ -110,39 +173,38 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
     from ..features.vocabulary import Vocabulary
     from ..model import Model
     from ..nb.counts import Counts
-    from ..nb.decision import Decision
-    from ..settings import ModelSettings, TokenizerSettings
 
     try:
+        tokenizer, settings, classes, class_count, decision = meta(header)
+        n_tokens = check_header(header)
+        if n_tokens:
+            summary(header)  # (the classify path reads it: a file with a bad one is corrupt)
         if "vocab_fc" in header["sections"]:
+            SortedVocabulary(header, payload, n_tokens)  # (checks the heads the classify path uses)
             blob = front_decode(bytes(section(header, payload, "vocab_fc")), int(header["vocab_block"]))
         else:  # format 1: the tokens in id order, NUL-terminated
             blob = bytes(section(header, payload, "vocab_blob"))
         if blob and blob[-1] != 0:
             raise ValueError("vocabulary does not end with a NUL")
-        n_tokens = blob.count(0)
-        classes = list(header["classes"])
-        shape = tuple(header["sections"]["counts"]["shape"])
-        counts = np.asarray(section(header, payload, "counts"), dtype=np.float64).reshape(shape)
-        class_count = np.asarray(header["class_count"], dtype=np.float64)
-        settings = ModelSettings.from_dict(header["model"])
+        if blob.count(0) != n_tokens:
+            raise ValueError(f"the vocabulary holds {blob.count(0)} tokens, the header says {n_tokens}")
+        counts = np.asarray(section(header, payload, "counts"), dtype=np.float64).reshape(len(classes), n_tokens)
         doc_freq = None
         if "doc_freq" in header["sections"]:
             doc_freq = np.asarray(section(header, payload, "doc_freq"), dtype=np.float64)
+            if doc_freq.shape != (n_tokens,):
+                raise ValueError("document frequencies do not match the vocabulary")
         elif settings.idf:
             raise ValueError("an idf model without document frequencies")
-        if (counts.shape != (len(classes), n_tokens) or class_count.shape != (len(classes),)
-                or (doc_freq is not None and doc_freq.shape != (n_tokens,))):
-            raise ModelFileError(f"{path}: corrupt model file (count matrix does not match the vocabulary)")
+        for name, a in (("counts", counts), ("document frequencies", doc_freq)):
+            if a is not None and not (np.isfinite(a).all() and (a >= 0).all()):
+                raise ValueError(f"{name} must be finite and not negative")
         ledger_raw = bytes(section(header, payload, "ledger"))
-        model = Model(
-            TokenizerSettings.from_dict(header["tokenizer"]),
-            settings,
-            Vocabulary.from_encoded(blob),
-            Counts.of_arrays(classes, counts, class_count, doc_freq),
-            Decision.from_dict(header["decision"]),
-            {ledger_raw[i:i + 16] for i in range(0, len(ledger_raw), 16)},
-        )
+        if len(ledger_raw) % 16:
+            raise ValueError("the ledger is not a whole number of 16-byte digests")
+        model = Model(tokenizer, settings, Vocabulary.from_encoded(blob),
+                      Counts.of_arrays(classes, counts, class_count, doc_freq), decision,
+                      {ledger_raw[i:i + 16] for i in range(0, len(ledger_raw), 16)})
     except (KeyError, TypeError, ValueError) as e:
         raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
     except ModelFileError:

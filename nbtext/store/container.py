@@ -18,11 +18,13 @@ reads sections in place, as memoryviews.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import struct
 import sys
 import zlib
 
-from ..errors import ModelFileError, NbtextError
+from ..errors import ModelFileError
 
 MAGIC = b"NBTEXT\x1a\n"
 # 3: the header's "derived" sums are each estimator's summary() (nbtext.nb.estimators);
@@ -48,59 +50,102 @@ def describe_foreign(head: bytes) -> str:
     return "not an nbtext model file"
 
 
+MAX_HEADER = 1 << 24  # a header holds settings, classes and per-class sums: 16 MiB is absurdly many
+
+
 def read_container(path: str) -> tuple[dict, memoryview]:
-    """The header and the verified payload of a model file, or ModelFileError saying why not."""
+    """The header and the verified payload of a model file, or ModelFileError saying why not.
+
+    Only a regular file is read (a FIFO would hang, /dev/zero never end), and the prefix and
+    header are checked before the rest is read: a large file that is not ours costs 24 bytes."""
     try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            what = "is a directory" if stat.S_ISDIR(st.st_mode) else "is not a regular file"
+            raise ModelFileError(f"{path}: {what}, not a model file")
         with open(path, "rb") as f:
-            data = f.read()
+            return _read(f, os.fstat(f.fileno()).st_size, path)
     except FileNotFoundError:
         raise ModelFileError(f"{path}: no such model file") from None
     except IsADirectoryError:
         raise ModelFileError(f"{path}: is a directory, not a model file") from None
     except OSError as e:
         raise ModelFileError(f"{path}: cannot read model file: {e.strerror}") from None
-    if len(data) < PREFIX.size:
-        if MAGIC.startswith(data[:8]) and data:
-            raise ModelFileError(f"{path}: truncated model file ({len(data)} bytes)")
-        raise ModelFileError(f"{path}: {describe_foreign(data) if data else 'empty file, not a model'}")
-    magic, version, hlen, hcrc = PREFIX.unpack_from(data)
+
+
+def _read(f, size: int, path: str) -> tuple[dict, memoryview]:
+    head = f.read(PREFIX.size)
+    if len(head) < PREFIX.size:
+        if MAGIC.startswith(head[:8]) and head:
+            raise ModelFileError(f"{path}: truncated model file ({len(head)} bytes)")
+        raise ModelFileError(f"{path}: {describe_foreign(head) if head else 'empty file, not a model'}")
+    magic, version, hlen, hcrc = PREFIX.unpack_from(head)
     if magic != MAGIC:
-        raise ModelFileError(f"{path}: {describe_foreign(data[:16])}")
+        raise ModelFileError(f"{path}: {describe_foreign(head[:16])}")
     if version > FORMAT_VERSION:
         raise ModelFileError(
             f"{path}: written by a newer nbtext (model format {version}; "
             f"this nbtext reads format {FORMAT_VERSION} and older)")
+    if version < 1:
+        raise ModelFileError(f"{path}: corrupt model file (format version {version})")
     start = PREFIX.size
-    if start + hlen > len(data):
+    if start + hlen > size:
         raise ModelFileError(f"{path}: truncated model file (header cut short)")
-    raw_header = data[start:start + hlen]
+    if hlen > MAX_HEADER:
+        raise ModelFileError(f"{path}: corrupt model file (header of {hlen} bytes)")
+    raw_header = f.read(hlen)
     if zlib.crc32(raw_header) != hcrc:
         raise ModelFileError(f"{path}: corrupt model file (header checksum mismatch)")
     try:
         header = json.loads(raw_header)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ModelFileError(f"{path}: corrupt model file (header is not JSON)") from None
+    if not isinstance(header, dict):
+        raise ModelFileError(f"{path}: corrupt model file (header is not a JSON object)")
     pstart = start + hlen + _pad(start + hlen)
-    if any(data[start + hlen:pstart]):
-        raise ModelFileError(f"{path}: corrupt model file (padding after the header is not zero)")
-    plen = header.get("payload_length", -1)
-    if pstart + plen > len(data):
-        raise ModelFileError(
-            f"{path}: truncated model file ({len(data)} bytes, expected {pstart + plen})")
-    if pstart + plen < len(data):
+    plen = header.get("payload_length")
+    if not isinstance(plen, int) or isinstance(plen, bool) or plen < 0:
+        raise ModelFileError(f"{path}: corrupt model file (payload length {plen!r})")
+    if pstart + plen > size:
+        raise ModelFileError(f"{path}: truncated model file ({size} bytes, expected {pstart + plen})")
+    if pstart + plen < size:
         raise ModelFileError(f"{path}: corrupt model file (trailing bytes after the payload)")
-    payload = memoryview(data)[pstart:pstart + plen]
+    rest = f.read(size - start - hlen)
+    if len(rest) != size - start - hlen:
+        raise ModelFileError(f"{path}: truncated model file (it shrank while being read)")
+    if any(rest[:pstart - start - hlen]):
+        raise ModelFileError(f"{path}: corrupt model file (padding after the header is not zero)")
+    payload = memoryview(rest)[pstart - start - hlen:]
     if zlib.crc32(payload) != header.get("payload_crc32"):
         raise ModelFileError(f"{path}: corrupt model file (payload checksum mismatch)")
     header["format_version"] = version  # not stored in the JSON: the prefix holds it
     return header, payload
 
 
+CODES = {"<u2": "H", "<u4": "I", "<u8": "Q", "<f8": "d", "|u1": "B"}
+SIZES = {"H": 2, "I": 4, "Q": 8, "d": 8, "B": 1}
+
+
 def section(header: dict, payload: memoryview, name: str) -> memoryview:
-    """A typed, zero-copy view of a section ('I', 'Q', 'd' or 'B' items)."""
+    """A typed, zero-copy view of a section ('I', 'Q', 'd' or 'B' items), checked against the
+    payload: ValueError when its place, type or shape does not fit (a crafted header with valid
+    checksums must not reach past the payload or mislabel its items)."""
     s = header["sections"][name]
-    view = payload[s["offset"]:s["offset"] + s["length"]]
-    code = {"<u2": "H", "<u4": "I", "<u8": "Q", "<f8": "d", "|u1": "B"}[s["dtype"]]
+    offset, length, dtype, shape = s["offset"], s["length"], s["dtype"], s["shape"]
+    if dtype not in CODES:
+        raise ValueError(f"section {name}: unknown type {dtype!r}")
+    code = CODES[dtype]
+    sizes = [offset, length, *shape] if isinstance(shape, list) else None
+    if sizes is None or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in sizes):
+        raise ValueError(f"section {name}: bad offset, length or shape")
+    if offset + length > len(payload) or offset % ALIGN:
+        raise ValueError(f"section {name}: outside the payload")
+    items = 1
+    for n in shape:
+        items *= n
+    if items * SIZES[code] != length:
+        raise ValueError(f"section {name}: {length} bytes do not hold shape {shape} of {dtype}")
+    view = payload[offset:offset + length]
     if code != "B" and sys.byteorder != "little":
         from array import array
 
@@ -108,8 +153,6 @@ def section(header: dict, payload: memoryview, name: str) -> memoryview:
         arr.byteswap()
         return memoryview(arr)
     return view.cast(code)
-
-
 
 
 def frame(header: dict, sections: list) -> list:

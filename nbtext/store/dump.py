@@ -33,20 +33,25 @@ def export_lines(model) -> Iterator[str]:
 
 
 def import_lines(lines: Iterable[str], source: str):
+    """The model of a dump, every field checked (store.codec.meta): a dump is a stranger's."""
     from ..features.vocabulary import Vocabulary
     from ..model import Model
     from ..nb.counts import Counts
-    from ..nb.decision import Decision
-    from ..settings import ModelSettings, TokenizerSettings
+    from .codec import meta
 
     it = iter(lines)
     first = next(it, "").rstrip("\n")
     if first != DUMP_MAGIC:
         raise NbtextError(f"{source}: not an nbtext dump (first line should be {DUMP_MAGIC!r})")
     try:
-        meta = json.loads(next(it))
-        classes = list(meta["classes"])
-        settings = ModelSettings.from_dict(meta["model"])
+        settings_line = json.loads(next(it))
+        if not isinstance(settings_line, dict):
+            raise ValueError("the settings line is not a JSON object")
+        tokenizer, settings, classes, class_count, decision = meta(settings_line)
+        ledger = settings_line["ledger"]
+        if not isinstance(ledger, list) or not all(isinstance(h, str) and len(h) == 32 for h in ledger):
+            raise ValueError("ledger entries must be 32 hex digits each")
+        ledger = {bytes.fromhex(h) for h in ledger}
         width = len(classes) + settings.idf
         tokens, rows = [], []
         for n, line in enumerate(it, 3):
@@ -56,17 +61,23 @@ def import_lines(lines: Iterable[str], source: str):
             tok, *counts = line.split("\t")
             if len(counts) != width:
                 raise NbtextError(f"{source}:{n}: expected {width} counts, found {len(counts)}")
-            tokens.append(json.loads(tok))
+            tok = json.loads(tok)
+            if not isinstance(tok, str) or not tok or "\x00" in tok:
+                raise NbtextError(f"{source}:{n}: a token must be a non-empty JSON string without NUL")
+            tokens.append(tok)
             rows.append([float(c) for c in counts])
         table = np.asarray(rows, dtype=np.float64).reshape(len(tokens), width).T.copy()
-        if (table < 0).any() or any(float(x) < 0 for x in meta["class_count"]):
-            raise NbtextError(f"{source}: malformed dump (negative counts)")
-        counts = Counts.of_arrays(classes, table[:len(classes)], [float(x) for x in meta["class_count"]],
+        if not (np.isfinite(table).all() and (table >= 0).all()):
+            raise NbtextError(f"{source}: malformed dump (counts must be finite and not negative)")
+        counts = Counts.of_arrays(classes, table[:len(classes)], class_count,
                                   table[len(classes)] if settings.idf else None)
-        model = Model(TokenizerSettings.from_dict(meta["tokenizer"]), settings, Vocabulary(tokens), counts,
-                      Decision.from_dict(meta["decision"]), {bytes.fromhex(h) for h in meta["ledger"]})
-    except (KeyError, TypeError, ValueError, StopIteration) as e:
+        model = Model(tokenizer, settings, Vocabulary(tokens), counts, decision, ledger)
+    except (KeyError, TypeError, ValueError, StopIteration, RecursionError) as e:
         raise NbtextError(f"{source}: malformed dump ({e.__class__.__name__}: {e})") from None
+    except NbtextError as e:
+        if str(e).startswith(source):
+            raise
+        raise NbtextError(f"{source}: malformed dump ({e})") from None
     if len(set(tokens)) != len(tokens):
         raise NbtextError(f"{source}: malformed dump (a token appears twice)")
     return model

@@ -18,7 +18,7 @@ import email.errors
 import email.message
 import re
 
-from ..settings import MAIL_RULES as RULES, TokenizerSettings
+from ..settings import TokenizerSettings
 from .words import add_ngrams, decode_text, words
 
 MAX_DEPTH = 30  # MIME nesting beyond this is abuse, not mail: one "mime:too-deep" token

@@ -1,0 +1,440 @@
+"""Hostile files and careless runs (issue 18): writes that never replace what they must not,
+model files and dumps from strangers validated field by field, inputs that make no sense
+refused, streams that are closed or full, and a bounded, seeded fuzz pass over the readers,
+the model loader and `import`. Each test is a regression test of a defect an attacker's probe
+found."""
+import json
+import os
+import random
+import stat
+import struct
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+from nbtext import store
+from nbtext.errors import ModelFileError, NbtextError
+from nbtext.fastscore import FastScorer
+from nbtext.store.dump import export_lines, import_lines
+
+from conftest import DATA, ROOT
+
+
+def nb(*args, input=None, env=None, timeout=120, capture_output=True, **kw):
+    return subprocess.run([sys.executable, "-m", "nbtext", *map(str, args)], input=input, timeout=timeout,
+                          capture_output=capture_output, cwd=ROOT, env={**os.environ, **(env or {})}, **kw)
+
+
+@pytest.fixture(scope="module")
+def tsv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tsv") / "own.tsv"
+    path.write_text("spam\tbuy cheap pills now\nham\tmeeting at noon\nspam\tcheap watches\nham\tlunch with bob\n")
+    return path
+
+
+# -- writes ----------------------------------------------------------------------------------
+
+def test_a_write_follows_a_symlink_and_keeps_mode_and_owner(run, tsv, tmp_path):
+    real, link = tmp_path / "real.nbm", tmp_path / "link.nbm"
+    assert run("train", tsv, "-q", "--no-calibrate", "-o", real).exit_code == 0
+    real.chmod(0o600)
+    link.symlink_to(real.name)
+    msg = tmp_path / "m.txt"
+    msg.write_text("cheap cheap")
+    assert run("learn", "-m", link, "--label", "spam", msg).exit_code == 0
+    assert link.is_symlink() and os.readlink(link) == "real.nbm"
+    assert store.load(str(real)).n_documents == 5
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+    for args in (["train", tsv, "-q", "-o", link], ["merge", "-o", link, real],
+                 ["import", "-", "-o", link]):
+        before = real.read_bytes()
+        dump = "\n".join(export_lines(store.load(str(real))))
+        r = run(*args, input=dump if "import" in args else None)
+        assert r.exit_code in (0, 1), r.output
+        assert link.is_symlink() and stat.S_IMODE(real.stat().st_mode) == 0o600, args
+        assert r.exit_code == 0 or real.read_bytes() == before
+
+
+def test_a_new_model_file_gets_the_umask_mode(run, tsv, tmp_path):
+    old = os.umask(0o027)
+    try:
+        assert run("train", tsv, "-q", "--no-calibrate", "-o", tmp_path / "m.nbm").exit_code == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "m.nbm").stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize("target", ["/dev/null", "dir", "fifo"])
+def test_only_a_regular_file_is_ever_replaced(run, tsv, tmp_path, target):
+    if target == "dir":
+        target = tmp_path / "d"
+        target.mkdir()
+    elif target == "fifo":
+        target = tmp_path / "f"
+        os.mkfifo(target)
+    r = run("train", tsv, "-q", "-o", target)
+    assert r.exit_code == 1 and "nbtext writes only regular files" in r.stderr or "is a directory" in r.stderr
+    assert not stat.S_ISREG(os.stat(target).st_mode)
+
+
+def test_a_model_is_never_written_over_its_own_inputs(run, tsv, tmp_path):
+    before = tsv.read_text()
+    r = run("train", tsv, "-o", tsv)
+    assert r.exit_code == 1 and r.stderr == f"nbtext: error: {tsv}: is the input {tsv}; write the model elsewhere\n"
+    assert tsv.read_text() == before
+    inside = DATA / "corpus" / "ham" / "model.nbm"
+    r = run("train", DATA / "corpus", "-o", inside)
+    assert r.exit_code == 1 and "is inside the input" in r.stderr and not inside.exists()
+    r = run("cv", tsv, "--folds", "2", "--predictions", tsv)
+    assert r.exit_code == 1 and tsv.read_text() == before
+
+
+def test_merge_refuses_a_model_with_itself_and_shared_documents(run, sample_model, tmp_path):
+    copy = tmp_path / "copy.nbm"
+    copy.write_bytes(sample_model.read_bytes())
+    r = run("merge", "-o", tmp_path / "m.nbm", sample_model, sample_model)
+    assert r.exit_code == 1 and "given twice" in r.stderr
+    r = run("merge", "-o", tmp_path / "m.nbm", sample_model, copy)
+    assert r.exit_code == 1 and "learned 432 of the same documents as" in r.stderr
+    assert not (tmp_path / "m.nbm").exists()
+
+
+def test_merge_reads_its_output_under_the_lock(run, sample_copy, tsv, tmp_path):
+    """merge -o M M other while learn -m M runs: merge loads M inside M's lock, so the learned
+    documents are in the merged model (they were lost in 8 of 8 trials)."""
+    other = tmp_path / "other.nbm"
+    assert run("train", "--label", "spam", DATA / "example-spam.eml", "--label", "ham",
+               DATA / "example-ham.eml", "-q", "-o", other).exit_code == 0
+    msgs = sorted((DATA / "corpus" / "spam").iterdir())[:3]
+    new = []
+    for i, m in enumerate(msgs):  # messages this model never learned
+        p = tmp_path / f"new{i}.eml"
+        p.write_bytes(m.read_bytes() + f"\nnew {i}\n".encode())
+        new.append(p)
+    learn = subprocess.Popen([sys.executable, "-m", "nbtext", "learn", "-m", str(sample_copy), "--label",
+                              "spam", "-q", *map(str, new)], cwd=ROOT)
+    merge = nb("merge", "-o", sample_copy, sample_copy, other)
+    learn.wait()
+    assert merge.returncode == 0 and learn.returncode == 0
+    assert store.load(str(sample_copy)).n_documents == 432 + 3 + 2
+
+
+# -- model files and dumps from strangers ------------------------------------------------------
+
+def test_a_large_foreign_file_is_refused_from_its_first_bytes(tmp_path):
+    big = tmp_path / "big.nbm"
+    with open(big, "wb") as f:
+        f.truncate(3 << 30)  # 3 GiB, sparse: read whole it took 3.1 GB and 12.7 s
+    r = nb("classify", "-m", big, DATA / "example-ham.eml")
+    assert r.returncode == 1 and b"not an nbtext model file" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "dir"])
+def test_a_model_that_is_not_a_regular_file_is_refused(tmp_path, kind):
+    path = tmp_path / "m.nbm"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dir":
+        path.mkdir()
+    else:
+        path.symlink_to(kind)
+    for cmd in (["classify", "-m", path, DATA / "example-ham.eml"], ["info", "-m", path]):
+        r = nb(*cmd, timeout=20)
+        assert r.returncode == 1 and b"not a model file" in r.stderr, r.stderr
+
+
+def reframed(good: bytes, change, payload_change=None) -> bytes:
+    """The model file with its header changed by change(header) (and its payload by
+    payload_change(header, payload)), both checksums valid."""
+    _, version, hlen, _ = struct.unpack_from("<8sIQI", good)
+    header = json.loads(good[24:24 + hlen])
+    payload_start = 24 + hlen + (-(24 + hlen) % 8)
+    payload = bytearray(good[payload_start:])
+    change(header)
+    if payload_change:
+        payload_change(header, payload)
+        header["payload_crc32"] = zlib.crc32(payload)
+    raw = json.dumps(header).encode()
+    head = struct.pack("<8sIQI", b"NBTEXT\x1a\n", version, len(raw), zlib.crc32(raw)) + raw
+    return head + b"\x00" * (-len(head) % 8) + bytes(payload)
+
+
+def set_path(*keys_value):
+    *keys, value = keys_value
+
+    def change(h):
+        d = h
+        for k in keys[:-1]:
+            d = d[k]
+        d[keys[-1]] = value
+    return change
+
+
+CRAFTED = {
+    "ngram_max 1e9": set_path("tokenizer", "ngram_max", 10**9),
+    "ngram_max float": set_path("tokenizer", "ngram_max", 2.5),
+    "temperature 0": set_path("decision", "temperature", 0),
+    "temperature -3": set_path("decision", "temperature", -3),
+    "temperature string": set_path("decision", "temperature", "hot"),
+    "threshold 7": set_path("decision", "threshold", 7),
+    "unsure reversed": set_path("decision", "unsure", [0.9, 0.1]),
+    "positive missing": set_path("decision", "positive", "eggs"),
+    "duplicate classes": set_path("classes", ["ham", "ham"]),
+    "class counts short": set_path("class_count", [3]),
+    "class count negative": set_path("class_count", [-1, 2]),
+    "alpha NaN": set_path("model", "alpha", float("nan")),
+    "variant unknown": set_path("model", "variant", "gaussian"),
+    "vocab_block 0": set_path("vocab_block", 0),
+    "vocab_block 1e18": set_path("vocab_block", 10**18),
+    "n_features wrong": set_path("n_features", 3),
+    "section out of payload": set_path("sections", "counts", "offset", 10**9),
+    "section shape lies": set_path("sections", "counts", "shape", [2, 10**6]),
+    "section dtype unknown": set_path("sections", "counts", "dtype", "<f2"),
+    "derived missing": set_path("derived", {}),
+    "derived short": set_path("derived", {"log_den": [1.0]}),
+    "unknown setting": set_path("tokenizer", "shell", "rm -rf"),
+    "heads out of order": lambda h: None,  # (below: the payload's heads are swapped)
+}
+
+
+@pytest.fixture(scope="module")
+def good_model(tmp_path_factory, tsv):
+    path = tmp_path_factory.mktemp("good") / "m.nbm"
+    r = nb("train", tsv, "-q", "--no-calibrate", "--ngrams", "1", "-o", path)
+    assert r.returncode == 0
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("name", sorted(CRAFTED))
+def test_crafted_headers_with_valid_checksums_are_refused(tmp_path, good_model, name):
+    data = reframed(good_model, CRAFTED[name])
+    if name == "heads out of order":  # the second block's head points back into the first
+
+        def swap(header, payload):
+            s = header["sections"]["vocab_heads"]
+            assert s["dtype"] == "<u4" and s["shape"][0] > 2
+            struct.pack_into("<I", payload, s["offset"] + 4, 3)
+        data = reframed(good_model, lambda h: None, swap)
+    path = tmp_path / "m.nbm"
+    path.write_bytes(data)
+    for load in (store.load, FastScorer):
+        try:
+            load(str(path))
+        except ModelFileError as e:
+            assert "corrupt model file" in str(e)
+        else:
+            pytest.fail(f"{name}: {load.__name__} accepted it")
+    r = nb("classify", "-m", path, DATA / "example-ham.eml", timeout=20)
+    assert r.returncode == 1 and r.stderr.startswith(b"nbtext: error: ") and b"Traceback" not in r.stderr
+
+
+def dump_with(good_model, tmp_path, change=None, line=None):
+    path = tmp_path / "m.nbm"
+    path.write_bytes(good_model)
+    lines = list(export_lines(store.load(str(path))))
+    meta = json.loads(lines[1])
+    if change:
+        change(meta)
+    lines[1] = json.dumps(meta)
+    if line:
+        lines.append(line)
+    return lines
+
+
+@pytest.mark.parametrize("name", ["ngram_max 1e9", "temperature 0", "temperature -3", "temperature string",
+                                  "threshold 7", "unsure reversed", "positive missing", "duplicate classes",
+                                  "class counts short", "alpha NaN", "unknown setting"])
+def test_import_refuses_hostile_dumps(tmp_path, good_model, name):
+    with pytest.raises(NbtextError, match="malformed dump"):
+        import_lines(dump_with(good_model, tmp_path, CRAFTED[name]), "d")
+
+
+@pytest.mark.parametrize("line", ['"x"\tnan\t1', '"y"\tinf\t1', '"z"\t-1\t1', '"w"\t1e999\t1', '5\t1\t1',
+                                  '"v\\u0000"\t1\t1', '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\t1\t1'])
+def test_import_refuses_hostile_token_lines(tmp_path, good_model, line):
+    with pytest.raises(NbtextError, match="d"):
+        import_lines(dump_with(good_model, tmp_path, line=line), "d")
+
+
+def test_import_refuses_a_short_ledger_entry(tmp_path, good_model):
+    with pytest.raises(NbtextError, match="ledger entries must be 32 hex digits"):
+        import_lines(dump_with(good_model, tmp_path, set_path("ledger", ["ab"])), "d")
+
+
+def test_a_deep_json_dump_line_is_refused(tmp_path):
+    r = nb("import", "-", "-o", tmp_path / "m.nbm", input=b"# nbtext dump 1\n" + b"[" * 100000 + b"\n")
+    assert r.returncode == 1 and b"malformed dump" in r.stderr
+
+
+# -- values that make no sense -------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["--ngrams", "100"], "--ngrams must be a whole number from 1 to 10, got 100"),
+    (["--char-ngrams", "1,50"], "--char-ngrams must be a whole number from 0 to 10, got 50"),
+    (["--max-word-length", "100000"], "--max-word-length must be a whole number from 1 to 1000"),
+    (["--min-df", "100000"], "--min-df 100000 and --max-df 1.0 keep no token"),
+])
+def test_settings_that_make_no_sense_are_refused(run, tsv, tmp_path, args, message):
+    r = run("train", tsv, *args, "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1 and message in r.stderr and not (tmp_path / "m.nbm").exists()
+
+
+def test_jobs_beyond_reason_are_a_usage_error(run, tsv, tmp_path):
+    r = run("train", tsv, "-j", "1000", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 2 and "1000 is not in the range 1<=x<=64" in r.stderr
+
+
+# -- documents with no tokens ---------------------------------------------------------------------
+
+def test_documents_with_no_tokens_learn_train_and_classify(run, sample_copy, tmp_path):
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert run("learn", "-m", sample_copy, "--label", "spam", empty).exit_code == 0
+    assert run("learn", "-m", sample_copy, "--label", "ham", input=b"").exit_code == 0
+    r = nb("classify", "-m", sample_copy, "-u", input=b"")
+    assert r.returncode == 0 and r.stdout.split(b"\t")[0] in (b"ham", b"spam")
+    corpus = tmp_path / "c"
+    for label in ("spam", "ham"):
+        (corpus / label).mkdir(parents=True)
+        (corpus / label / "1").write_bytes(b"")
+    assert run("train", corpus, "-q", "-o", tmp_path / "e.nbm").exit_code == 0
+    r = nb("classify", "-m", tmp_path / "e.nbm", empty)  # (a tie: P(spam) 0.5 is at the threshold)
+    assert r.returncode == 0 and r.stdout == b"spam\t0.500000\n"
+
+
+# -- a long message from procmail -----------------------------------------------------------------
+
+def test_classify_a_huge_message_counts_each_distinct_token_once(sample_model, monkeypatch):
+    """classify of a 1.5 MB message took ten times predict's time: one binary search and one
+    block decoded per token occurrence. Distinct tokens are looked up once, in sorted order."""
+    scorer = FastScorer(str(sample_model))
+    calls = []
+    real = scorer.vocab._block
+    monkeypatch.setattr(scorer.vocab, "_block", lambda b: calls.append(b) or real(b))
+    tokens = scorer.tokenizer(" ".join(["free money now"] * 20000 + ["meeting agenda notes"] * 20000))
+    base, contrib, unknown = scorer.contributions(tokens)
+    assert len(calls) == len(set(calls)) <= len(set(tokens))
+    assert {"free", "meeting"} <= set(contrib)
+
+
+# -- output and exit codes -----------------------------------------------------------------------
+
+def test_every_output_format_round_trips_through_its_parser(sample_model, tmp_path):
+    import csv
+    import io
+
+    names = ["tab\there", "new\nline", "back\\tslash", "cr\rhere", "comma,\"quote\""]
+    for name in names:
+        (tmp_path / name).write_bytes((DATA / "example-ham.eml").read_bytes())
+    bad = os.fsencode(str(tmp_path)) + b"/latin\xe9"
+    with open(bad, "wb") as f:
+        f.write((DATA / "example-ham.eml").read_bytes())
+    paths = [str(tmp_path / n) for n in names]
+    for fmt in ("csv", "jsonl", "tsv"):
+        r = nb("predict", "-m", sample_model, "--format", fmt, *paths, os.fsdecode(bad),
+               env={"PYTHONIOENCODING": "utf-8"})
+        assert r.returncode == 0, r.stderr
+        text = r.stdout.decode("utf-8")
+        if fmt == "csv":
+            rows = list(csv.reader(io.StringIO(text)))
+            ids = [row[0] for row in rows]
+        elif fmt == "jsonl":
+            ids = [json.loads(line)["id"] for line in text.splitlines()]
+        else:
+            rows = [line.split("\t") for line in text.split("\n") if line]
+            assert all(len(row) == 3 for row in rows)
+            ids = [row[0] for row in rows]
+        assert ids[:len(paths)] == (paths if fmt != "tsv" else [
+            p.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r") for p in paths])
+        assert ids[-1].endswith("latin\\xe9")
+
+
+def test_streams_closed_or_full_are_errors_with_the_right_status(sample_model, tsv, tmp_path):
+    ham = DATA / "example-ham.eml"
+    r = nb("info", "-m", sample_model, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+           capture_output=False, preexec_fn=lambda: os.close(1))
+    assert r.returncode == 1 and b"standard output is closed" in r.stderr
+    for extra, status in (([], 1), (["--exit-code"], 3)):
+        with open("/dev/full", "w") as full:
+            r = nb("classify", "-m", sample_model, *extra, ham, stdout=full, stderr=subprocess.PIPE,
+                   capture_output=False)
+        assert r.returncode == status and b"No space left on device" in r.stderr
+    r = nb("train", tsv, "-o", tmp_path / "m.nbm", stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+           capture_output=False, preexec_fn=lambda: os.close(2))
+    assert r.returncode == 0 and (tmp_path / "m.nbm").exists() and r.stdout == b""
+
+
+def test_classify_exit_code_is_3_for_an_internal_error(sample_model, tmp_path):
+    broken = tmp_path / "sitecustomize.py"  # a bug inside nbtext, simulated: the scorer raises
+    broken.write_text("import nbtext.fastscore as f\n"
+                      "f.FastScorer.score = lambda self, data: 1 / 0\n")
+    env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    r = nb("classify", "-m", sample_model, "--exit-code", DATA / "example-ham.eml", env=env)
+    assert r.returncode == 3 and b"internal error: ZeroDivisionError" in r.stderr
+    assert b"Traceback" not in r.stderr
+
+
+# -- a bounded, seeded fuzz pass -------------------------------------------------------------------
+
+def mutations(data: bytes, rng: random.Random, n: int):
+    """n mutants of data: bytes flipped, cut, repeated, spliced with bait."""
+    bait = [b"\x00", b"\xff", b"<!--", b"\r\n", b"\n\nFrom x Mon Jan  1 00:00:00 2024\n", b"\t", b'"',
+            b"=?utf-8?B?", b"[" * 50, b"\\ud800", b"\x1f\x8b"]
+    for _ in range(n):
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 6)):
+            op = rng.randrange(4)
+            i = rng.randrange(len(b) + 1)
+            if op == 0 and b:
+                b[min(i, len(b) - 1)] = rng.randrange(256)
+            elif op == 1:
+                del b[i:i + rng.randint(1, 64)]
+            elif op == 2:
+                b[i:i] = rng.choice(bait) * rng.randint(1, 20)
+            else:
+                b[i:i] = b[max(0, i - 32):i] * rng.randint(1, 8)
+        yield bytes(b)
+
+
+def test_fuzz_readers_loader_and_import(good_model, tmp_path):
+    """A seeded pass (under a minute) of mutated mail, line files, model files and dumps: each is
+    read, refused with NbtextError, or scored; never another exception, never a hang."""
+    from nbtext.read import input_documents, labelled_documents, LineOptions
+    from nbtext.settings import TokenizerSettings
+    from nbtext.text.tokenizer import Tokenizer
+
+    rng = random.Random(18)
+    tok = Tokenizer(TokenizerSettings())
+    mail = (DATA / "example-spam.eml").read_bytes()[:6000]
+    model = tmp_path / "m.nbm"
+    model.write_bytes(good_model)
+    dump = "\n".join(export_lines(store.load(str(model)))).encode()
+    seeds = {"mail": mail, "tsv": b"spam\tbuy now\nham\thello\n", "jsonl": b'{"label": "a", "text": "x"}\n',
+             "csv": b"label,text\nspam,\"buy, now\"\nham,hi\n", "ft": b"__label__a x y\n__label__b z\n"}
+    for name, seed in seeds.items():
+        for i, data in enumerate(mutations(seed, rng, 60)):
+            path = tmp_path / f"{i}.{name}"
+            path.write_bytes(data)
+            try:
+                if name == "mail":
+                    docs = list(input_documents([str(path)]))
+                else:
+                    docs = list(labelled_documents([str(path)], [], LineOptions()))
+                for d in docs:
+                    assert all(isinstance(t, str) for t in tok(d.data))
+            except NbtextError:
+                pass
+    for i, data in enumerate(mutations(good_model, rng, 150)):
+        model.write_bytes(data)
+        for load in (store.load, FastScorer):
+            try:
+                load(str(model))
+            except ModelFileError:
+                pass
+    for i, data in enumerate(mutations(dump, rng, 150)):
+        try:
+            import_lines(data.decode("utf-8", "replace").splitlines(), "d")
+        except NbtextError:
+            pass
