@@ -31,8 +31,9 @@ class Group(click.Group):
     as `nbtext: error: ...` naming flags, never a traceback."""
 
     def main(self, args=None, prog_name="nbtext", **extra):
-        from .process import finish
+        from .process import finish, terminate_cleanly
 
+        terminate_cleanly()
         edge = Edge()
         extra.pop("standalone_mode", None)
 
@@ -40,8 +41,8 @@ class Group(click.Group):
             try:
                 rv = super(Group, self).main(args=args, prog_name=prog_name, standalone_mode=False,
                                              obj=edge, **extra)
-            except click.exceptions.Abort:
-                raise KeyboardInterrupt from None
+            except click.exceptions.Abort as e:  # (click's word for Ctrl-C, or our SIGTERM)
+                raise (e.__cause__ if isinstance(e.__cause__, KeyboardInterrupt) else KeyboardInterrupt()) from None
             except click.ClickException as e:
                 e.show()
                 return e.exit_code

@@ -64,6 +64,10 @@ def finish(body, error_status: int = 1, name_of=flag_of) -> int:
         except (OSError, ValueError, AttributeError):
             pass
         return 0 if status() == 1 else status()
+    except Terminated:
+        if sys.stderr is not None:
+            print("\nnbtext: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         if sys.stderr is not None:
             print("\nnbtext: interrupted", file=sys.stderr)
@@ -109,3 +113,49 @@ def release_free_memory() -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError, TypeError):
         pass
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as an exception so that the run ends as after Ctrl-C: worker pools shut
+    down and temporaries are removed (killed by the default handler, joblib's resource
+    tracker warned of leaked semaphores)."""
+
+
+def terminate_cleanly() -> None:
+    """Make SIGTERM end the run through the process edge (status 143). Main thread only."""
+    import signal
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (a library caller's): leave it alone
+        pass
+
+
+_watching = False
+
+
+def watch_parent() -> None:
+    """In a worker process: ignore Ctrl-C (the parent handles it and stops the pool; a worker's
+    own KeyboardInterrupt printed tracebacks) and end as soon as the process that started it is
+    gone (kill -9 of train left its workers running for minutes, holding memory and /dev/shm).
+    Once per process; never called in the main process."""
+    global _watching
+    if _watching:
+        return
+    _watching = True
+    import signal
+    import threading
+    import time
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="nbtext-parent-watch", daemon=True).start()

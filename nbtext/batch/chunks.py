@@ -63,7 +63,7 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
     def tasks():
         for chunk in rest:
             pending.append(chunk)
-            yield delayed(count_documents)([d.data for d in chunk], settings)
+            yield delayed(count_in_worker)([d.data for d in chunk], settings)
 
     with warnings.catch_warnings():
         # A reader that leaves early (`| head`) cancels the rest; that is not worth a warning.
@@ -71,3 +71,11 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
         with Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs") as par:
             for result in par(tasks()):
                 yield pending.popleft(), result
+
+
+def count_in_worker(datas: list, settings: TokenizerSettings) -> Batch:
+    """count_documents in a worker process, which first makes sure it ends with its parent."""
+    from ..process import watch_parent
+
+    watch_parent()
+    return count_documents(datas, settings)
