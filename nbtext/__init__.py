@@ -1,9 +1,9 @@
 """nbtext: a Naive Bayes text and spam classifier, as a command-line tool and a library.
 
-The layers, each a folder or a module, imports pointing down (docs/architecture.md): read
-(inputs) -> text (tokenizing) -> features (vocabulary, count rows, selection) -> nb (counts,
-estimators, calibration, decisions) -> model -> batch (chunked map/reduce: train, score) ->
-report; the model file in store; the command line in cli (and quick, for classify).
+The layers, each a folder or a module with imports pointing down, are described in
+docs/architecture.md: text (tokenizing), read (inputs), features (vocabulary, count rows,
+selection), nb (counts, estimators, calibration, decisions), model, store (the model file),
+batch (chunked map/reduce: train, score), and the command lines on top.
 
 Importing nbtext is cheap; the estimators (which need numpy; scipy's matrices are taken, not
 needed) load on first use:

@@ -12,7 +12,10 @@ import sys
 import click
 
 from . import __version__
+from .errors import NbtextError
+from .nb.decision import Decision
 from .quick import CLASSIFY_OPTIONS, MODEL_OPTION, QUIET_OPTION, THRESHOLD_OPTION, UNSURE_OPTION
+from .read import LineOptions
 from .settings import CRITERIA, VARIANTS, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -49,6 +52,14 @@ class Group(click.Group):
             return rv if isinstance(rv, int) else 0
 
         sys.exit(finish(body, lambda: edge.error_status))
+
+    def invoke(self, ctx):
+        from .process import ReaderLeft
+
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise ReaderLeft() from None
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
@@ -97,9 +108,9 @@ def line_options(f, flag="--format"):
     for opt in reversed([
         click.option(flag, "line_format", type=click.Choice(["tsv", "csv", "jsonl", "fasttext"]),
                      default=None, help="Format of line files (default: by extension, else sniffed)."),
-        click.option("--label-column", default="label", show_default=True,
+        click.option("--label-column", default=LineOptions.label_column, show_default=True,
                      help="CSV column / JSONL field holding the label (name or 1-based number)."),
-        click.option("--text-column", default="text", show_default=True,
+        click.option("--text-column", default=LineOptions.text_column, show_default=True,
                      help="CSV column / JSONL field holding the text (name or 1-based number)."),
     ]):
         f = opt(f)
@@ -165,7 +176,7 @@ def decision_options(f):
                      help="Fit a temperature on internal folds so probabilities mean what they say."),
         click.option("--positive", default=None, help="The positive class (default: spam, if present)."),
         click.option("--threshold", type=float, default=None,
-                     help="Two classes: positive when P(positive) >= this (default 0.5)."),
+                     help=f"Two classes: positive when P(positive) >= this (default {Decision.threshold})."),
         click.option("--unsure", default=None, metavar="LOW,HIGH",
                      help="Two classes: P(positive) in [LOW, HIGH) is unsure."),
         click.option("--max-fpr", type=float, default=None, metavar="RATE",
@@ -187,10 +198,8 @@ def override_options(f):
     return option_of(*THRESHOLD_OPTION)(option_of(*UNSURE_OPTION)(f))
 
 
-def apply_overrides(decision, classes, threshold, unsure, positive=None):
-    from .nb.decision import override
-
-    override(decision, classes, threshold, parse_pair(unsure, "--unsure", float), positive)
+def apply_overrides(decision, classes, threshold, unsure):
+    decision.choose(classes, None, threshold, parse_pair(unsure, "--unsure", float))
 
 
 def parse_pair(value: str | None, name: str, cast=int) -> tuple | None:
@@ -225,12 +234,33 @@ def line_opts(kw: dict):
     return LineOptions(kw["line_format"], kw["label_column"], kw["text_column"])
 
 
-def read_labelled(kw: dict):
+class Unread:
+    """Inputs that could not be read: each reported as `nbtext: error: ...` while the batch goes
+    on; check() then fails the command, status 1 (before it writes anything)."""
+
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self, error: NbtextError) -> None:
+        from .process import error_line
+
+        error_line(str(error))
+        self.count += 1
+
+    def check(self) -> None:
+        from .process import Reported
+
+        if self.count:
+            raise Reported()
+
+
+def read_labelled(kw: dict, unread: Unread | None = None):
     from .read import labelled_documents
 
     if not kw["sources"] and not kw["label_paths"]:
         raise click.UsageError("give at least one SOURCE or --label LABEL PATH")
-    return labelled_documents(list(kw["sources"]), [tuple(p) for p in kw["label_paths"]], line_opts(kw))
+    return labelled_documents(list(kw["sources"]), [tuple(p) for p in kw["label_paths"]], line_opts(kw),
+                              on_error=unread)
 
 
 def n_jobs(kw: dict) -> int:
@@ -300,9 +330,11 @@ def train(**kw):
     check_target(kw["output"], [*kw["sources"], *(p for _, p in kw["label_paths"])])
     map_large_arrays()
     progress = Progress("training", kw["quiet"])
-    model, fit = train_model(read_labelled(kw), tok, settings, feats, decisions, n_jobs=n_jobs(kw),
+    unread = Unread()
+    model, fit = train_model(read_labelled(kw, unread), tok, settings, feats, decisions, n_jobs=n_jobs(kw),
                              progress=progress, release=release_free_memory)
     progress.done()
+    unread.check()
     store.save(model, kw["output"])
     if fit:
         info_line(kw["quiet"], f"nbtext: --max-fpr {kw['max_fpr']}: threshold {fit.threshold:.6f}; "
@@ -331,7 +363,7 @@ def output_options(f):
 @click.option("--lines", is_flag=True, help="Every line of each input is a document (id FILE:LINE).")
 @click.option("--input-format", type=click.Choice(["lines", "jsonl", "tsv", "csv", "fasttext"]),
               default=None, help="Read inputs as line files of this format (jsonl: its text field).")
-@click.option("--text-column", default="text", show_default=True, help="JSONL/CSV text field.")
+@click.option("--text-column", default=LineOptions.text_column, show_default=True, help="JSONL/CSV text field.")
 @click.option("--explain", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --format jsonl: the N tokens that pushed hardest for and against each label.")
 @override_options
@@ -350,6 +382,7 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
       cat lines.txt | nbtext predict -m lang.nbm --lines - --format jsonl
     """
     from . import store
+    from .batch.chunks import CHUNK
     from .batch.score import scored_batches
     from .process import stdout
     from .explain import explain_rows
@@ -360,15 +393,16 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
         raise click.UsageError("--explain needs --format jsonl")
     model = store.load(model_path)
     apply_overrides(model.decision, model.classes, threshold, unsure)
+    unread = Unread()
     docs = input_documents(list(inputs) or ["-"], lines, input_format,
-                           LineOptions(text_column=text_column))
+                           LineOptions(text_column=text_column), on_error=unread)
     if header and header_row(fmt):
         answer(header_row(fmt))
     streaming = bool(lines or input_format) and "-" in (inputs or ["-"])  # a pipe: answer per line
     out = stdout()
     progress = Progress("predicting", quiet)
-    for chunk, batch, proba in scored_batches(model, docs, n_jobs=jobs or n_jobs({}),
-                                              chunk_size=1 if streaming else 400):
+    for chunk, batch, proba in scored_batches(model, docs, n_jobs=1 if streaming else jobs or n_jobs({}),
+                                              chunk_size=1 if streaming else CHUNK):
         decided = model.decide_rows(proba)
         why = explain_rows(model, batch, proba, [label for label, _ in decided], explain) if explain else None
         for i, (doc, (label, unsure_row), row) in enumerate(zip(chunk, decided, proba)):
@@ -380,6 +414,7 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
         out.flush()
         progress(len(chunk))
     progress.done()
+    unread.check()
 
 
 def rounded(e: dict) -> dict:
@@ -440,8 +475,10 @@ def eval_cmd(model_path, fmt, threshold, unsure, jobs, quiet, **kw):
     model = store.load(model_path)
     apply_overrides(model.decision, model.classes, threshold, unsure)
     progress = Progress("evaluating", quiet)
-    result = evaluate_documents(model, read_labelled(kw), n_jobs=jobs or n_jobs({}), progress=progress)
+    unread = Unread()
+    result = evaluate_documents(model, read_labelled(kw, unread), n_jobs=jobs or n_jobs({}), progress=progress)
     progress.done()
+    unread.check()
     answer(json.dumps(result, indent=2) if fmt == "json" else format_eval(result))
 
 
@@ -483,7 +520,9 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     tok, settings, feats = build_settings(kw)
     progress = Progress("reading", quiet)
     ids: list | None = [] if predictions_path is not None else None
-    X, y, vocab = count_corpus(read_labelled(kw), tok, n_jobs=jobs or n_jobs({}), progress=progress, ids=ids)
+    unread = Unread()
+    X, y, vocab = count_corpus(read_labelled(kw, unread), tok, n_jobs=jobs or n_jobs({}), progress=progress, ids=ids)
+    unread.check()
     progress.done()
     predictions: list | None = [None] * len(y) if predictions_path is not None else None
     results = cross_validate(X, y, vocab, tok, settings, feats, build_decisions(kw), folds, seed,

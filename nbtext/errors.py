@@ -1,4 +1,5 @@
-"""The exceptions the library raises. Only the CLI turns them into messages and exit codes."""
+"""The exceptions the library raises. The process edge (nbtext.process) turns them into messages
+and exit statuses."""
 import re
 
 

@@ -42,10 +42,10 @@ def explain_rows(model, batch, proba, verdicts, n: int) -> list[dict]:
 
 
 def top_tokens(model, n: int, min_count: int = 5) -> dict:
-    """Per class, the n tokens whose weight for that class most exceeds their weight for the
-    others (the log-mean-exp of the other classes' weights; for two classes, the difference of
-    the linear view's weights: the log-likelihood ratio for multinomial models), among tokens
-    seen at least ``min_count`` times (rare tokens' ratios are noise)."""
+    """Per class, the n tokens whose weight for that class most exceeds their weight for the best
+    other class (as explanation() ranks a verdict's tokens; for multinomial models, the
+    log-likelihood ratio), among tokens seen at least ``min_count`` times (rare tokens' ratios
+    are noise)."""
     import numpy as np
 
     W = model.estimator.linear().W
@@ -54,7 +54,7 @@ def top_tokens(model, n: int, min_count: int = 5) -> dict:
     out = {}
     for c, name in enumerate(model.classes):
         others = np.delete(W, c, axis=0)
-        other = np.log(np.exp(others).mean(axis=0)) if len(others) else np.zeros(W.shape[1])
+        other = others.max(axis=0) if len(others) else np.zeros(W.shape[1])
         llr = np.where(eligible, W[c] - other, -np.inf)
         best = np.argsort(-llr, kind="stable")[:n]
         out[name] = [{"token": model.vocab.token(i), "llr": round(float(llr[i]), 4),

@@ -28,6 +28,7 @@ class FastScorer:
         try:
             tokenizer, self.settings, self.classes, self.class_count, self.decision = meta(header)
             self.tokenizer = Tokenizer(tokenizer)
+            self.variant = F.VARIANTS[self.settings.variant]
             self.n_features: int = check_header(header)
             self.summary: dict = summary(header) if self.n_features else {}
             self.vocab = vocabulary_index(header, payload, self.n_features)
@@ -48,44 +49,19 @@ class FastScorer:
         return [float(self.counts[c * V + tid]) for c in range(len(self.classes))]
 
     def bias(self) -> list[float]:
-        """b_c of the linear view (nbtext.nb.estimators' _linear for each variant)."""
+        """b_c of the linear view: the variant's bias terms summed (nbtext.nb.weights)."""
         total = sum(self.class_count)
         prior = [F.log_prior(n, total, math.log) if n > 0 else -math.inf for n in self.class_count]
-        if self.settings.variant == "bernoulli":
-            return [n + p for n, p in zip(self.summary.get("neg_sum", [0.0] * len(prior)), prior)]
-        if self.settings.variant == "complement" and len(self.classes) > 1:
-            return [0.0] * len(self.classes)
-        return prior
+        b = [0.0] * len(self.classes)
+        for term in self.variant.bias_terms(len(self.classes), prior, self.summary):
+            b = [x + y for x, y in zip(b, term)]
+        return b
 
     def token_weights(self, tid: int) -> list[float]:
         """w_ct of token ``tid`` for each class (nbtext.nb.weights)."""
-        s, alpha, col, log = self.settings, self.settings.alpha, self._column(tid), math.log
-        K = range(len(self.classes))
-        if s.variant == "multinomial":
-            return [F.multinomial_weight(col[c], self.summary["log_den"][c], alpha, log) for c in K]
-        if s.variant == "bernoulli":
-            return [F.bernoulli_weight(col[c], self.class_count[c], alpha, log) for c in K]
-        if s.idf:
-            df = self.doc_freq[tid]
-            idf = F.idf_weight(df, sum(self.class_count), log) if df > 0 else 0.0
-            col = [v * idf for v in col]
-        all_t = sum(col)
-        log_sum = self.summary.get("log_sum") if s.norm else None
-        return [F.complement_weight(F.complement_logged(all_t, col[c], self.summary["log_den"][c], alpha, log),
-                                    log_sum[c] if log_sum else None) for c in K]
-
-    def features(self, ids: Counter) -> dict[int, float]:
-        """The document's value per known token, as the variant counts it (its features())."""
-        s = self.settings
-        if s.variant == "bernoulli":
-            return {tid: 1.0 for tid in ids}
-        if s.variant != "complement":
-            return {tid: float(n) for tid, n in ids.items()}
-        values = {tid: math.log1p(n) if s.tf else float(n) for tid, n in ids.items()}
-        if s.length_norm and values:
-            length = math.sqrt(sum(v * v for v in values.values()))
-            values = {tid: v / length for tid, v in values.items()}
-        return values
+        df = self.doc_freq[tid] if self.doc_freq is not None else 0
+        return self.variant.token_weights(self.settings, self._column(tid), df, sum(self.class_count),
+                                          self.class_count, self.summary, math.log)
 
     def contributions(self, tokens: Iterable[str]) -> tuple[list[float], dict[str, list[float]], int]:
         """(bias per class, each token's x_t w_ct per class, the count of unknown tokens):
@@ -103,12 +79,15 @@ class FastScorer:
             else:
                 ids[tid], names[tid] = n, t
         contrib = {names[tid]: [x * w for w in self.token_weights(tid)]
-                   for tid, x in self.features(ids).items()}
+                   for tid, x in self.variant.values(self.settings, ids).items()}
         return self.bias(), contrib, unknown
 
     def joint_log_likelihood(self, tokens: Iterable[str]) -> list[float]:
-        base, contrib, _ = self.contributions(tokens)
-        jll = list(base)
+        return self._summed(*self.contributions(tokens)[:2])
+
+    @staticmethod
+    def _summed(bias: list, contrib: dict) -> list[float]:
+        jll = list(bias)
         for row in contrib.values():
             for c, v in enumerate(row):
                 jll[c] += v
@@ -127,11 +106,7 @@ class FastScorer:
         from .explain import explanation
 
         bias, contrib, unknown = self.contributions(self.tokenizer(data))
-        jll = list(bias)
-        for row in contrib.values():
-            for c, v in enumerate(row):
-                jll[c] += v
-        probs = self.posteriors(jll)
+        probs = self.posteriors(self._summed(bias, contrib))
         label, unsure = decide(self.classes, self.decision, probs)
         k = self.classes.index(label)
         return {"label": label, "probability": probs[k], "unsure": unsure,

@@ -11,12 +11,11 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .errors import NbtextError
 from .features.counting import count_rows
 from .features.vocabulary import Vocabulary
 from .nb.counts import Counts
 from .nb.decision import Decision, decide, default_positive
-from .nb.estimators import logsumexp_rows, make_estimator
+from .nb.estimators import log_posteriors, make_estimator
 from .settings import ModelSettings, TokenizerSettings
 from .text.tokenizer import Tokenizer
 
@@ -53,7 +52,7 @@ class Model:
 
     @property
     def doc_freq(self) -> np.ndarray | None:
-        """Documents per token; kept (in files too) only by --idf models, which weigh by it."""
+        """Documents per token; kept (in files too) only by idf models, which weigh by it."""
         return self.counts.doc_freq if self.settings.idf else None
 
     @property
@@ -78,16 +77,11 @@ class Model:
     # -- learning and forgetting ----------------------------------------------------------
     def add(self, token_lists: Iterable[list[str]], labels: Sequence[str], weight: float = 1.0):
         """Add (weight=1) or take out (weight=-1) documents' counts."""
-        unknown = sorted(set(labels) - set(self.classes))
-        if unknown:
-            raise NbtextError(f"unknown label {unknown[0]!r}: the model's classes are {', '.join(self.classes)}")
+        self.counts.check_labels(labels)
         X = count_rows(token_lists, self.vocab, grow=weight > 0)
         est = self.estimator
-        if weight > 0:
-            self.counts.add(est.features(X), list(labels), width=len(self.vocab),
-                            weights=None if weight == 1 else np.full(len(labels), float(weight)))
-        else:
-            self.counts = self.counts.plus(est.features(X), list(labels), np.full(len(labels), float(weight)))
+        est.partial_fit(X, list(labels), sample_weight=None if weight == 1 else np.full(len(labels), float(weight)))
+        self.counts = est.counts_  # (taking out makes new counts: all or nothing)
 
     def check_trainable(self):
         self.counts.check_trainable()
@@ -98,8 +92,7 @@ class Model:
 
     def log_proba(self, X) -> np.ndarray:
         """Posteriors in log space: softmax(jll / temperature)."""
-        jll = self.estimator.predict_joint_log_proba(X) / self.decision.temperature
-        return jll - logsumexp_rows(jll)[:, None]
+        return log_posteriors(self.estimator.predict_joint_log_proba(X), self.decision.temperature)
 
     def proba(self, X) -> np.ndarray:
         return np.exp(self.log_proba(X))

@@ -28,8 +28,7 @@ def learn(model: Model, docs: Iterable[Document], label: str, forget: bool = Fal
 
     Learning a document already learned under that label is a no-op (skipped); forgetting
     one that was never learned under it is an error, and nothing changes."""
-    if label not in model.classes:
-        raise NbtextError(f"unknown label {label!r}: the model's classes are {', '.join(model.classes)}")
+    model.counts.check_labels([label])
     tok = model.tokenizer
     todo, seen, skipped = [], set(), 0
     for d in docs:

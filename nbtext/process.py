@@ -41,6 +41,15 @@ def flag_of(param: str) -> str:
     return FLAGS.get(param, "--" + param.replace("_", "-"))
 
 
+class Reported(Exception):
+    """A failure already reported on stderr, line by line (inputs that could not be read): the
+    run ends with the status of a user error and nothing more is said."""
+
+
+class ReaderLeft(Exception):
+    """The reader of our output went away (EPIPE), carried past click, which would exit 1."""
+
+
 def finish(body, error_status: int = 1, name_of=flag_of) -> int:
     """Run body() and return the process's exit status. ``error_status`` is the status of a user
     error (or a callable, asked when the error happens); ``name_of`` names a setting in
@@ -51,10 +60,12 @@ def finish(body, error_status: int = 1, name_of=flag_of) -> int:
     except SettingError as e:
         error_line(e.worded(name_of))
         return status()
+    except Reported:
+        return status()
     except NbtextError as e:
         error_line(str(e))
         return status()
-    except BrokenPipeError:
+    except (BrokenPipeError, ReaderLeft):
         # The reader left: end quietly, as cat does; point stdout at /dev/null so the
         # interpreter's final flush cannot complain either. Where the exit status is the
         # answer (classify --exit-code: a user error there is 3, not 1), the answer was not
@@ -73,7 +84,7 @@ def finish(body, error_status: int = 1, name_of=flag_of) -> int:
             print("\nnbtext: interrupted", file=sys.stderr)
         return 130
     except MemoryError:
-        error_line("out of memory (try --max-features or a smaller corpus)")
+        error_line("out of memory")
         return status()
     except OSError as e:  # writing the output failed (a full disk: /dev/full); reading is read.py's
         error_line(f"{e.filename or 'output'}: {e.strerror or e}")
@@ -132,30 +143,3 @@ def terminate_cleanly() -> None:
         signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread (a library caller's): leave it alone
         pass
-
-
-_watching = False
-
-
-def watch_parent() -> None:
-    """In a worker process: ignore Ctrl-C (the parent handles it and stops the pool; a worker's
-    own KeyboardInterrupt printed tracebacks) and end as soon as the process that started it is
-    gone (kill -9 of train left its workers running for minutes, holding memory and /dev/shm).
-    Once per process; never called in the main process."""
-    global _watching
-    if _watching:
-        return
-    _watching = True
-    import signal
-    import threading
-    import time
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = os.getppid()
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.2)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="nbtext-parent-watch", daemon=True).start()

@@ -76,14 +76,13 @@ def run_classify(model_path: str, file: str, exit_code: bool = False, positive: 
                  passthrough: bool = False, learn_verdict: bool = False, quiet: bool = False) -> int:
     """Classify one document and print the verdict; returns the exit status."""
     from .fastscore import FastScorer
-    from .nb.decision import override
     from .process import stdout
-    from .read import Document, read_bytes
+    from .read import MAX_DOCUMENT_BYTES, Document, read_bytes
 
     out = stdout()
     scorer = FastScorer(model_path)
-    override(scorer.decision, scorer.classes, threshold, unsure, positive)
-    data = read_bytes(file)
+    scorer.decision.choose(scorer.classes, positive, threshold, unsure)
+    data = read_bytes(file, limit=None if passthrough else MAX_DOCUMENT_BYTES)  # (passthrough: all of it)
     if explain:
         e = scorer.explain(data, explain)
         label, prob, unsure_ = e["label"], e["probability"], e["unsure"]
@@ -110,7 +109,9 @@ def run_classify(model_path: str, file: str, exit_code: bool = False, positive: 
 
 def exit_status(scorer, label: str, unsure: bool) -> int:
     """bogofilter's: 0 the positive class, 1 another, 2 unsure."""
-    pos = scorer.decision.positive or (scorer.classes[-1] if len(scorer.classes) == 2 else None)
+    from .nb.decision import positive_of
+
+    pos = positive_of(scorer.classes, scorer.decision.positive)
     return 2 if unsure else 0 if label == pos else 1
 
 
@@ -126,18 +127,28 @@ def quick_classify(argv: list[str]) -> int | None:
 
 def with_headers(data: bytes, label: str, prob: float) -> bytes:
     """The message with X-Nbtext-Class/-Score headers added at the end of its header block
-    (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail."""
-    nl = b"\r\n" if b"\r\n" in data[:2000] else b"\n"
-    head, sep, body = data.partition(nl + nl)
-    if not sep:
-        head, body = (data, b"") if data.strip() and not data.startswith(nl) else (b"", data)
-    lines = [ln for ln in head.split(nl) if ln] if head else []
+    (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail.
+
+    The header block is every line before the first empty one ("\n" or "\r\n"), or the
+    whole message when it has none (a blank line is then added). The new headers end as the
+    block's first line does: the body's line endings are no guide to the header block's (an
+    LF header block with a CRLF body once had the headers written into its body). Every
+    other byte is kept as it was."""
+    first = data.find(b"\n")
+    nl = b"\r\n" if first > 0 and data[first - 1:first] == b"\r" else b"\n"
+    if data.startswith((b"\n", b"\r\n")):
+        head, rest = b"", data  # no header fields: the blank line comes first
+    else:
+        ends = [i + 1 for i in (data.find(b"\n\n"), data.find(b"\n\r\n")) if i >= 0]
+        head, rest = (data[:min(ends)], data[min(ends):]) if ends else (data, nl)
+    lines = head.split(b"\n")
+    lines = [ln + b"\n" for ln in lines[:-1]] + ([lines[-1] + nl] if lines[-1] else [])
     kept, skip = [], False
     for ln in lines:
         if ln[:1] in (b" ", b"\t") and skip:
-            continue
+            continue  # a folded continuation of a header being replaced
         skip = ln.lower().startswith((b"x-nbtext-class:", b"x-nbtext-score:"))
         if not skip:
             kept.append(ln)
-    kept += [f"X-Nbtext-Class: {label}".encode(), f"X-Nbtext-Score: {prob:.6f}".encode()]
-    return nl.join(kept) + nl + nl + body
+    kept += [f"X-Nbtext-Class: {label}".encode() + nl, f"X-Nbtext-Score: {prob:.6f}".encode() + nl]
+    return b"".join(kept) + rest

@@ -4,24 +4,46 @@ Labelled sources (train, eval, cv): label directories, ``--label LABEL PATH``, l
 (TSV, CSV, JSONL, fastText), stdin. Inputs to score (predict, classify): files, directories,
 mbox, Maildir, MH, line files with ``lines=True``, stdin. Everything is yielded lazily, in a
 stable order (names sorted), so memory stays bounded and output order is reproducible.
-gzip-compressed files are read transparently, whatever their name.
+gzip-compressed files are read transparently, whatever their name, and decompressed as they are
+read: line files line by line (a line is yielded as soon as it is read, so a pipe is answered
+line by line), a single document up to MAX_DOCUMENT_BYTES.
+
+Input files come from strangers: a bad file is a NbtextError naming it (FILE:LINE where there
+is a line), never a traceback; with ``on_error`` the entry points report it and go on with the
+next file. Directory walks enter no directory twice (symlink loops end).
 """
 from __future__ import annotations
 
+import io
 import os
+import re
 import sys
 from collections.abc import Iterator
-
-TYPE_CHECKING = False  # importing typing would cost `nbtext classify` 10-20 ms
-if TYPE_CHECKING:
-    from typing import BinaryIO
 
 from .errors import NbtextError
 from .record import Record
 from .text.words import decode_text
 
+TYPE_CHECKING = False  # importing typing would cost `nbtext classify` 10-20 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import BinaryIO
+
+    OnError = Callable[[NbtextError], object] | None  # told of each file that cannot be read
+
 EXTENSIONS = {".tsv": "tsv", ".tab": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
               ".ft": "fasttext", ".fasttext": "fasttext"}
+
+# The most bytes read of one document (a message file, stdin read as one document, one message
+# of an mbox; after decompression): the rest is left unread. Without a cap a 1 MB gzip of zeros
+# (or /dev/zero, or an endless pipe) is held whole: 1 GB of zeros took 2 GB. Mail servers refuse
+# messages far smaller (25-50 MB), and the first 64 MiB of a document say what it is about; 64 MiB
+# keeps tests/test_bad_input.py's 50 MB message whole. A line of a line file longer than this is
+# refused (cutting it would break its syntax).
+MAX_DOCUMENT_BYTES = 64 << 20
+
+_CHUNK = 1 << 20  # bytes asked of a stream at a time
+_BOM = b"\xef\xbb\xbf"
 
 
 class Document:
@@ -51,7 +73,7 @@ class LineOptions(Record):
     text_column: str = "text"
 
 
-# -- bytes from paths -------------------------------------------------------------------
+# -- streams from paths -----------------------------------------------------------------
 
 def _os_error(path: str, e: OSError) -> NbtextError:
     reason = {FileNotFoundError: "no such file or directory", PermissionError: "permission denied",
@@ -59,7 +81,12 @@ def _os_error(path: str, e: OSError) -> NbtextError:
     return NbtextError(f"{path}: {reason}")
 
 
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n and not n % (1 << 20) else f"{n} bytes"
+
+
 def gunzip_if_needed(data: bytes, path: str) -> bytes:
+    """``data`` decompressed if it is gzip (whole, in memory: readers use _Input, which streams)."""
     if data[:2] == b"\x1f\x8b":
         import gzip
         import zlib
@@ -71,20 +98,260 @@ def gunzip_if_needed(data: bytes, path: str) -> bytes:
     return data
 
 
-def read_bytes(path: str, stdin: BinaryIO | None = None) -> bytes:
-    if path == "-":
-        stream = stdin if stdin is not None else sys.stdin.buffer
-        return gunzip_if_needed(stream.read(), "-")
-    try:
-        with open(path, "rb") as f:
-            return gunzip_if_needed(f.read(), path)
-    except OSError as e:
-        raise _os_error(path, e) from None
+class _Prefixed(io.RawIOBase):
+    """A stream with the bytes already read from it (``head``) put back in front. A read returns
+    what the stream has at hand (read1), so that lines from a pipe are read as they arrive."""
+
+    def __init__(self, head: bytes, stream):
+        self._head, self._stream = head, stream
+        self._read = getattr(stream, "read1", stream.read)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self._head:
+            data, self._head = self._head[:len(b)], self._head[len(b):]
+        else:
+            data = self._read(len(b))
+        b[:len(data)] = data
+        return len(data)
+
+
+class _Input:
+    """A file or stdin ("-") as a binary stream, decompressed as it is read when it starts with
+    gzip's magic bytes. read(n) and readline(limit) raise NbtextError naming the path."""
+
+    def __init__(self, path: str, stdin: BinaryIO | None = None):
+        self.path, self._file, self.gzip = path, None, False
+        if path == "-":
+            if stdin is None:
+                if sys.stdin is None:
+                    raise NbtextError("-: standard input is closed")
+                stdin = sys.stdin.buffer
+            raw = stdin
+        else:
+            try:
+                raw = self._file = open(path, "rb", buffering=0)
+            except OSError as e:
+                raise _os_error(path, e) from None
+        try:
+            head = raw.read(1)
+            if head == b"\x1f":
+                head += raw.read(1)
+        except OSError as e:
+            self.close()
+            raise _os_error(path, e) from None
+        src = _Prefixed(head, raw)
+        if head == b"\x1f\x8b":
+            import gzip
+            import zlib
+
+            self.gzip, self.errors = True, (OSError, EOFError, zlib.error)
+            self.stream = gzip.GzipFile(fileobj=src, mode="rb")
+        else:
+            self.errors = OSError
+            self.stream = io.BufferedReader(src, 1 << 16)
+
+    def read(self, n: int) -> bytes:
+        try:
+            return self.stream.read(n)
+        except self.errors as e:
+            raise self.error(e) from None
+
+    def readline(self, limit: int) -> bytes:
+        try:
+            return self.stream.readline(limit)
+        except self.errors as e:
+            raise self.error(e) from None
+
+    def error(self, e: Exception) -> NbtextError:
+        if self.gzip and not (isinstance(e, OSError) and e.errno is not None):
+            return NbtextError(f"{self.path}: broken gzip data ({e})")
+        return _os_error(self.path, e)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+    def __enter__(self) -> _Input:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _read_upto(inp: _Input, limit: int | None) -> bytes:
+    """What is left of inp, at most ``limit`` bytes (None: all), never holding more."""
+    want = _CHUNK if limit is None else min(_CHUNK, limit)
+    data = inp.read(want)
+    if len(data) < want or (limit is not None and len(data) >= limit):
+        return data  # a short read is the end (reads of a BufferedReader or GzipFile fill up)
+    buf, size = io.BytesIO(), len(data)
+    buf.write(data)
+    while limit is None or size < limit:
+        data = inp.read(_CHUNK if limit is None else min(_CHUNK, limit - size))
+        if not data:
+            break
+        buf.write(data)
+        size += len(data)
+    return buf.getvalue()  # no copy: BytesIO hands over its buffer
+
+
+def read_bytes(path: str, stdin: BinaryIO | None = None, limit: int | None = None) -> bytes:
+    """The bytes of a file or of stdin ("-"), decompressed if gzip: all of them, or at most
+    ``limit`` (MAX_DOCUMENT_BYTES for a document to score; None for a whole file)."""
+    with _Input(path, stdin) as inp:
+        return _read_upto(inp, limit)
+
+
+# -- mail -------------------------------------------------------------------------------
+
+# An mbox From_ line: "From SENDER DATE", DATE as asctime writes it ("Fri Jul  8 12:08:34 2011"),
+# with or without seconds, maybe with a zone before the year, maybe more after it. Each part is
+# bounded by the next, so a match is linear in the line's length.
+_FROM_LINE = re.compile(
+    rb"From \S+[ \t]+(?i:mon|tue|wed|thu|fri|sat|sun)[ \t]+"
+    rb"(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[ \t]+\d{1,2}[ \t]+\d{1,2}:\d\d(?::\d\d)?"
+    rb"[ \t]+(?:[A-Za-z]{3,5}[ \t]+)?\d{4}(?!\S)")
+_QUOTED_FROM = re.compile(rb">+From ")  # mboxrd: a body line ">From ", ">>From " ... lost one ">"
+_QUOTED_FROM_LINES = re.compile(rb"(?:\A|(?<=[\r\n]))>(?=>*From )")
+_LINE_SPACE = b" \t\x0b\x0c"  # whitespace that does not end a line (bytes.splitlines cuts at \r, \n)
+
+
+def _blank_line_before(data: bytes, pos: int) -> bool:
+    """Whether the line that ends just before ``pos`` (a line start, pos > 0) is blank."""
+    end = pos - 2 if data[pos - 2:pos] == b"\r\n" else pos - 1
+    while end > 0:
+        start = max(0, end - 4096)
+        text = data[start:end].rstrip(_LINE_SPACE)
+        if text:
+            return text[-1:] in (b"\r", b"\n")
+        end = start
+    return True
+
+
+def _has_separator(data: bytes) -> bool:
+    """Whether a From_ line after a blank line starts a second message (lines as splitlines)."""
+    for m in _FROM_LINE.finditer(data):
+        pos = m.start()
+        if pos and data[pos - 1] in b"\r\n" and _blank_line_before(data, pos):
+            return True
+    return False
 
 
 def is_mbox(data: bytes) -> bool:
     """An mbox of several messages: a From_ line first, and another after a blank line."""
-    return data.startswith(b"From ") and b"\n\nFrom " in data
+    return _FROM_LINE.match(data) is not None and _has_separator(data)
+
+
+def split_mbox(data: bytes, path: str) -> Iterator[Document]:
+    """mbox messages, id FILE:LINE of their From_ line; ">From " quoting undone (mboxrd).
+    (Data that holds one message is one document: all of it.)"""
+    return _mbox_documents(path, io.BytesIO(data))
+
+
+class _Chained:
+    """readline() from bytes already read, then from the stream they were read from."""
+
+    def __init__(self, head: bytes, inp: _Input):
+        self._head, self._inp = io.BytesIO(head), inp
+
+    def readline(self, limit: int) -> bytes:
+        if self._head is not None:
+            line = self._head.readline(limit)
+            if line:
+                return line
+            self._head = None
+        return self._inp.readline(limit)
+
+
+def _line_pieces(src) -> Iterator[bytes]:
+    """src's bytes cut where bytes.splitlines cuts them (after \\n, \\r\\n, a lone \\r), each line
+    with its end, read as they come; a line longer than _CHUNK comes in pieces (the first piece
+    of a line is whole or at least _CHUNK long)."""
+    carry = b""
+    while True:
+        more = src.readline(_CHUNK)
+        chunk = carry + more if carry else more
+        if not chunk:
+            return
+        parts = chunk.splitlines(True) if b"\r" in chunk else [chunk]
+        last = parts.pop()
+        yield from parts
+        if more and (last[-1:] == b"\r" or (last[-1:] != b"\n" and len(last) < _CHUNK)):
+            carry = last  # a "\r" whose "\n" may come next, or a short piece of a line cut short
+        else:
+            carry = b""
+            yield last
+
+
+def _unquote(body: bytes) -> bytes:
+    return _QUOTED_FROM_LINES.sub(b"", body) if b">From " in body else body
+
+
+def _mbox_documents(path: str, src) -> Iterator[Document]:
+    """The messages in src (readline()), whose first line is a From_ line: an mbox when another
+    From_ line follows a blank line (each message without its From_ line, quoting undone, id
+    FILE:LINE), else one document (all of it). At most MAX_DOCUMENT_BYTES of each is kept."""
+    cap = MAX_DOCUMENT_BYTES
+    first, first_size = [], 0  # the first line, kept for a file that holds one message
+    buf, size = io.BytesIO(), 0  # the current message, after its From_ line
+    mbox = False       # a second From_ line seen: the file is an mbox
+    n = -1             # the current line's index (as in data.splitlines())
+    start = 0          # the index of the current message's From_ line
+    blank = False      # the current line is blank, so far
+    at_start = True    # the next piece starts a line
+    for piece in _line_pieces(src):
+        if at_start:
+            n += 1
+            prev_blank, blank = blank, True
+            if n and prev_blank and _FROM_LINE.match(piece):
+                body = buf.getvalue()
+                buf = None
+                yield Document(f"{path}:{start + 1}", body if mbox else _unquote(body))
+                body = first = None
+                mbox, start, buf, size = True, n, io.BytesIO(), 0
+            elif mbox and piece[:1] == b">" and _QUOTED_FROM.match(piece):
+                piece = piece[1:]
+        at_start = piece[-1:] in (b"\n", b"\r")
+        if blank and not piece.isspace():
+            blank = False
+        if n == start:  # a From_ line
+            if n == 0 and first_size < cap:
+                first.append(piece[:cap - first_size])
+                first_size += len(first[-1])
+            continue
+        if size >= cap:
+            continue
+        if size + len(piece) > cap:
+            piece = piece[:cap - size]
+        buf.write(piece)
+        size += len(piece)
+    if mbox:
+        yield Document(f"{path}:{start + 1}", buf.getvalue())
+    else:  # one message: from its first line on, at most the cap
+        body = buf.getvalue()
+        buf = None
+        yield Document(path, b"".join(first) + body[:cap - first_size])
+
+
+def _file_documents(path: str) -> Iterator[Document]:
+    """One message file, or the messages of an mbox file."""
+    with _Input(path) as inp:
+        data = _read_upto(inp, MAX_DOCUMENT_BYTES)
+        if _FROM_LINE.match(data) is None or (len(data) < MAX_DOCUMENT_BYTES and not _has_separator(data)):
+            # one message, even with an mbox-style From_ line (as SpamAssassin's corpus)
+            yield Document(path, data)
+            return
+        src = _Chained(data, inp)  # an mbox (or a file too long to tell yet): read it line by line
+        del data
+        yield from _mbox_documents(path, src)
+
+
+def _one_document(path: str, stdin: BinaryIO | None = None) -> Iterator[Document]:
+    with _Input(path, stdin) as inp:
+        yield Document(path, _read_upto(inp, MAX_DOCUMENT_BYTES))
 
 
 def is_maildir(path: str) -> bool:
@@ -95,30 +362,6 @@ def is_mh(path: str) -> bool:
     return os.path.isfile(os.path.join(path, ".mh_sequences"))
 
 
-def split_mbox(data: bytes, path: str) -> Iterator[Document]:
-    """mbox messages, id FILE:LINE of their From_ line; ">From " quoting undone (mboxrd)."""
-    lines = data.splitlines(keepends=True)
-    start = None
-    prev_blank = True
-    for n, line in enumerate(lines):
-        if line.startswith(b"From ") and prev_blank:
-            if start is not None:
-                yield _mbox_message(lines, start, n, path)
-            start = n
-        prev_blank = line.strip() == b""
-    if start is not None:
-        yield _mbox_message(lines, start, len(lines), path)
-
-
-def _mbox_message(lines: list[bytes], start: int, end: int, path: str) -> Document:
-    body = []
-    for line in lines[start + 1:end]:
-        if line.startswith(b">") and line.lstrip(b">").startswith(b"From "):
-            line = line[1:]
-        body.append(line)
-    return Document(f"{path}:{start + 1}", b"".join(body))
-
-
 def _listdir(path: str) -> list[str]:
     try:
         return sorted(n for n in os.listdir(path) if not n.startswith("."))
@@ -126,36 +369,91 @@ def _listdir(path: str) -> list[str]:
         raise _os_error(path, e) from None
 
 
-def mail_folder_documents(path: str) -> Iterator[Document]:
+def _report(error: NbtextError, on_error: OnError) -> None:
+    if on_error is None:
+        raise error
+    on_error(error)
+
+
+def _guarded(docs: Iterator[Document], on_error: OnError) -> Iterator[Document]:
+    """docs; with on_error, an error reading them is reported there and ends them."""
+    if on_error is None:
+        return docs
+    return _reporting(docs, on_error)
+
+
+def _reporting(docs: Iterator[Document], on_error) -> Iterator[Document]:
+    try:
+        yield from docs
+    except NbtextError as e:
+        on_error(e)
+
+
+def _maildir_files(path: str) -> Iterator[tuple[str, bool]]:
+    for sub in ("cur", "new"):
+        d = os.path.join(path, sub)
+        for name in _listdir(d):
+            p = os.path.join(d, name)
+            if os.path.isfile(p):
+                yield p, True
+
+
+def _walk(top: str, seen: set, on_error: OnError) -> Iterator[Document]:
+    """Every document below top: a file (one message, or an mbox of many), a Maildir, an MH
+    folder, a plain directory walked in name order. A directory already entered (its device and
+    inode in ``seen``) is not entered again: symlink loops end."""
+    stack = [iter([(top, False)])]  # iterators of (path, one message: a Maildir's file)
+    while stack:
+        try:
+            entry = next(stack[-1], None)
+        except NbtextError as e:  # a Maildir's cur/ or new/ that cannot be listed
+            stack.pop()
+            _report(e, on_error)
+            continue
+        if entry is None:
+            stack.pop()
+            continue
+        path, single = entry
+        if single:
+            yield from _guarded(_one_document(path), on_error)
+            continue
+        if not os.path.isdir(path):
+            yield from _guarded(_file_documents(path), on_error)
+            continue
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            _report(_os_error(path, e), on_error)
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        if is_maildir(path):
+            stack.append(_maildir_files(path))
+            continue
+        try:
+            names = _listdir(path)
+        except NbtextError as e:
+            _report(e, on_error)
+            continue
+        if is_mh(path):
+            names = sorted((n for n in names if n.isdigit()), key=int)
+        paths = [os.path.join(path, n) for n in names]
+        stack.append((p, False) for p in paths if os.path.isdir(p) or os.path.isfile(p))
+
+
+def mail_folder_documents(path: str, on_error: OnError = None) -> Iterator[Document]:
     """Every document below a path: a file (one message, or an mbox of many), a Maildir,
-    an MH folder, or a plain directory walked recursively. Hidden names are skipped."""
+    an MH folder, or a plain directory walked recursively. Hidden names are skipped; no
+    directory is entered twice. A single document is read up to MAX_DOCUMENT_BYTES.
+    ``on_error``: a file that cannot be read is reported there (and the walk goes on)."""
     if path == "-":
-        yield Document("-", read_bytes("-"))
+        yield from _guarded(_one_document("-"), on_error)
         return
     if not os.path.exists(path):
-        raise NbtextError(f"{path}: no such file or directory")
-    if not os.path.isdir(path):
-        data = read_bytes(path)
-        if is_mbox(data):
-            yield from split_mbox(data, path)
-        else:  # one message, even with an mbox-style "From " line (as SpamAssassin's corpus)
-            yield Document(path, data)
+        _report(NbtextError(f"{path}: no such file or directory"), on_error)
         return
-    if is_maildir(path):
-        for sub in ("cur", "new"):
-            d = os.path.join(path, sub)
-            for name in _listdir(d):
-                p = os.path.join(d, name)
-                if os.path.isfile(p):
-                    yield Document(p, read_bytes(p))
-        return
-    names = _listdir(path)
-    if is_mh(path):
-        names = sorted((n for n in names if n.isdigit()), key=int)
-    for name in names:
-        p = os.path.join(path, name)
-        if os.path.isdir(p) or os.path.isfile(p):
-            yield from mail_folder_documents(p)
+    yield from _walk(path, set(), on_error)
 
 
 # -- line files -----------------------------------------------------------------------
@@ -177,6 +475,40 @@ def line_format(path: str, first_line: bytes, opts: LineOptions) -> str:
         f"{path}: cannot tell its format (name it .tsv, .csv, .jsonl or .ft, or pass --format)")
 
 
+def _lines(inp: _Input, path: str) -> Iterator[tuple[int, bytes]]:
+    """(number, line with its "\\n") for each line of a line file, as it is read; a UTF-8
+    byte-order mark at the start dropped. A line longer than MAX_DOCUMENT_BYTES is an error."""
+    cap = MAX_DOCUMENT_BYTES
+    limit = min(_CHUNK, cap + 1)
+    readline = inp.stream.readline
+    n = 0
+    try:
+        while True:
+            line = readline(limit)
+            if not line:
+                return
+            n += 1
+            if len(line) == limit and line[-1:] != b"\n":
+                buf, size = io.BytesIO(), len(line)
+                buf.write(line)
+                while line[-1:] != b"\n" and size <= cap + 1:
+                    line = readline(limit)
+                    if not line:
+                        break
+                    buf.write(line)
+                    size += len(line)
+                line = buf.getvalue()
+                if len(line) - line.endswith(b"\n") > cap:
+                    raise NbtextError(f"{path}:{n}: line longer than {_size(cap)}")
+            if n == 1 and line.startswith(_BOM):
+                line = line[3:]  # a UTF-8 byte-order mark is not text
+                if not line:
+                    return
+            yield n, line
+    except inp.errors as e:
+        raise inp.error(e) from None
+
+
 def _column(row: dict | list, name: str, where: str, what: str):
     if isinstance(row, list):
         try:
@@ -188,74 +520,171 @@ def _column(row: dict | list, name: str, where: str, what: str):
     return row[name]
 
 
+# Characters no label may hold: they break TSV rows (tab, newline, CR), end strings (NUL) or make
+# classes that print alike (other C0/C1 controls, DEL, line/paragraph separators, lone surrogates).
+_BAD_LABEL_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _short_repr(value) -> str:
+    r = repr(value)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _label_chars(label: str, where: str) -> str:
+    if _BAD_LABEL_CHAR.search(label):
+        raise NbtextError(f"{where}: bad label {_short_repr(label)}: a label cannot hold control "
+                          f"characters (tab, newline, NUL, ...) or invalid Unicode")
+    return label
+
+
+def _line_label(label, where: str) -> str:
+    """The label of a line: a string or an integer (JSON gives either; a finite float is kept as
+    written, as before), stripped, not empty, without control characters."""
+    if not isinstance(label, str):
+        if label is None or isinstance(label, bool) or not isinstance(label, (int, float)) \
+                or label != label or label in (float("inf"), float("-inf")):
+            raise NbtextError(f"{where}: bad label {_short_repr(label)}: a label is a string or a number")
+        label = str(label)
+    label = label.strip()
+    if not label:
+        raise NbtextError(f"{where}: empty label")
+    return _label_chars(label, where)
+
+
+def _label_of(raw, where: str, checked: dict) -> str:
+    """_line_label(raw), remembered in ``checked`` for a str or int: most lines repeat a label."""
+    if type(raw) is str or type(raw) is int:
+        label = checked.get(raw)
+        if label is None:
+            label = _line_label(raw, where)
+            if len(checked) < 10000:
+                checked[raw] = label
+        return label
+    return _line_label(raw, where)
+
+
+def _text(value: str) -> str:
+    """Text from JSON, lone surrogates (\\ud800, which no encoding can write) made U+FFFD."""
+    return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+
+
 def line_documents(path: str, opts: LineOptions, labelled: bool, stdin: BinaryIO | None = None
                    ) -> Iterator[Document]:
     """One document per line of a TSV/CSV/JSONL/fastText file (``labelled``: with a label),
-    or per plain line (format "lines"). Ids are FILE:LINE."""
-    data = read_bytes(path, stdin)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]  # a UTF-8 byte-order mark is not text
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    first = next((ln for ln in lines if ln.strip()), b"")
-    fmt = "lines" if opts.format == "lines" else line_format(path, first, opts)
-    if fmt == "csv":
-        yield from _csv_documents(path, data, opts, labelled)
-        return
-    for n, raw in enumerate(lines, 1):
-        raw = raw.rstrip(b"\r")
-        where = f"{path}:{n}"
-        if not raw.strip():
-            continue
-        text = decode_text(raw)
-        label = None
-        if fmt == "tsv":
+    or per plain line (format "lines"). Ids are FILE:LINE. Lines are read as they come (a
+    document is yielded as soon as its line is read), gzip decompressed as it is read."""
+    with _Input(path, stdin) as inp:
+        lines = _lines(inp, path)
+        name = path[:-3] if path.endswith(".gz") else path
+        if opts.format or os.path.splitext(name)[1].lower() in EXTENSIONS:
+            fmt = "lines" if opts.format == "lines" else line_format(path, b"", opts)
+        else:  # sniffed from the first non-empty line
+            first = b""
+            for n, raw in lines:
+                if raw.strip():
+                    first = raw
+                    break
+            fmt = line_format(path, first, opts)
+            if first:
+                import itertools
+
+                lines = itertools.chain([(n, first)], lines)
+        if fmt == "csv":
+            yield from _csv_documents(path, lines, opts, labelled)
+            return
+        checked = {}
+        for n, raw in lines:
+            raw = raw.rstrip(b"\r\n")
+            if not raw.strip():
+                continue
+            where = f"{path}:{n}"
+            text = decode_text(raw)
+            label = None
+            if fmt == "tsv":
+                if labelled:
+                    if "\t" not in text:
+                        raise NbtextError(f"{where}: expected LABEL<TAB>TEXT, found no tab")
+                    label, text = text.split("\t", 1)
+                    if n == 1 and label.strip().lower() == "label":
+                        continue  # a header row
+            elif fmt == "jsonl":
+                import json
+
+                try:
+                    row = json.loads(text)
+                except RecursionError:
+                    raise NbtextError(f"{where}: not valid JSON (nested too deeply)") from None
+                except ValueError as e:
+                    raise NbtextError(f"{where}: not valid JSON ({e})") from None
+                if not isinstance(row, dict):
+                    raise NbtextError(f"{where}: expected a JSON object")
+                text = _column(row, opts.text_column, where, "text")
+                if labelled:
+                    label = _column(row, opts.label_column, where, "label")
+                if not isinstance(text, str):
+                    raise NbtextError(f"{where}: the text field is not a string")
+                text = _text(text)
+            elif fmt == "fasttext":
+                parts = text.split()
+                labels = [p[9:] for p in parts if p.startswith("__label__")]
+                if labelled and not labels:
+                    raise NbtextError(f"{where}: no __label__ on this line")
+                label = labels[0] if labels else None
+                text = " ".join(p for p in parts if not p.startswith("__label__"))
             if labelled:
-                if "\t" not in text:
-                    raise NbtextError(f"{where}: expected LABEL<TAB>TEXT, found no tab")
-                label, text = text.split("\t", 1)
-                if n == 1 and label.strip().lower() == "label":
-                    continue  # a header row
-        elif fmt == "jsonl":
-            import json
-
-            try:
-                row = json.loads(text)
-            except ValueError as e:
-                raise NbtextError(f"{where}: not valid JSON ({e})") from None
-            if not isinstance(row, dict):
-                raise NbtextError(f"{where}: expected a JSON object")
-            text = _column(row, opts.text_column, where, "text")
-            if labelled:
-                label = _column(row, opts.label_column, where, "label")
-            if not isinstance(text, str):
-                raise NbtextError(f"{where}: the text field is not a string")
-        elif fmt == "fasttext":
-            parts = text.split()
-            labels = [p[9:] for p in parts if p.startswith("__label__")]
-            if labelled and not labels:
-                raise NbtextError(f"{where}: no __label__ on this line")
-            label = labels[0] if labels else None
-            text = " ".join(p for p in parts if not p.startswith("__label__"))
-        if labelled:
-            label = str(label).strip()
-            if not label:
-                raise NbtextError(f"{where}: empty label")
-        yield Document(where, text, label)
+                label = _label_of(label, where, checked)
+            yield Document(where, text, label)
 
 
-def _csv_documents(path: str, data: bytes, opts: LineOptions, labelled: bool) -> Iterator[Document]:
+_LONE_CR = re.compile(r"(?<=\r)(?!\n)")
+
+
+def _csv_documents(path: str, lines: Iterator[tuple[int, bytes]], opts: LineOptions, labelled: bool
+                   ) -> Iterator[Document]:
     import csv
-    import io
 
-    reader = csv.reader(io.StringIO(decode_text(data), newline=""))
-    try:
-        header = next(reader)
-    except StopIteration:
+    ended = []  # [True] once every line was read
+
+    def texts() -> Iterator[str]:
+        for _, raw in lines:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = decode_text(raw)
+            if "\r" in text:  # a lone CR ends a line too, as in a file opened with newline=""
+                yield from filter(None, _LONE_CR.split(text))
+            else:
+                yield text
+        ended.append(True)
+
+    reader = csv.reader(texts())
+
+    def rows() -> Iterator[list[str]]:
+        while True:
+            start = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                end = reader.line_num
+                if end > start:
+                    raise NbtextError(f"{path}:{start}: bad CSV ({e}, in the record from line {start} "
+                                      f"to line {end}: is a quote left open?)") from None
+                raise NbtextError(f"{path}:{end}: bad CSV ({e})") from None
+            if ended:  # the record ended with the file, not a line: its last field's quote is open
+                field = row[-1] if row else ""
+                breaks = field.count("\n") + field.count("\r") - field.count("\r\n")
+                line = reader.line_num - breaks + (field[-1:] in ("\n", "\r"))
+                raise NbtextError(f"{path}:{line}: bad CSV (the quote opened on this line is never "
+                                  f"closed)")
+            yield row
+
+    records = rows()
+    header = next(records, None)
+    if header is None:
         return
-    except csv.Error as e:
-        raise NbtextError(f"{path}:1: bad CSV ({e})") from None
 
     def col(name: str, what: str) -> int:
         if name in header:
@@ -266,64 +695,79 @@ def _csv_documents(path: str, data: bytes, opts: LineOptions, labelled: bool) ->
 
     ti = col(opts.text_column, "text")
     li = col(opts.label_column, "label") if labelled else None
-    try:
-        for row in reader:
-            where = f"{path}:{reader.line_num}"
-            if not row:
-                continue
-            if max(ti, li or 0) >= len(row):
-                raise NbtextError(f"{where}: expected {len(header)} columns, found {len(row)}")
-            label = row[li].strip() if li is not None else None
-            if labelled and not label:
-                raise NbtextError(f"{where}: empty label")
-            yield Document(where, row[ti], label)
-    except csv.Error as e:
-        raise NbtextError(f"{path}:{reader.line_num}: bad CSV ({e})") from None
+    checked = {}
+    for row in records:
+        where = f"{path}:{reader.line_num}"
+        if not row:
+            continue
+        if max(ti, li or 0) >= len(row):
+            raise NbtextError(f"{where}: expected {len(header)} columns, found {len(row)}")
+        label = _label_of(row[li], where, checked) if li is not None else None
+        yield Document(where, row[ti], label)
 
 
 # -- the two entry points -------------------------------------------------------------
 
 def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts: LineOptions,
-                       stdin: BinaryIO | None = None) -> Iterator[Document]:
-    """Documents with labels from positional sources and ``--label LABEL PATH`` pairs."""
+                       stdin: BinaryIO | None = None, on_error: OnError = None) -> Iterator[Document]:
+    """Documents with labels from positional sources and ``--label LABEL PATH`` pairs.
+    ``on_error``: a file that cannot be read or decoded is reported there, and reading goes
+    on with the next file (None: the error is raised)."""
     for src in sources:
         if src == "-" or (os.path.exists(src) and not os.path.isdir(src)):
-            yield from line_documents(src, opts, labelled=True, stdin=stdin)
+            yield from _guarded(line_documents(src, opts, labelled=True, stdin=stdin), on_error)
         elif os.path.isdir(src):
-            yield from label_directory(src)
+            yield from label_directory(src, on_error)
         else:
-            raise NbtextError(f"{src}: no such file or directory")
+            _report(NbtextError(f"{src}: no such file or directory"), on_error)
     for label, path in labelled:
-        if path == "-":
-            yield Document("-", read_bytes("-", stdin), label)
-            continue
-        for doc in mail_folder_documents(path):
+        _label_chars(label, "--label")
+        docs = _one_document("-", stdin) if path == "-" else mail_folder_documents(path, on_error)
+        for doc in _guarded(docs, on_error):
             doc.label = label
             yield doc
 
 
-def label_directory(path: str) -> Iterator[Document]:
-    labels = [n for n in _listdir(path) if os.path.isdir(os.path.join(path, n))]
-    if not labels:
-        raise NbtextError(
-            f"{path}: no label directories in it (expected {path}/LABEL/... such as "
-            f"{path}/spam and {path}/ham; or use --label LABEL {path})")
+def label_directory(path: str, on_error: OnError = None) -> Iterator[Document]:
+    """The documents below each label directory PATH/LABEL, labelled LABEL."""
+    try:
+        labels = [n for n in _listdir(path) if os.path.isdir(os.path.join(path, n))]
+        if not labels:
+            raise NbtextError(
+                f"{path}: no label directories in it (expected {path}/LABEL/... such as "
+                f"{path}/spam and {path}/ham; or use --label LABEL {path})")
+        st = os.stat(path)
+    except OSError as e:
+        _report(_os_error(path, e), on_error)
+        return
+    except NbtextError as e:
+        _report(e, on_error)
+        return
     for label in labels:
-        for doc in mail_folder_documents(os.path.join(path, label)):
+        d = os.path.join(path, label)
+        try:
+            _label_chars(label, d)
+        except NbtextError as e:
+            _report(e, on_error)
+            continue
+        # a walk per label, that never enters the corpus directory again (a link to ..)
+        for doc in _walk(d, {(st.st_dev, st.st_ino)}, on_error):
             doc.label = label
             yield doc
 
 
 def input_documents(inputs: list[str], lines: bool = False, input_format: str | None = None,
-                    opts: LineOptions = LineOptions(), stdin: BinaryIO | None = None
-                    ) -> Iterator[Document]:
+                    opts: LineOptions = LineOptions(), stdin: BinaryIO | None = None,
+                    on_error: OnError = None) -> Iterator[Document]:
     """Documents to score. ``lines``: every line of each input is a document (FILE:LINE);
-    ``input_format``: read inputs as line files of that format (jsonl: the text field)."""
+    ``input_format``: read inputs as line files of that format (jsonl: the text field).
+    ``on_error``: a file that cannot be read or decoded is reported there, and reading goes
+    on with the next file (None: the error is raised)."""
     for path in inputs:
         if lines or input_format:
             line_opts = LineOptions(input_format or "lines", opts.label_column, opts.text_column)
-            yield from line_documents(path, line_opts, labelled=False, stdin=stdin)
+            yield from _guarded(line_documents(path, line_opts, labelled=False, stdin=stdin), on_error)
         elif path == "-":
-            yield Document("-", read_bytes("-", stdin))
+            yield from _guarded(_one_document("-", stdin), on_error)
         else:
-            yield from mail_folder_documents(path)
+            yield from mail_folder_documents(path, on_error)

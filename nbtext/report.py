@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .nb.decision import positive_of
+
 
 def fmt_prob(p: float) -> str:
     return f"{p:.6f}"
@@ -111,7 +113,7 @@ def evaluate(classes: Sequence[str], y_true: Sequence[str], y_pred: Sequence[str
         "confusion_matrix": {"labels": classes, "matrix": cm.tolist()},
     }
     if k == 2:
-        pos = positive if positive in classes else classes[1]
+        pos = positive_of(classes, positive)
         pi = classes.index(pos)
         ni = 1 - pi
         neg_n, pos_n = int(cm[ni, :].sum()), int(cm[pi, :].sum())

@@ -52,6 +52,14 @@ def number(param: str, value, lo: float, hi: float, lo_open: bool = False) -> No
         raise SettingError(param, value, f"must be a number in {'(' if lo_open else '['}{lo:g}, {hi:g}]")
 
 
+def check_unsure(value) -> None:
+    """An unsure band: two numbers LOW <= HIGH in [0, 1]."""
+    pair = isinstance(value, (tuple, list)) and len(value) == 2
+    if not pair or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                           for x in value) or not 0 <= value[0] <= value[1] <= 1:
+        raise SettingError("unsure", ",".join(map(str, value)) if pair else value, "needs 0 <= LOW <= HIGH <= 1")
+
+
 # Caps on what the tokenizer may be asked: past them a document's tokens grow without use (word
 # 11-grams of 2,000 words are 2 x 22,000 tokens of one occurrence each), and a stored value is
 # a stranger's (ngram_max 1e9 hung every classify).
@@ -96,8 +104,8 @@ class TokenizerSettings(Record):
 
     def to_dict(self) -> dict:
         d = super().to_dict()
-        # Left out when every rule is on, so that such models' files and dumps are those of
-        # older nbtext versions, which refuse settings they do not know.
+        # Left out when every rule is on: dumps of such models stay those of earlier versions,
+        # which refuse settings they do not know.
         if d["mail_rules_off"]:
             d["mail_rules_off"] = sorted(d["mail_rules_off"])
         else:
@@ -161,16 +169,18 @@ class DecisionOptions(Record):
     seed: int = 0
 
     def __post_init__(self):
-        if self.threshold is not None and not (0 <= self.threshold <= 1):
-            raise SettingError("threshold", self.threshold, "must be in [0, 1]")
-        if self.unsure is not None and not (0 <= self.unsure[0] <= self.unsure[1] <= 1):
-            raise SettingError("unsure", f"{self.unsure[0]},{self.unsure[1]}", "needs 0 <= LOW <= HIGH <= 1")
+        flag("calibrate", self.calibrate)
+        if self.threshold is not None:
+            number("threshold", self.threshold, 0, 1)
+        if self.unsure is not None:
+            check_unsure(self.unsure)
         if self.threshold is not None and self.max_fpr is not None:
             raise SettingError("threshold", None, "or {max_fpr}: give one, not both")
-        if self.max_fpr is not None and not (0 <= self.max_fpr < 1):
-            raise SettingError("max_fpr", self.max_fpr, "must be in [0, 1)")
-        if self.folds < 2:
-            raise SettingError("folds", self.folds, "must be at least 2")
+        if self.max_fpr is not None:
+            number("max_fpr", self.max_fpr, 0, 1)
+            if self.max_fpr == 1:
+                raise SettingError("max_fpr", self.max_fpr, "must be below 1")
+        whole("folds", self.folds, 2, 1000)
 
     @property
     def needs_matrix(self) -> bool:

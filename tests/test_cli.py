@@ -149,11 +149,12 @@ def nbtext_process(*args, **kw):
 def test_real_process_pipeline_and_head(sample_model, tmp_path):
     r = nbtext_process("classify", "-m", sample_model, input=(DATA / "example-spam.eml").read_bytes())
     assert r.returncode == 0 and r.stdout.startswith(b"spam\t")
-    # `nbtext predict ... | head -1` ends quietly: no traceback, no error message.
-    p = subprocess.Popen(f"{sys.executable} -m nbtext predict -m {sample_model} {DATA / 'corpus'} | head -1",
-                         shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # `nbtext predict ... | head -1` ends quietly: status 0, no traceback, no error message.
+    p = subprocess.Popen(["bash", "-c", f"{sys.executable} -m nbtext predict -m {sample_model} "
+                          f"{DATA / 'corpus'} -j 2 | head -1; exit ${{PIPESTATUS[0]}}"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = p.communicate(timeout=120)
-    assert len(out.splitlines()) == 1 and err == b""
+    assert len(out.splitlines()) == 1 and err == b"" and p.returncode == 0
     r = nbtext_process("predict", "-m", sample_model, "/nope")
     assert r.returncode == 1 and r.stderr == b"nbtext: error: /nope: no such file or directory\n"
 
@@ -283,7 +284,7 @@ def test_streamed_sums_equal_the_whole_matrix_and_add_colliding_ids():
 
 
 def test_train_and_predict_do_not_import_scipy(sample_model, tmp_path):
-    """scipy.sparse was 11 MiB of train's peak memory (docs/floor.md); nbtext.rows does its work."""
+    """scipy.sparse was 11 MiB of train's peak memory (docs/floor.md); nbtext.features.rows does its work."""
     code = ("import sys; from nbtext.__main__ import main; sys.argv=['nbtext'] + sys.argv[1:]\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print('scipy' in sys.modules, file=sys.stderr)")

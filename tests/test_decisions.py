@@ -193,7 +193,7 @@ def test_threshold_for_fpr_is_exact():
     # a negative that is certainly positive out of fold: no threshold <= 1 keeps it out
     with pytest.raises(NbtextError, match="^max_fpr 0.0 cannot be met: 1 of the 4 negative-class"):
         threshold_for_fpr(np.array([0.1, 0.2, 0.3, 1.0]), np.ones(4, bool), 0.0)
-    with pytest.raises(NbtextError, match="^max_fpr must be in"):
+    with pytest.raises(NbtextError, match="^max_fpr must be a number in"):
         threshold_for_fpr(p, neg, 1.5)
 
 

@@ -1,4 +1,4 @@
-"""nbtext.rows.Rows against scipy.sparse, operation by operation, on random matrices."""
+"""nbtext.features.rows.Rows against scipy.sparse, operation by operation, on random matrices."""
 import numpy as np
 import pytest
 import scipy.sparse as sp

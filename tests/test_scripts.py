@@ -21,7 +21,7 @@ def test_bench_script_prints_its_tables():
 
 
 def test_mail_ablation_script_turns_each_rule_off():
-    from nbtext.text.mail import RULES
+    from nbtext.settings import MAIL_RULES as RULES
 
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "mail_ablation.py"), "--corpus",
                         str(DATA / "corpus"), "--folds", "2"], capture_output=True, text=True, timeout=300)

@@ -45,14 +45,19 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
             chunk_size: int = CHUNK) -> Iterator[tuple[list[Document], Batch]]:
     """(documents, their Batch) for consecutive chunks, in input order.
 
-    Worker processes start only when there is more than one chunk of work."""
+    Worker processes start only when there is more than one chunk of work. On one core no chunk
+    is read ahead, so a document on a pipe is answered before the next one comes."""
+    if n_jobs == 1:
+        for chunk in chunks(docs, chunk_size):
+            yield chunk, count_documents([d.data for d in chunk], settings)
+        return
     parts = chunks(docs, chunk_size)
     first = next(parts, None)
     if first is None:
         return
     second = next(parts, None)
     rest = itertools.chain([first] + ([second] if second else []), parts)
-    if n_jobs == 1 or second is None:
+    if second is None:
         for chunk in rest:
             yield chunk, count_documents([d.data for d in chunk], settings)
         return
@@ -65,17 +70,47 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
             pending.append(chunk)
             yield delayed(count_in_worker)([d.data for d in chunk], settings)
 
-    with warnings.catch_warnings():
-        # A reader that leaves early (`| head`) cancels the rest; that is not worth a warning.
-        warnings.filterwarnings("ignore", message=".*tasks which were still being processed")
-        with Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs") as par:
-            for result in par(tasks()):
+    with Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs") as par:
+        results = par(tasks())
+        try:
+            for result in results:
                 yield pending.popleft(), result
+        finally:
+            with warnings.catch_warnings():
+                # A reader that left early (`| head`) cancels the rest: not worth a warning.
+                warnings.filterwarnings("ignore", message=".*tasks which were still being processed")
+                results.close()
 
 
 def count_in_worker(datas: list, settings: TokenizerSettings) -> Batch:
     """count_documents in a worker process, which first makes sure it ends with its parent."""
-    from ..process import watch_parent
-
     watch_parent()
     return count_documents(datas, settings)
+
+
+_watching = False
+
+
+def watch_parent() -> None:
+    """In a worker process: ignore Ctrl-C (the parent handles it and stops the pool; a worker's
+    own KeyboardInterrupt printed tracebacks) and end as soon as the process that started it is
+    gone (kill -9 of train left its workers running for minutes, holding memory and /dev/shm).
+    Once per process; never called in the main process."""
+    global _watching
+    if _watching:
+        return
+    _watching = True
+    import signal
+    import threading
+    import time
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="nbtext-parent-watch", daemon=True).start()
+

@@ -34,9 +34,7 @@ def evaluate_documents(model: Model, docs: Iterable[Document], n_jobs: int = 1, 
     y_true, y_pred, probas = [], [], []
     for chunk, proba in score_chunks(model, docs, n_jobs=n_jobs):
         for d in chunk:
-            if d.label not in model.classes:
-                raise NbtextError(f"{d.id}: label {d.label!r} is not one of the model's classes "
-                                  f"({', '.join(model.classes)})")
+            model.counts.check_labels([d.label], d.id)
         y_true += [d.label for d in chunk]
         y_pred += model.verdicts(proba)
         probas.append(proba)

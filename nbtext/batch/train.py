@@ -165,15 +165,9 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y) -> ThresholdFit | No
     max_fpr threshold fitted on internal folds of (X, y) (all the model's documents, or a
     sample of them), a given threshold and unsure band."""
     classes = model.classes
-    if d.positive is not None:
-        if d.positive not in classes:
-            raise SettingError("positive", None, f"{d.positive!r} is not one of the classes ({', '.join(classes)})")
-        model.decision.positive = d.positive
+    model.decision.choose(classes, d.positive, d.threshold, d.unsure, d.max_fpr)
     pos = model.decision.positive
     fit = None
-    if (d.threshold is not None or d.max_fpr is not None or d.unsure) and (len(classes) != 2 or pos is None):
-        raise SettingError("threshold", None, "{threshold}, {unsure} and {max_fpr} need two classes and a positive one "
-                           f"({{positive}}; the classes are {', '.join(classes)})")
     if X is not None and d.needs_matrix:
         from ..nb.calibrate import (can_split, fit_temperature, out_of_fold_jll, probabilities_at,
                                     threshold_for_fpr)
@@ -200,10 +194,6 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y) -> ThresholdFit | No
                                    float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
         elif d.max_fpr is not None:
             raise SettingError("max_fpr", None, f"needs at least {d.folds} documents of each class")
-    if d.threshold is not None:
-        model.decision.threshold = d.threshold
-    if d.unsure is not None:
-        model.decision.unsure = tuple(d.unsure)
     return fit
 
 

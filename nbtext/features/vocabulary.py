@@ -144,7 +144,7 @@ class Vocabulary:
         """Ids of NUL-terminated tokens, appending the ones not seen yet in order.
 
         The keys are sorted once: the lookups, the distinct new keys (equal keys are then
-        neighbours) and their insertion all use that order (three sorts a chunk before)."""
+        neighbours) and their insertion all use that order (one sort a chunk, not three)."""
         if keys is None:
             keys = token_keys(blob)
         order = np.argsort(keys)

@@ -19,8 +19,9 @@ import numpy as np
 
 from ..errors import SettingError
 from ..features.rows import Rows
+from ..settings import DecisionOptions
 from .counts import Counts
-from .estimators import logsumexp_rows, make_estimator
+from .estimators import log_posteriors, logsumexp_rows, make_estimator
 
 
 def stratified_folds(y: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -95,8 +96,7 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
 
 
 def probabilities_at(jll: np.ndarray, temperature: float) -> np.ndarray:
-    z = jll / temperature
-    return np.exp(z - logsumexp_rows(z)[:, None])
+    return np.exp(log_posteriors(jll, temperature))
 
 
 def log_loss_at(jll: np.ndarray, t_idx: np.ndarray, temperature: float) -> float:
@@ -147,8 +147,7 @@ def golden_section(f, lo: float, hi: float, xtol: float) -> float:
 def threshold_for_fpr(p_pos: np.ndarray, negative: np.ndarray, rate: float, hint: str = "") -> float:
     """The lowest threshold on P(positive) at which at most ``rate`` of the negatives
     (out of fold) would be called positive; ``hint`` ends the refusal when there is none."""
-    if not (0 <= rate < 1):
-        raise SettingError("max_fpr", rate, "must be in [0, 1)")
+    DecisionOptions(calibrate=False, max_fpr=rate)  # (checks the rate)
     neg = np.sort(p_pos[negative])[::-1]
     if len(neg) == 0:
         raise SettingError("max_fpr", None, "needs documents of the negative class")

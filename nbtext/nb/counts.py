@@ -146,9 +146,7 @@ class Counts:
         documents were not learned); what taking out transformed counts leaves within 1e-9 of
         zero (rounding dust) becomes zero. The documents' sums are made in a new array that
         becomes the result's: no copy of these counts is made on the way."""
-        unknown = sorted(set(labels) - set(self.classes))
-        if unknown:
-            raise NbtextError(f"unknown label {unknown[0]!r} (the classes are {', '.join(self.classes)})")
+        self.check_labels(labels)
         _, fc, df, cc = self._sums(Rows.of(X).widened(self.width), labels, weights)
         np.add(self.token_major, fc, out=fc)  # one layout, one rounding
         cc = self.class_count + cc
@@ -198,8 +196,12 @@ class Counts:
         out.width = len(keep)
         return out
 
-    def copy(self) -> "Counts":
-        return self.columns(np.arange(self.width))
+    def check_labels(self, labels, where: str = "") -> None:
+        """Refuse a label that is not one of the classes (``where``: the document's id)."""
+        unknown = sorted(set(labels) - set(self.classes))
+        if unknown:
+            raise NbtextError(f"{where + ': ' if where else ''}unknown label {unknown[0]!r}: the model's "
+                              f"classes are {', '.join(self.classes)}")
 
     def check_trainable(self) -> None:
         present = [c for c, n in zip(self.classes, self.class_count) if n > 0]

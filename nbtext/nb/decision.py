@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ..errors import SettingError
 from ..record import Record
-from ..settings import DecisionOptions, number
+from ..settings import check_unsure, number
 
 
 class Decision(Record, frozen=False):
@@ -27,15 +27,30 @@ class Decision(Record, frozen=False):
         number("threshold", self.threshold, 0, 1)
         number("temperature", self.temperature, 0, 1e300, lo_open=True)
         if self.unsure is not None:
-            if not isinstance(self.unsure, (tuple, list)) or len(self.unsure) != 2:
-                raise SettingError("unsure", self.unsure, "must be two numbers LOW,HIGH")
-            number("unsure", self.unsure[0], 0, 1)
-            number("unsure", self.unsure[1], self.unsure[0], 1)
+            check_unsure(self.unsure)
 
     def check_classes(self, classes: Sequence[str]) -> None:
         if self.positive is not None and self.positive not in classes:
             raise SettingError("positive", None, f"{self.positive!r} is not one of the classes "
                                f"({', '.join(classes)})")
+
+    def choose(self, classes: Sequence[str], positive: str | None = None, threshold: float | None = None,
+               unsure: tuple | None = None, max_fpr: float | None = None) -> None:
+        """Set the positive class, the threshold and the unsure band (train's options, or a
+        scoring run's overrides of the stored ones), each checked; a threshold, an unsure band
+        or a max_fpr needs two classes and a positive one."""
+        if positive is not None:
+            Decision(positive=positive).check_classes(classes)
+            self.positive = positive
+        if (threshold is not None or unsure or max_fpr is not None) and (len(classes) != 2 or self.positive is None):
+            raise SettingError("threshold", None, "{threshold}, {unsure} and {max_fpr} need two classes and a "
+                               f"positive one ({{positive}}; the classes are {', '.join(classes)})")
+        if threshold is not None:
+            number("threshold", threshold, 0, 1)
+            self.threshold = threshold
+        if unsure:
+            check_unsure(unsure)
+            self.unsure = tuple(unsure)
 
     def to_dict(self) -> dict:
         d = super().to_dict()
@@ -48,6 +63,14 @@ class Decision(Record, frozen=False):
         if d.get("unsure"):
             d["unsure"] = tuple(d["unsure"])
         return super().from_dict(d)
+
+
+def positive_of(classes: Sequence[str], positive: str | None) -> str | None:
+    """The class a two-class model's threshold, exit status and ROC are about: the decision's
+    positive class, else the second class in sorted order; none with more classes."""
+    if len(classes) != 2:
+        return None
+    return positive if positive in classes else classes[1]
 
 
 def default_positive(classes: Sequence[str]) -> str | None:
@@ -66,20 +89,3 @@ def decide(classes: Sequence[str], decision: Decision, probs: Sequence[float]) -
     label = pos if p >= decision.threshold else classes[1 - i]
     unsure = bool(decision.unsure and decision.unsure[0] <= p < decision.unsure[1])
     return label, unsure
-
-
-def override(decision: Decision, classes: Sequence[str], threshold: float | None,
-             unsure: tuple[float, float] | None, positive: str | None = None) -> None:
-    """Command-line --positive/--threshold/--unsure on top of a model's stored decision."""
-    DecisionOptions(calibrate=False, threshold=threshold, unsure=unsure)  # validates the values
-    if positive is not None:
-        if positive not in classes:
-            raise SettingError("positive", None, f"{positive!r} is not one of the model's classes "
-                               f"({', '.join(classes)})")
-        decision.positive = positive
-    if (threshold is not None or unsure) and (len(classes) != 2 or decision.positive is None):
-        raise SettingError("threshold", None, "and {unsure} need a two-class model with a positive class")
-    if threshold is not None:
-        decision.threshold = threshold
-    if unsure:
-        decision.unsure = unsure

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import NbtextError
 from ..features.rows import Rows
+from ..settings import number
 from . import weights as F
 from .counts import Counts
 
@@ -27,6 +28,12 @@ def logsumexp_rows(a: np.ndarray) -> np.ndarray:
     m = np.max(a, axis=1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
     return (m + np.log(np.sum(np.exp(a - m), axis=1, keepdims=True)))[:, 0]
+
+
+def log_posteriors(jll: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """Posteriors in log space from joint log-likelihoods: softmax(jll / temperature)."""
+    z = jll / temperature
+    return z - logsumexp_rows(z)[:, None]
 
 
 def _as_rows(X) -> Rows:
@@ -112,9 +119,7 @@ class _BaseNB:
             if classes is None:
                 raise NbtextError("classes must be passed on the first call to partial_fit")
             self.counts_ = Counts([str(c) for c in np.unique(classes)], X.shape[1])
-        unknown = sorted(set(y) - set(self.counts_.classes))
-        if unknown:
-            raise NbtextError(f"unknown label {unknown[0]!r} (the model knows {self.counts_.classes})")
+        self.counts_.check_labels(y)
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
         if w is not None and (w < 0).any():
             self.counts_ = self.counts_.plus(X, y, w)
@@ -128,8 +133,7 @@ class _BaseNB:
                                                 -np.ones(len(y))), **self.get_params())
 
     def _check_alpha(self):
-        if not (self.alpha > 0):
-            raise NbtextError(f"alpha must be positive, got {self.alpha}")
+        number("alpha", self.alpha, 0, 1e6, lo_open=True)  # (ModelSettings' rule)
 
     # -- derived parameters, cached until the counts change --------------------------------
     def _derived(self, name: str, make):
@@ -183,8 +187,7 @@ class _BaseNB:
         return self.linear().jll(X)
 
     def predict_log_proba(self, X) -> np.ndarray:
-        jll = self.predict_joint_log_proba(X)
-        return jll - logsumexp_rows(jll)[:, None]
+        return log_posteriors(self.predict_joint_log_proba(X))
 
     def predict_proba(self, X) -> np.ndarray:
         return np.exp(self.predict_log_proba(X))
@@ -208,7 +211,7 @@ class MultinomialNB(_BaseNB):
         # array, whose transpose is already the C-ordered operand of the product.
         W = F.multinomial_weight(self.counts_.token_major, self._log_den(), self.alpha,
                                  lambda a: np.log(a, out=a)).T
-        return Linear(W, (self.class_log_prior_,), self.features)
+        return Linear(W, F.Multinomial.bias_terms(W.shape[0], self.class_log_prior_, None), self.features)
 
 
 class BernoulliNB(_BaseNB):
@@ -236,7 +239,8 @@ class BernoulliNB(_BaseNB):
 
     def _linear(self) -> Linear:
         log_p, log_not_p = self._logs()
-        return Linear(log_p - log_not_p, (log_not_p.sum(axis=1), self.class_log_prior_), self.features)
+        terms = F.Bernoulli.bias_terms(len(log_p), self.class_log_prior_, {"neg_sum": log_not_p.sum(axis=1)})
+        return Linear(log_p - log_not_p, terms, self.features)
 
 
 def document_transform(X, tf: bool, length_norm: bool):
@@ -316,9 +320,7 @@ class ComplementNB(_BaseNB):
     def _linear(self) -> Linear:
         logged, _ = self._logged()
         W = F.complement_weight(logged, logged.sum(axis=1, keepdims=True) if self.norm else None)
-        # (one class: its prior is all there is to say; with more, the complement weights
-        # correct for class sizes and the prior is left out, as scikit-learn does)
-        return Linear(W, (self.class_log_prior_,) if len(self.counts_.classes) == 1 else (), self.features)
+        return Linear(W, F.Complement.bias_terms(len(W), self.class_log_prior_, None), self.features)
 
 
 ESTIMATORS = {"multinomial": MultinomialNB, "bernoulli": BernoulliNB, "complement": ComplementNB}

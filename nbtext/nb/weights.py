@@ -56,3 +56,84 @@ def idf_weight(df_t, n_docs, log):
 def log_prior(n_c, total, log):
     """log(N_c / N), the class's share of the documents, as log N_c - log N."""
     return log(n_c) - log(total)
+
+
+# -- each variant's composition of the formulas ---------------------------------------------------
+# The numpy estimators (nbtext.nb.estimators) apply the formulas above to every token at once;
+# the classes below apply them to one document's tokens in Python floats, for `classify`, whose
+# whole budget is less than importing numpy. Both take their bias from bias_terms, and
+# tests/test_modelfile.py checks that the two paths agree to 1e-9 for every variant.
+
+class Multinomial:
+    @staticmethod
+    def summary_keys(settings) -> list:
+        return ["log_den"]
+
+    @staticmethod
+    def bias_terms(n_classes: int, prior, summary) -> tuple:
+        return (prior,)
+
+    @staticmethod
+    def values(settings, counts: dict) -> dict:
+        """The document's features: its token counts."""
+        return {t: float(n) for t, n in counts.items()}
+
+    @staticmethod
+    def token_weights(settings, col, df_t, n_docs, class_count, summary, log) -> list:
+        return [multinomial_weight(n, d, settings.alpha, log) for n, d in zip(col, summary["log_den"])]
+
+
+class Bernoulli:
+    @staticmethod
+    def summary_keys(settings) -> list:
+        return ["neg_sum"]
+
+    @staticmethod
+    def bias_terms(n_classes: int, prior, summary) -> tuple:
+        return (summary["neg_sum"], prior)  # (absent tokens' log(1 - p), added before the prior)
+
+    @staticmethod
+    def values(settings, counts: dict) -> dict:
+        """The document's features: present or not."""
+        return {t: 1.0 for t in counts}
+
+    @staticmethod
+    def token_weights(settings, col, df_t, n_docs, class_count, summary, log) -> list:
+        return [bernoulli_weight(df, n, settings.alpha, log) for df, n in zip(col, class_count)]
+
+
+class Complement:
+    @staticmethod
+    def summary_keys(settings) -> list:
+        return ["log_den"] + (["log_sum"] if settings.norm else [])
+
+    @staticmethod
+    def bias_terms(n_classes: int, prior, summary) -> tuple:
+        # One class: its prior is all there is to say; with more, the complement weights correct
+        # for class sizes and the prior is left out, as scikit-learn does.
+        return (prior,) if n_classes == 1 else ()
+
+    @staticmethod
+    def values(settings, counts: dict) -> dict:
+        """The document's features: Rennie et al.'s log term frequency (tf), then unit length
+        (length_norm); the numpy form is estimators.document_transform."""
+        import math
+
+        values = {t: math.log1p(n) if settings.tf else float(n) for t, n in counts.items()}
+        if settings.length_norm and values:
+            length = math.sqrt(sum(v * v for v in values.values()))
+            values = {t: v / length for t, v in values.items()}
+        return values
+
+    @staticmethod
+    def token_weights(settings, col, df_t, n_docs, class_count, summary, log) -> list:
+        if settings.idf:
+            idf = idf_weight(df_t, n_docs, log) if df_t > 0 else 0.0
+            col = [v * idf for v in col]
+        all_t = sum(col)
+        log_sum = summary.get("log_sum") if settings.norm else None
+        return [complement_weight(complement_logged(all_t, col[c], summary["log_den"][c], settings.alpha, log),
+                                  log_sum[c] if log_sum else None) for c in range(len(col))]
+
+
+VARIANTS = {"multinomial": Multinomial, "bernoulli": Bernoulli, "complement": Complement}

@@ -22,7 +22,7 @@ def target(path: str) -> str:
     not a regular file."""
     real = os.path.realpath(path)
     try:
-        st = os.stat(real)
+        st = os.stat(path)  # (the name given: /dev/stdout is a pipe, whatever realpath says)
     except FileNotFoundError:
         return real
     except OSError as e:

@@ -9,7 +9,7 @@
     counts         (n_classes, V) raw counts, in the smallest unsigned type that holds them
                    (uint8/16/32), float64 when any is fractional
     ledger         16-byte BLAKE2b digests of learned documents, sorted
-    doc_freq       (V,) documents per token; only in --idf models
+    doc_freq       (V,) documents per token; only in idf models
 
 Token i of the sorted vocabulary is column i of the counts. The reading half below imports
 numpy only inside decode.
@@ -23,7 +23,7 @@ from .container import frame, read_container, section
 from .vocabfile import BLOCK, SortedVocabulary, front_code, front_decode
 
 
-MAX_BLOCK = 4096  # tokens per front-coded block (nbtext writes 16)
+MAX_BLOCK = 4096  # tokens per front-coded block at most (nbtext writes vocabfile.BLOCK)
 
 
 def meta(d: dict) -> tuple:
@@ -77,10 +77,11 @@ def summary(header: dict) -> dict:
     NB log(N + alpha V - N_c) of the IDF-weighted totals)."""
     out = _stored_summary(header)
     k = len(header["classes"])
-    model = header["model"]
-    needed = {"multinomial": ["log_den"], "bernoulli": ["neg_sum"],
-              "complement": ["log_den"] + (["log_sum"] if model.get("norm") else [])}[model["variant"]]
-    for key in needed:
+    from ..nb.weights import VARIANTS
+    from ..settings import ModelSettings
+
+    settings = ModelSettings.from_dict(header["model"])
+    for key in VARIANTS[settings.variant].summary_keys(settings):
         if key not in out:
             raise ValueError(f"derived {key} is missing")
     for key, values in out.items():

@@ -60,7 +60,7 @@ def vocabulary_index(header: dict, payload: memoryview, n_features: int):
 
 
 class SortedVocabulary:
-    """Token ids looked up in the front-coded vocabulary of a format 2 file, in place."""
+    """Token ids looked up in the front-coded vocabulary of a file of format 2 or later, in place."""
 
     def __init__(self, header: dict, payload: memoryview, n_features: int):
         self.fc = bytes(section(header, payload, "vocab_fc"))

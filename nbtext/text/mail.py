@@ -25,20 +25,43 @@ MAX_DEPTH = 30  # MIME nesting beyond this is abuse, not mail: one "mime:too-dee
 MAX_PARTS = 500
 MAX_URLS = 200
 
+# Mail comes from attackers, so every pattern here must run in time linear in the text. The
+# trap is a pattern that, from each of many starts, looks far ahead for an end that is not
+# there: it rescans the same text from every start (160 KB of "<!--" took 25 s). Such
+# patterns are either run by a scan that never tries a start whose end is known to be
+# missing (drop_blocks, sub_tags), or given a second alternative that takes the whole run a
+# failed start was in, so that no later start in the run is tried (HOST_RE, ADDRESS_RE).
+# Each gives exactly the matches of the former pattern (tests/test_hostile_mail.py checks).
 # Each of these starts with a lookahead on its first letter: the re module then skips ahead
 # to candidate letters instead of trying the word boundary at every position (the same
-# matches on all of spamassassin-2002, in 0.6x the time).
+# matches on all of spamassassin-2002, in 0.6x the time). They are linear as they are: the
+# first two end in a bounded run with nothing after it, which always matches, and ALT_RE's
+# bounded run ends at the first quote, which the next start (alt=") must itself hold.
 URL_RE = re.compile(r"""(?i)(?=[hfw])\b(?:(https?|ftp)://|www\.)[^\s<>"'(){}\[\]\x00-\x1f\x7f]{1,2000}""")
 HREF_RE = re.compile(r"""(?is)(?=[hsa])\b(?:href|src|action)\s*=\s*["']?([^"'\s>]{1,2000})""")
 ALT_RE = re.compile(r"""(?is)(?=a)\balt\s*=\s*["']([^"']{0,500})["']""")
+# Style sheets, scripts, the head and comments are not text: each block becomes a space. A
+# block left open is kept as text (sub_tags drops its opening tag), as it always was.
+# drop_blocks tries the pattern only at the starts DROP_START_RE finds, and no more for a
+# kind of block that once failed to close.
 DROP_BLOCK_RE = re.compile(r"(?is)<(style|script|head)\b.*?</\1\s*>|<!--.*?-->")
+DROP_START_RE = re.compile(r"(?i)<(?:(style|script|head)\b|!--)")
+# Whether two tag names are the same to DROP_BLOCK_RE's back reference (which ignores case as
+# the re module does, not always as str.lower does: "İ" is "i" to it). Compiled when first
+# needed, as the *_START patterns: only hostile mail needs them.
+SAME_NAME = r"(?i)(\w+)\x00\1\Z"
 # Tags that separate words become a space; every other tag becomes nothing, so that
-# "Vi<b></b>agra" reads "viagra" (the classic spam trick against word filters).
-BREAK_TAG_RE = re.compile(
-    r"(?i)</?(?:br|p|div|td|th|tr|li|ul|ol|table|h[1-6]|hr|title|body|html|center|blockquote)\b[^>]{0,2000}>")
-TAG_RE = re.compile(r"<[!/?a-zA-Z][^>]{0,2000}>")
+# "Vi<b></b>agra" reads "viagra" (the classic spam trick against word filters). A tag is a
+# start, then at most TAG_MAX characters other than ">", then ">" (sub_tags runs these).
+TAG_MAX = 2000
+BREAK_TAG_START = r"(?i)</?(?:br|p|div|td|th|tr|li|ul|ol|table|h[1-6]|hr|title|body|html|center|blockquote)\b"
+TAG_START = r"<[!/?a-zA-Z]"
+BREAK_TAG_RE, TAG_RE = (re.compile(f"{start}[^>]{{0,{TAG_MAX}}}>") for start in (BREAK_TAG_START, TAG_START))
 IP_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
-HOST_RE = re.compile(r"(?i)\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b")
+# A host name in a Received hop (group 1): labels, dots and a top-level domain of letters.
+# The second alternative takes the rest of a run of labels that holds none ("1.1.1.1...":
+# formerly searched again from every label, 100 KB in 60 s and more).
+HOST_RE = re.compile(r"(?i)\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*")
 PATH_SPLIT_RE = re.compile(r"[/?&=.#_:;,+%~-]+")
 URL_PARTS_RE = re.compile(r"(?i)(?:([a-z]+)://)?([^/?#:]*)(?::\d+)?(.*)", re.DOTALL)
 LINK_RE = re.compile(r"(?i)(https?|ftp)://|www\.")
@@ -47,7 +70,9 @@ MSGID_DOMAIN_RE = re.compile(r"@([^>\s]+)")
 # the time: start-up is most of the cost of classifying one message.)
 # Addresses by pattern, not email.utils.getaddresses: a third of header time went to its
 # RFC 2822 parser, and spam's malformed address lists are exactly where it is least useful.
-ADDRESS_RE = re.compile(r"[\w.+'=-]+@[\w-]+(?:\.[\w-]+)+")
+# An address is group 1; the second alternative takes a run of address characters that is
+# not one (100 KB of letters in a From: field: formerly searched again from every letter).
+ADDRESS_RE = re.compile(r"([\w.+'=-]+@[\w-]+(?:\.[\w-]+)+)|[\w.+'=-]+")
 
 ADDRESS_HEADERS = ("from", "to", "cc", "reply-to", "sender", "return-path")
 WORD_HEADERS = ("x-mailer", "user-agent", "organization")
@@ -85,8 +110,6 @@ def header_text(value: str) -> str:
     text, _ = decode_bytes(raw, None)
     if "=?" not in text:
         return text
-    from email.header import decode_header  # only for RFC 2047 words: 7 ms of start-up
-
     try:
         chunks = decode_header(text)
     except (email.errors.HeaderParseError, ValueError, LookupError, UnicodeError):
@@ -100,6 +123,74 @@ def header_text(value: str) -> str:
         else:
             out.append(decode_bytes(chunk, cs)[0])
     return "".join(out)
+
+
+def ecre_prefix(line: str) -> str:
+    """The part of a line in which email.header's encoded-word pattern can match: up to its
+    last "?=", with which every encoded word ends. Past it, each "=?cs?q?" would be a start
+    that searches to the end of the line for its "?=", and finds none."""
+    end = line.rfind("?=")
+    return line[:end + 2] if end >= 0 else ""
+
+
+def decode_header(header: str) -> list[tuple]:
+    """email.header.decode_header for a str, in linear time: the same (bytes or str,
+    charset) chunks. Its pattern for encoded words (email.header.ecre) is
+    searched only where it can match (ecre_prefix; "=?a?q?x" * 20000 in a Subject took 17 s),
+    and runs of words are joined once, not by repeated concatenation."""
+    import binascii
+    import email.base64mime
+    import email.quoprimime
+    from email.header import ecre  # only for RFC 2047 words: 7 ms of start-up
+
+    # ecre's "." stops at "\n" only, so a match lies within a "\n"-separated piece.
+    if not any(ecre.search(ecre_prefix(piece)) for piece in header.split("\n") if "?=" in piece):
+        return [(header, None)]
+    words = []
+    for line in header.splitlines():
+        head = ecre_prefix(line)
+        parts = ecre.split(head)
+        parts[-1] += line[len(head):]  # the rest holds no encoded word: it is unencoded text
+        first = True
+        while parts:
+            unencoded = parts.pop(0)
+            if first:
+                unencoded = unencoded.lstrip()
+                first = False
+            if unencoded:
+                words.append((unencoded, None, None))
+            if parts:
+                charset = parts.pop(0).lower()
+                encoding = parts.pop(0).lower()
+                encoded = parts.pop(0)
+                words.append((encoded, encoding, charset))
+    # whitespace between two encoded words is dropped
+    droplist = [n - 1 for n, w in enumerate(words)
+                if n > 1 and w[1] and words[n - 2][1] and words[n - 1][0].isspace()]
+    for d in reversed(droplist):
+        del words[d]
+    collapsed: list[tuple[list, str | None]] = []
+    for encoded_string, encoding, charset in words:
+        if encoding is None:
+            word = encoded_string
+        elif encoding == "q":
+            word = email.quoprimime.header_decode(encoded_string)
+        else:
+            paderr = len(encoded_string) % 4  # Postel's law: add missing padding
+            if paderr:
+                encoded_string += "==="[:4 - paderr]
+            try:
+                word = email.base64mime.decode(encoded_string)
+            except binascii.Error:
+                raise email.errors.HeaderParseError("Base64 decoding error")
+        if isinstance(word, str):
+            word = bytes(word, "raw-unicode-escape")
+        # consecutive words of one charset become one chunk; unencoded ones joined by spaces
+        if collapsed and collapsed[-1][1] == charset:
+            collapsed[-1][0].append(word)
+        else:
+            collapsed.append(([word], charset))
+    return [((b" " if charset is None else b"").join(run), charset) for run, charset in collapsed]
 
 
 def domain_tokens(prefix: str, host: str) -> list[str]:
@@ -125,6 +216,65 @@ def url_tokens(url: str) -> list[str]:
     return toks
 
 
+def drop_blocks(text: str) -> str:
+    """DROP_BLOCK_RE.sub(" ", text), in linear time. The pattern is tried only at the starts
+    DROP_START_RE finds, and not at all for a kind of block that has already failed to close:
+    a block that does not close is searched to the end of the text, and so would every later
+    start of its kind be ("<style>" * 200000 took minutes), with the same result."""
+    out, last, pos = [], 0, 0
+    unclosed: set[str] = set()  # tag names (or "!--") with no closing tag after some start
+    while True:
+        m = DROP_START_RE.search(text, pos)
+        if not m:
+            break
+        start, name = m.start(), m.group(1) or "!--"
+        if name in unclosed or any(re.match(SAME_NAME, f"{u}\0{name}") for u in unclosed):
+            unclosed.add(name)
+            pos = start + 1
+            continue
+        block = DROP_BLOCK_RE.match(text, start)
+        if block:
+            out += (text[last:start], " ")
+            last = pos = block.end()
+        else:
+            unclosed.add(name)
+            pos = start + 1
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
+
+
+def sub_tags(text: str, tag_re: re.Pattern, start: str, repl: str, limit: int = TAG_MAX) -> str:
+    """tag_re.sub(repl, text) in linear time, where tag_re is ``start``, at most ``limit``
+    characters other than ">", then ">". Run as it is, the pattern looks ``limit``
+    characters ahead from every start in a longer stretch without ">", and fails ("<p" *
+    1000000: 5 s). So it runs only over stretches of short pieces (the text between two ">"),
+    and a long piece is read here: a tag ends at the first ">" after its start, so a piece
+    holds at most one, from the first start near enough to the piece's end."""
+    cut = text.rfind(">") + 1  # no tag ends after the last ">"
+    out, done = [], 0  # text[:done] is read
+    # A piece longer than limit holds one of these blocks whole: the blocks without ">" lead
+    # to every long piece, in a look at each block.
+    step = max(1, (limit + 1) // 2)
+    for i in range(0, cut, step):
+        if i < done or text.find(">", i, i + step) >= 0:
+            continue
+        piece, end = text.rfind(">", 0, i) + 1, text.find(">", i)  # the piece holding the block
+        if end - piece <= limit:
+            continue
+        out.append(tag_re.sub(repl, text[done:piece]))
+        # a start is at most 12 characters long ("</blockquote")
+        start_re = re.compile(start)
+        m = start_re.search(text, max(piece, end - limit - 12), end)
+        while m and end - m.end() > limit:
+            m = start_re.search(text, m.start() + 1, end)
+        out.append(text[piece:m.start()] + repl if m else text[piece:end + 1])
+        done = end + 1
+    out += (tag_re.sub(repl, text[done:cut]), text[cut:])
+    return "".join(out)
+
+
 def html_to_text(text: str, out: list[str], off: frozenset = frozenset()) -> str:
     """Visible text of HTML; link targets and image alt text go to ``out`` as tokens/words."""
     import html
@@ -138,10 +288,25 @@ def html_to_text(text: str, out: list[str], off: frozenset = frozenset()) -> str
             out.append("url:mailto")
     for m in ALT_RE.finditer(text):
         out.append(m.group(1))  # alt text is read like body text by the caller
-    text = DROP_BLOCK_RE.sub(" ", text)
-    text = BREAK_TAG_RE.sub(" ", text)
-    text = TAG_RE.sub("", text)
+    text = drop_blocks(text)
+    text = sub_tags(text, BREAK_TAG_RE, BREAK_TAG_START, " ")
+    text = sub_tags(text, TAG_RE, TAG_START, "")
     return html.unescape(text)
+
+
+def addresses(text: str) -> list[str]:
+    """The mail addresses in a text (ADDRESS_RE's group 1)."""
+    return [a for a in ADDRESS_RE.findall(text) if a]
+
+
+def without_addresses(text: str) -> str:
+    """The text with a space for each of its mail addresses."""
+    return ADDRESS_RE.sub(lambda m: " " if m.group(1) else m.group(), text)
+
+
+def hosts(text: str) -> list[str]:
+    """The host names in a text (HOST_RE's group 1)."""
+    return [h for h in HOST_RE.findall(text) if h]
 
 
 def _bucket(n: int) -> str:
@@ -171,7 +336,7 @@ def address_rule(name: str, text: str, s: TokenizerSettings, addrs: list[str]) -
         out.append(f"{name}:addr:{addr}")
         out += domain_tokens(f"{name}:dom:", addr.rsplit("@", 1)[1])[:3]
     # the display names: what is left once the addresses are taken out
-    return out + words(ADDRESS_RE.sub(" ", text), s, f"{name}:name:")[:10]
+    return out + words(without_addresses(text), s, f"{name}:name:")[:10]
 
 
 def word_header_rule(name: str, text: str, s: TokenizerSettings) -> list[str]:
@@ -187,7 +352,7 @@ def received_rule(name: str, text: str, s: TokenizerSettings) -> list[str]:
     # Relay host names (not the whole hop: dates, ids and IPs are noise); only the registered
     # domain, so a new relay of a known provider still counts.
     # (Ablation: accuracy 99.11% without, 99.14% with.)
-    return ["received:" + ".".join(host.lower().split(".")[-2:]) for host in HOST_RE.findall(text)[:4]]
+    return ["received:" + ".".join(host.lower().split(".")[-2:]) for host in hosts(text)[:4]]
 
 
 def content_type_rule(name: str, text: str, s: TokenizerSettings) -> list[str]:
@@ -219,7 +384,7 @@ def header_tokens(msg: email.message.Message, s: TokenizerSettings) -> list[str]
             continue  # only its name counts: not worth decoding (half of all header fields)
         text = header_text(value) if isinstance(value, str) else ""
         if name in ADDRESS_HEADERS:
-            addrs = ADDRESS_RE.findall(text)
+            addrs = addresses(text)
             if name in ("to", "cc"):
                 recipients += len(addrs)
             if "headers" not in off:
@@ -231,6 +396,24 @@ def header_tokens(msg: email.message.Message, s: TokenizerSettings) -> list[str]
     if "recipients" not in off:
         out.append(f"to:count:{_bucket(recipients)}")
     return out
+
+
+# The standard library parses a header's parameters (get_param, get_boundary, get_content_charset)
+# in time that grows with the square of its length (CPython gh-136063: 100 KB of `";` took 11 s,
+# also inside the parser, which asks a multipart for its boundary); no real Content-Type or
+# Content-Disposition comes near this many bytes.
+MAX_PARAM_HEADER = 2000
+
+
+class BoundedMessage(email.message.Message):
+    """A message (and, as the parser's factory, each of its parts) whose parameters are parsed
+    from at most MAX_PARAM_HEADER bytes of their header."""
+
+    def _get_params_preserve(self, failobj, header):
+        value = self.get(header)
+        if isinstance(value, str) and len(value) > MAX_PARAM_HEADER:
+            self.replace_header(header, value[:MAX_PARAM_HEADER])
+        return super()._get_params_preserve(failobj, header)
 
 
 def body_tokens(msg: email.message.Message, s: TokenizerSettings) -> tuple[list[str], list[str]]:
@@ -330,12 +513,12 @@ def parse_message(data: bytes) -> email.message.Message:
     text = data.decode("ascii", "surrogateescape")
     lf, crlf = text.find("\n\n"), text.find("\n\r\n")
     if lf < 0 and crlf < 0:
-        return email.message_from_bytes(data)
+        return email.message_from_bytes(data, _class=BoundedMessage)
     end = lf if crlf < 0 or 0 <= lf < crlf else crlf
     head, body = text[:end], text[end + (2 if end == lf else 3):]
     if head.count("\r") != head.count("\r\n"):
-        return email.message_from_bytes(data)
-    msg = email.message.Message()
+        return email.message_from_bytes(data, _class=BoundedMessage)
+    msg = BoundedMessage()
     policy = msg.policy  # compat32, as message_from_bytes (importing email.policy: 30 ms)
     field: list[str] = []
     for line in head.split("\n"):
@@ -347,11 +530,11 @@ def parse_message(data: bytes) -> email.message.Message:
                 msg.set_raw(*policy.header_source_parse(field))
             field = [line]
         else:
-            return email.message_from_bytes(data)
+            return email.message_from_bytes(data, _class=BoundedMessage)
     if field:
         msg.set_raw(*policy.header_source_parse(field))
     if msg.get_content_maintype() in ("multipart", "message"):
-        return email.message_from_bytes(data)
+        return email.message_from_bytes(data, _class=BoundedMessage)
     msg.set_payload(body)
     return msg
 

@@ -1,0 +1,253 @@
+"""Mail comes from attackers: every pattern that reads it runs in time linear in the input,
+reads ordinary mail as it always did, and `classify --passthrough` puts its headers in the
+header block whatever the line endings."""
+import email.header
+import re
+import signal
+import time
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from nbtext.quick import with_headers
+from nbtext.settings import TokenizerSettings
+from nbtext.text import mail
+from nbtext.text.mail import mail_tokens
+
+S = TokenizerSettings()
+HTML = b"Content-Type: text/html\n\n"
+PLAIN = b"Content-Type: text/plain\n\nx"
+BOUND = 2.0  # seconds; each bait below now takes under 0.7 s, and the hostile ones took 5 s to minutes
+
+
+@contextmanager
+def deadline(seconds):
+    """Fail, rather than hang, past ``seconds`` (the re module checks for signals as it runs)."""
+    if not hasattr(signal, "setitimer"):  # not on Windows: the elapsed time is still checked
+        yield
+        return
+
+    def expired(signum, frame):
+        raise TimeoutError
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def timed_tokens(data: bytes, s: TokenizerSettings = S) -> list[str]:
+    start = time.perf_counter()
+    try:
+        with deadline(BOUND):
+            toks = mail_tokens(data, s)
+    except TimeoutError:
+        pytest.fail(f"tokenizing took over {BOUND} s")
+    elapsed = time.perf_counter() - start
+    assert elapsed < BOUND, f"tokenizing took {elapsed:.2f} s"
+    return toks
+
+
+# Each took seconds to minutes before (timings on the development machine, for the record).
+SLOW_BEFORE = {
+    # comments and blocks that never close: each start searched to the end of the text
+    "unclosed-comments": HTML + b"<!--" * 40000,                 # 25 s
+    "unclosed-styles": HTML + b"<style>" * 200000,               # over 60 s
+    "unclosed-scripts": HTML + b"<script>x</scrip " * 100000,    # over 60 s
+    "style-open-tags": HTML + b"<style" * 50000,                 # over 20 s
+    "head-open-tags": HTML + b"<head " * 50000,                  # over 20 s
+    # tags that never end: each start looked 2000 characters ahead
+    "unended-break-tags": HTML + b"<p" * 1000000,                # 5 s (2 MB, the default max_bytes)
+    # email.header's pattern for encoded words, from each start that has no "?=" after it
+    "unended-encoded-words": b"Subject: " + b"=?a?q?x" * 20000 + b"\n" + PLAIN,  # 17 s
+    # a run of labels with no top-level domain, searched again from each label
+    "received-digit-labels": b"Received: from " + b"1." * 50000 + b"\n" + PLAIN,  # over 20 s
+    "received-letter-labels": b"Received: from " + b"a." * 50000 + b"\n" + PLAIN,  # over 20 s
+    "received-hyphens": b"Received: from " + b"a-" * 50000 + b"\n" + PLAIN,       # over 20 s
+    # a run of address characters with no address in it, searched again from each character
+    "from-letters": b"From: " + b"a" * 100000 + b"\n" + PLAIN,                    # over 20 s
+    "from-undotted-domain": b"From: a@" + b"b" * 100000 + b"\n" + PLAIN,          # over 20 s
+    # the standard library's parameter parser (CPython gh-136063), also asked by the parser itself
+    "param-quotes": b"Content-Type: text/plain; a=\"" + b'\\";' * 200000 + b"\n\nhello\n",   # 7 s at 40,000
+    "param-pairs": b"Content-Type: text/plain" + b"; a=b" * 200000 + b"\n\nhello\n",        # 2.8 s at 100,000
+    "multipart-params": (b"Content-Type: multipart/mixed; boundary=x; a=\"" + b'\\";' * 200000
+                         + b"\n\n--x\nContent-Type: text/plain\n\nhi\n--x--\n"),            # 3.8 s at 40,000
+}
+
+
+@pytest.mark.parametrize("data", SLOW_BEFORE.values(), ids=SLOW_BEFORE.keys())
+def test_hostile_mail_is_read_in_linear_time(data):
+    timed_tokens(data)
+
+
+def test_unended_tags_beyond_the_default_size_are_read_in_linear_time():
+    # 8 MB of "<!", read whole: formerly 2000 characters from each of 4,000,000 starts (10 s)
+    toks = timed_tokens(HTML + b"<!" * 4000000, TokenizerSettings(max_bytes=9_000_000, ngram_max=1))
+    assert toks == ["hdr:content-type", "ct:text/html", "to:count:0"]
+
+
+# Classic bait that was read in linear time already: it must stay so.
+LINEAR_BEFORE = {
+    "less-thans": HTML + b"<" * 200000,
+    "hrefs": HTML + b"href=" * 100000,
+    "spaced-hrefs": HTML + b"href= " * 100000,
+    "unclosed-link-tags": HTML + b'<a href="' * 20000,
+    "schemes-in-html": HTML + b"http://" * 50000,
+    "schemes-in-text": b"Content-Type: text/plain\n\n" + b"http://" * 50000,
+    "www-dots": b"Content-Type: text/plain\n\n" + b"www." * 50000,
+    "equals-signs": HTML + b"=" * 200000,
+    "double-quotes": HTML + b'"' * 200000,
+    "single-quotes": HTML + b"'" * 200000,
+    "alt-attributes": HTML + b'alt="' * 40000,
+    "unclosed-img-tags": HTML + b"<img alt='" * 20000,
+}
+
+
+@pytest.mark.parametrize("data", LINEAR_BEFORE.values(), ids=LINEAR_BEFORE.keys())
+def test_bait_that_was_linear_stays_linear(data):
+    timed_tokens(data)
+
+
+def test_html_reads_as_before():
+    page = (HTML + b"<html><head><title>Title words</title><style>p {color: red}</style></head>"
+            b"<body><p>Vi<b></b>agra one<br>two <a href='http://shop.example.com/buy'>here</a>"
+            b"<!-- hidden words -->after<script>var x = 1;</script>"
+            b"<img src='i.png' alt='cheap pills'></p></body></html>")
+    toks = set(mail_tokens(page, S))
+    assert {"viagra", "one", "two", "here", "after", "cheap", "pills", "url:shop.example.com",
+            "url:example.com", "url:com", "url:path:buy"} <= toks
+    assert not toks & {"vi", "agra", "onetwo", "b", "href", "title", "color", "red", "hidden", "var"}
+
+
+def test_blocks_and_comments_left_open_are_read_as_before():
+    """One left open is kept as text (its opening tag dropped), as it always was; one closed
+    after it still goes."""
+    toks = mail_tokens(HTML + b"before <!-- a --> kept <!-- never closed", S)
+    assert {"before", "kept", "never", "closed"} <= set(toks) and "a" not in toks
+    toks = mail_tokens(HTML + b"<STYLE>p {}</style > shown <style>left open", S)
+    assert {"shown", "left", "open"} <= set(toks) and "style" not in toks and "p" not in toks
+
+
+def test_received_hops_and_addresses_read_as_before():
+    msg = (b"Received: from mail.relay.example.org (mail.relay.example.org [1.2.3.4]) by mx.example.com\n"
+           b"From: Big Seller <seller+x@shop.example.co.uk>\nTo: a@b.example, c.d@e.example\n" + PLAIN)
+    toks = mail_tokens(msg, S)
+    assert toks.count("received:example.org") == 2 and "received:example.com" in toks
+    assert {"from:addr:seller+x@shop.example.co.uk", "from:name:big", "from:name:seller",
+            "to:count:2"} <= set(toks)
+
+
+# The new scans against the patterns they replace, on text made of the pieces that matter.
+FORMER_DROP_BLOCK = re.compile(r"(?is)<(style|script|head)\b.*?</\1\s*>|<!--.*?-->")
+FORMER_HOST = re.compile(r"(?i)\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b")
+FORMER_ADDRESS = re.compile(r"[\w.+'=-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+def former_break_tag(limit):
+    return re.compile(r"(?i)</?(?:br|p|div|td|th|tr|li|ul|ol|table|h[1-6]|hr|title|body|html|center"
+                      r"|blockquote)\b[^>]{0,%d}>" % limit)
+
+
+def former_tag(limit):
+    return re.compile(r"<[!/?a-zA-Z][^>]{0,%d}>" % limit)
+
+
+def soup(*pieces):
+    return st.lists(st.sampled_from(pieces), max_size=50).map("".join)
+
+
+# "ſ", "İ" and "ı" are where case-insensitive matching differs from str.lower
+MARKUP = soup("<", ">", "/", "!", "-", "<!--", "-->", "a", "p", "br", " ", "\n", "x" * 7, "é", "1",
+              "style", "STYLE", "ſtyle", "script", "scrİpt", "scrıpt", "head", "<style", "</style",
+              "</style >", "<script>", "</script", "<head>", "</head>", "<b>", "<p ", "</p", "<blockquote",
+              "</blockquote", "</h1")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(MARKUP, st.integers(0, 8))
+def test_html_scans_match_the_former_patterns(text, limit):
+    assert mail.drop_blocks(text) == FORMER_DROP_BLOCK.sub(" ", text)
+    # small limits, so that texts of both kinds (with and without long stretches) come up
+    assert (mail.sub_tags(text, former_break_tag(limit), mail.BREAK_TAG_START, " ", limit)
+            == former_break_tag(limit).sub(" ", text))
+    assert (mail.sub_tags(text, former_tag(limit), mail.TAG_START, "", limit)
+            == former_tag(limit).sub("", text))
+
+
+@pytest.mark.parametrize("limit", [0, 1, 5])
+def test_a_long_piece_ending_in_the_longest_tag_start_loses_it(limit):
+    # "</blockquote" is the longest start, 12 characters: sub_tags looks back that far
+    text = "x" * 20 + "</blockquote" + " " * limit + ">z"
+    assert mail.sub_tags(text, former_break_tag(limit), mail.BREAK_TAG_START, " ", limit) == "x" * 20 + " z"
+
+
+def test_the_tag_patterns_are_the_former_ones():
+    assert mail.BREAK_TAG_RE.pattern == former_break_tag(mail.TAG_MAX).pattern
+    assert mail.TAG_RE.pattern == former_tag(mail.TAG_MAX).pattern
+
+
+@settings(max_examples=400, deadline=None)
+@given(soup("a", "b", "co", "com", "org", "1", "-", ".", "..", "_", " ", "é", "ſ", "K", "İ", "ı", "Z",
+            "@", "<", "=", "+", "'", "\n"))
+def test_host_and_address_patterns_match_the_former_ones(text):
+    assert mail.hosts(text) == FORMER_HOST.findall(text)
+    assert mail.addresses(text) == FORMER_ADDRESS.findall(text)
+    assert mail.without_addresses(text) == FORMER_ADDRESS.sub(" ", text)
+
+
+def outcome(decode, text):
+    try:
+        return decode(text)
+    except Exception as e:  # the same failure counts as the same answer
+        return type(e)
+
+
+@settings(max_examples=400, deadline=None)
+@given(soup("=?", "?=", "?", "=", "utf-8", "x-bad", "q", "Q", "b", "B", "a", "w4k=", "=C3=A9", "_", " ",
+            "\t", "\n", "\r", "\x0b", "\u2028", "é", "YQ"))
+def test_decode_header_matches_the_standard_library(text):
+    assert outcome(mail.decode_header, text) == outcome(email.header.decode_header, text)
+
+
+# -- classify --passthrough -----------------------------------------------------------------------
+
+def headers(nl=b"\n", label=b"spam"):
+    return b"X-Nbtext-Class: " + label + nl + b"X-Nbtext-Score: 0.900000" + nl
+
+
+@pytest.mark.parametrize("data, want", [
+    (b"Subject: x\nFrom: a\n\nbody\n", b"Subject: x\nFrom: a\n" + headers() + b"\nbody\n"),
+    (b"Subject: x\r\nFrom: a\r\n\r\nbody\r\n",
+     b"Subject: x\r\nFrom: a\r\n" + headers(b"\r\n") + b"\r\nbody\r\n"),
+    # an LF header block with a CRLF body: formerly the headers went into the body
+    (b"Subject: x\nFrom: a\n\nline 1\r\n\r\nline 2\r\n",
+     b"Subject: x\nFrom: a\n" + headers() + b"\nline 1\r\n\r\nline 2\r\n"),
+    (b"Subject: x\nFrom: a\n\nline 1\r\nline 2\r\n",
+     b"Subject: x\nFrom: a\n" + headers() + b"\nline 1\r\nline 2\r\n"),
+    # mixed: the header block's first line says
+    (b"Subject: x\r\nFrom: a\n\nbody", b"Subject: x\r\nFrom: a\n" + headers(b"\r\n") + b"\nbody"),
+    # no body, no blank line: the headers still end the header block, and a blank line follows
+    (b"Subject: x\nFrom: a\n", b"Subject: x\nFrom: a\n" + headers() + b"\n"),
+    (b"Subject: x", b"Subject: x\n" + headers() + b"\n"),
+    (b"Subject: x\r\n", b"Subject: x\r\n" + headers(b"\r\n") + b"\r\n"),
+    (b"Subject: no body\n\n", b"Subject: no body\n" + headers() + b"\n"),
+    # no header fields: the blank line comes first
+    (b"\nbody", headers() + b"\nbody"),
+    (b"\r\nbody\r\n", headers(b"\r\n") + b"\r\nbody\r\n"),
+    (b"", headers() + b"\n"),
+])
+def test_passthrough_headers_end_the_header_block(data, want):
+    assert with_headers(data, "spam", 0.9) == want
+
+
+def test_passthrough_replaces_its_former_headers():
+    data = (b"Subject: x\r\nX-Nbtext-Class: ham\r\n\tfolded\r\nX-NBTEXT-SCORE: 0.1\r\nFrom: a\r\n"
+            b"\r\nX-Nbtext-Class: in the body, kept\r\n")
+    want = (b"Subject: x\r\nFrom: a\r\n" + headers(b"\r\n")
+            + b"\r\nX-Nbtext-Class: in the body, kept\r\n")
+    assert with_headers(data, "spam", 0.9) == want
+    assert with_headers(want, "spam", 0.9) == want
