@@ -64,7 +64,9 @@ def log_prior(n_c, total, log):
 # whole budget is less than importing numpy. Both take their bias from bias_terms, and
 # tests/test_modelfile.py checks that the two paths agree to 1e-9 for every variant.
 
-class Multinomial:
+class Variant:
+    """A variant's composition, with the defaults most variants share (a multinomial's)."""
+
     @staticmethod
     def summary_keys(settings) -> list:
         return ["log_den"]
@@ -78,12 +80,14 @@ class Multinomial:
         """The document's features: its token counts."""
         return {t: float(n) for t, n in counts.items()}
 
+
+class Multinomial(Variant):
     @staticmethod
     def token_weights(settings, col, df_t, n_docs, class_count, summary, log) -> list:
         return [multinomial_weight(n, d, settings.alpha, log) for n, d in zip(col, summary["log_den"])]
 
 
-class Bernoulli:
+class Bernoulli(Variant):
     @staticmethod
     def summary_keys(settings) -> list:
         return ["neg_sum"]
@@ -102,7 +106,7 @@ class Bernoulli:
         return [bernoulli_weight(df, n, settings.alpha, log) for df, n in zip(col, class_count)]
 
 
-class Complement:
+class Complement(Variant):
     @staticmethod
     def summary_keys(settings) -> list:
         return ["log_den"] + (["log_sum"] if settings.norm else [])
