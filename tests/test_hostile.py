@@ -459,16 +459,19 @@ def alive(pids) -> list[int]:
     return left
 
 
-@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "Ctrl-C"])
 def test_a_stopped_parallel_train_leaves_no_workers(tmp_path, how):
     """kill -9 of a parallel train left its workers running for minutes (68 orphans, 2.7 GB);
-    SIGTERM printed joblib's leaked-semaphore warnings. Workers now end with their parent, and
-    SIGTERM ends the run as Ctrl-C does, with status 143."""
+    SIGTERM printed joblib's leaked-semaphore warnings; Ctrl-C (to the whole process group, as
+    a terminal sends it) while the workers were starting printed their tracebacks. Workers now
+    end with their parent and start with Ctrl-C ignored; SIGTERM ends the run as Ctrl-C does,
+    with status 143."""
     import signal
     import time
 
     p = subprocess.Popen([sys.executable, "-m", "nbtext", "train", str(DATA / "corpus"), "-j", "2", "-q",
-                          "-o", str(tmp_path / "m.nbm")], cwd=ROOT, stderr=subprocess.PIPE)
+                          "-o", str(tmp_path / "m.nbm")], cwd=ROOT, stderr=subprocess.PIPE,
+                         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline, workers = time.time() + 20, []
     while time.time() < deadline and p.poll() is None:
         workers = [c for c in children(p.pid) if "LokyProcess" in open(f"/proc/{c}/cmdline").read()]
@@ -476,11 +479,16 @@ def test_a_stopped_parallel_train_leaves_no_workers(tmp_path, how):
             break
         time.sleep(0.05)
     assert len(workers) == 2, "the workers never started"
-    time.sleep(0.3)
-    p.send_signal(getattr(signal, how))
+    if how == "Ctrl-C":  # at once: the workers are still importing
+        os.killpg(p.pid, signal.SIGINT)
+    else:
+        time.sleep(0.3)
+        p.send_signal(getattr(signal, how))
     err = p.communicate(timeout=30)[1]
     if how == "SIGTERM":
         assert p.returncode == 143 and err.endswith(b"nbtext: terminated\n") and b"leaked" not in err
+    if how == "Ctrl-C":
+        assert p.returncode == 130 and err.endswith(b"nbtext: interrupted\n") and b"Traceback" not in err
     for _ in range(50):
         if not alive(workers):
             break

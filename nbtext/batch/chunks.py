@@ -7,8 +7,10 @@ reduces, so the result is identical to counting on one core.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import signal
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -70,8 +72,10 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
             pending.append(chunk)
             yield delayed(count_in_worker)([d.data for d in chunk], settings)
 
-    with Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs") as par:
-        results = par(tasks())
+    with contextlib.ExitStack() as stack:
+        with sigint_ignored():  # (the workers start here: they begin with Ctrl-C ignored)
+            par = stack.enter_context(Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs"))
+            results = par(tasks())
         try:
             for result in results:
                 yield pending.popleft(), result
@@ -80,6 +84,24 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
                 # A reader that left early (`| head`) cancels the rest: not worth a warning.
                 warnings.filterwarnings("ignore", message=".*tasks which were still being processed")
                 results.close()
+
+
+@contextlib.contextmanager
+def sigint_ignored():
+    """Ctrl-C ignored while worker processes are started (about 40 ms): an ignored signal, unlike a
+    handler, is kept across exec, and Python leaves it ignored, so a worker never has a Ctrl-C of
+    its own (one in the first half second printed the tracebacks of workers still importing);
+    the parent stops the pool. Only in the main thread (elsewhere signals are not ours)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def count_in_worker(datas: list, settings: TokenizerSettings) -> Batch:
