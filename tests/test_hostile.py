@@ -494,3 +494,17 @@ def test_a_stopped_parallel_train_leaves_no_workers(tmp_path, how):
             break
         time.sleep(0.1)
     assert not alive(workers), f"workers {alive(workers)} outlived train"
+
+
+def test_a_label_with_braces_is_named_as_it_is(run, tsv, tmp_path):
+    """Messages name parameters as {name} templates; a label from a file is text, not a template."""
+    t = tmp_path / "three.tsv"
+    t.write_text("{alpha}\tx y\nb\ty z\nc\tz w\n")
+    r = run("train", t, "--threshold", "0.7", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1 and "the classes are b, c, {alpha})" in r.stderr
+
+
+def test_a_fifo_in_place_of_the_lock_file_is_refused_not_waited_on(sample_copy):
+    os.mkfifo(str(sample_copy) + ".lock")
+    r = nb("learn", "-m", sample_copy, "--label", "spam", DATA / "example-ham.eml", timeout=20)
+    assert r.returncode == 1 and b"m.nbm.lock: " in r.stderr  # (refused at once: never waited on)

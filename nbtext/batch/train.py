@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import NbtextError, SettingError
+from ..errors import NbtextError, SettingError, literal
 from ..features.rows import Rows
 from ..features.selection import select
 from ..features.vocabulary import Vocabulary
@@ -227,7 +227,8 @@ def cross_validate(X, y, vocab: Vocabulary, tokenizer: TokenizerSettings, settin
     if not can_split(y, k):
         classes, counts = np.unique(y, return_counts=True)
         few = ", ".join(f"{c}: {n}" for c, n in zip(classes, counts) if n < k) or "only one class"
-        raise SettingError("folds", None, f"{k} needs at least {k} documents of each of two or more classes ({few})")
+        raise SettingError("folds", None, f"{k} needs at least {k} documents of each of two or more classes "
+                           f"({literal(few)})")
     folds = stratified_folds(y, k, seed)
     results = []
     for f in range(k):

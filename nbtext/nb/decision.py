@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import SettingError
+from ..errors import SettingError, literal
 from ..record import Record
 from ..settings import check_unsure, number
 
@@ -31,8 +31,8 @@ class Decision(Record, frozen=False):
 
     def check_classes(self, classes: Sequence[str]) -> None:
         if self.positive is not None and self.positive not in classes:
-            raise SettingError("positive", None, f"{self.positive!r} is not one of the classes "
-                               f"({', '.join(classes)})")
+            raise SettingError("positive", None, literal(f"{self.positive!r} is not one of the classes "
+                                                         f"({', '.join(classes)})"))
 
     def choose(self, classes: Sequence[str], positive: str | None = None, threshold: float | None = None,
                unsure: tuple | None = None, max_fpr: float | None = None) -> None:
@@ -44,7 +44,7 @@ class Decision(Record, frozen=False):
             self.positive = positive
         if (threshold is not None or unsure or max_fpr is not None) and (len(classes) != 2 or self.positive is None):
             raise SettingError("threshold", None, "{threshold}, {unsure} and {max_fpr} need two classes and a "
-                               f"positive one ({{positive}}; the classes are {', '.join(classes)})")
+                               "positive one ({positive}; the classes are " + literal(", ".join(classes)) + ")")
         if threshold is not None:
             number("threshold", threshold, 0, 1)
             self.threshold = threshold

@@ -57,11 +57,14 @@ def locked(path: str) -> Iterator[None]:
     the same lock), so concurrent learn/merge runs lose no counts."""
     import fcntl
 
-    path = target(path)
-    try:
-        fd = open(path + ".lock", "a")
+    lock = target(path) + ".lock"
+    try:  # (O_NONBLOCK: a FIFO put there must not hang the open; it is refused below)
+        fd = os.fdopen(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, 0o600), "a")
     except OSError as e:
-        raise NbtextError(f"{path}.lock: cannot create lock file: {e.strerror}") from None
+        raise NbtextError(f"{lock}: cannot open lock file: {e.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd.fileno()).st_mode):
+        fd.close()
+        raise NbtextError(f"{lock}: is not a regular file; cannot lock the model with it")
     with fd:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
