@@ -38,12 +38,23 @@ def _pad(n: int) -> int:
     return -n % ALIGN
 
 
+def _is_text(head: bytes) -> bool:
+    """Whether these first bytes of a file read as UTF-8 text (the last character may be cut)."""
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 3 or e.reason != "unexpected end of data":
+            return False
+        text = head[: e.start].decode("utf-8")
+    return all(c.isprintable() or c in "\t\n\r" for c in text)
+
+
 def describe_foreign(head: bytes) -> str:
     if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         return "a Python pickle, which nbtext never loads (it could run code)"
     if head[:6] == b"\x93NUMPY" or head[:2] == b"PK":
         return "a numpy/zip archive, not an nbtext model"
-    if head[:1] in (b"{", b"["):
+    if head[:1] in (b"{", b"[") and _is_text(head):
         return "JSON text, not an nbtext model (use 'nbtext import' for a text dump)"
     if head.startswith(b"# nbtext"):
         return "an nbtext text dump (turn it back into a model with 'nbtext import')"
