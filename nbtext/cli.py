@@ -16,7 +16,7 @@ from .errors import NbtextError
 from .nb.decision import Decision
 from .quick import CLASSIFY_OPTIONS, MODEL_OPTION, QUIET_OPTION, THRESHOLD_OPTION, UNSURE_OPTION
 from .read import LineOptions
-from .settings import CRITERIA, VARIANTS, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
+from .settings import AUTO, CRITERIA, VARIANTS, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -132,8 +132,9 @@ def labelled_sources_for_eval(f):
 
 def training_options(f):
     for opt in reversed([
-        click.option("--variant", type=click.Choice(VARIANTS), default=ModelSettings.variant,
-                     show_default=True, help="Naive Bayes event model."),
+        click.option("--variant", type=click.Choice((AUTO,) + VARIANTS), default=ModelSettings.variant,
+                     show_default=True, help="Naive Bayes event model; auto chooses multinomial or "
+                                             "complement on internal folds."),
         click.option("--alpha", type=float, default=ModelSettings.alpha, show_default=True,
                      help="Lidstone smoothing (1 = Laplace)."),
         click.option("--tf", is_flag=True, help="Complement NB: log term frequency, log(1 + n)."),
@@ -173,7 +174,7 @@ def training_options(f):
 def decision_options(f):
     for opt in reversed([
         click.option("--calibrate/--no-calibrate", default=DecisionOptions.calibrate, show_default=True,
-                     help="Fit a temperature on internal folds so probabilities mean what they say."),
+                     help="Fit the calibration map on internal folds so probabilities mean what they say."),
         click.option("--positive", default=None, help="The positive class (default: spam, if present)."),
         click.option("--threshold", type=float, default=None,
                      help=f"Two classes: positive when P(positive) >= this (default {Decision.threshold})."),
@@ -336,11 +337,7 @@ def train(**kw):
     progress.done()
     unread.check()
     store.save(model, kw["output"])
-    if fit:
-        info_line(kw["quiet"], f"nbtext: --max-fpr {kw['max_fpr']}: threshold {fit.threshold:.6f}; "
-                               f"in {decisions.folds} internal folds it calls {fit.fpr:.2%} of "
-                               f"non-{model.decision.positive} positive and misses {fit.fnr:.2%} "
-                               f"of {model.decision.positive}")
+    report_threshold(kw, fit, decisions, model)
     counts = ", ".join(f"{int(n)} {c}" for c, n in zip(model.classes, model.class_count))
     info_line(kw["quiet"], f"nbtext: trained on {model.n_documents} documents ({counts}), "
                            f"{len(model.vocab)} tokens; wrote {kw['output']}")
@@ -538,6 +535,59 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
 
 @cli.command(context_settings=CONTEXT)
 @model_option
+@labelled_sources
+@decision_options
+@jobs_option
+@quiet_option
+def calibrate(model_path, **kw):
+    """Refit a model's calibration and decisions on labelled documents, counts unchanged.
+
+    As train fits them: the calibration map on internal folds, and the threshold of --max-fpr,
+    --threshold or --unsure. After merge, calibrate on the documents the merged models learned
+    (in the order train would read them) predicts as training on them all would.
+
+    \b
+    Examples:
+      nbtext merge -o all.nbm alice.nbm bob.nbm && nbtext calibrate -m all.nbm alice/ bob/
+      nbtext calibrate -m spam.nbm corpus/ --max-fpr 0.001
+    """
+    from . import store
+    from .batch.train import recalibrate
+    from .process import release_free_memory
+
+    decisions = build_decisions(kw)
+    progress = Progress("calibrating", kw["quiet"])
+    unread = Unread()
+    with store.locked(model_path):
+        model = store.load(model_path)
+        n, fit = recalibrate(model, read_labelled(kw, unread), decisions, n_jobs=n_jobs(kw), progress=progress,
+                             release=release_free_memory)
+        progress.done()
+        unread.check()
+        store.save(model, model_path)
+    report_threshold(kw, fit, decisions, model)
+    info_line(kw["quiet"], f"nbtext: calibrated on {n} documents ({describe_calibration(model.decision)}); "
+                           f"wrote {model_path}")
+
+
+def report_threshold(kw: dict, fit, decisions, model) -> None:
+    if fit:
+        info_line(kw["quiet"], f"nbtext: --max-fpr {kw['max_fpr']}: threshold {fit.threshold:.6f}; "
+                               f"in {decisions.folds} internal folds it calls {fit.fpr:.2%} of "
+                               f"non-{model.decision.positive} positive and misses {fit.fnr:.2%} "
+                               f"of {model.decision.positive}")
+
+
+def describe_calibration(d) -> str:
+    """The calibration map in words, for stderr notes."""
+    if (d.temperature, d.length_power, d.soft, d.floor) == (1.0, 0.0, 0.0, 0.0):
+        return "no calibration"
+    return (f"temperature {d.temperature:.4g}, length power {d.length_power:g}, soft {d.soft:.4g}, "
+            f"floor {d.floor:.3g}")
+
+
+@cli.command(context_settings=CONTEXT)
+@model_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="Most informative tokens per class.")
@@ -596,7 +646,11 @@ def merge(output, models):
     """
     from .operations import merge_files
 
-    merge_files(output, list(models))
+    merged = merge_files(output, list(models))
+    d = merged.decision
+    info_line(False, f"nbtext: merged {len(models)} models into {output}; kept the decision of {models[0]} "
+                     f"({describe_calibration(d)}, threshold {d.threshold:g}): to refit it on all their "
+                     f"documents, run: nbtext calibrate -m {output} CORPUS...")
 
 
 @cli.command(name="export", context_settings=CONTEXT)

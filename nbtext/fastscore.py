@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from .errors import ModelFileError, NbtextError
 from .nb import weights as F
-from .nb.decision import decide
+from .nb.decision import calibrated, decide
 from .store.codec import check_header, meta, summary
 from .store.container import read_container, section
 from .store.vocabfile import vocabulary_index
@@ -63,9 +63,9 @@ class FastScorer:
         return self.variant.token_weights(self.settings, self._column(tid), df, sum(self.class_count),
                                           self.class_count, self.summary, math.log)
 
-    def contributions(self, tokens: Iterable[str]) -> tuple[list[float], dict[str, list[float]], int]:
-        """(bias per class, each token's x_t w_ct per class, the count of unknown tokens):
-        jll[c] = bias[c] + sum over tokens of contrib[token][c]."""
+    def contributions(self, tokens: Iterable[str]) -> tuple[list[float], dict[str, list[float]], int, int]:
+        """(bias per class, each token's x_t w_ct per class, the count of unknown tokens, the
+        count of known ones): jll[c] = bias[c] + sum over tokens of contrib[token][c]."""
         occurrences = Counter(tokens)
         keys = {t: t.encode("utf-8", "surrogatepass") for t in occurrences}
         found = self.vocab.token_ids(keys.values())
@@ -80,10 +80,7 @@ class FastScorer:
                 ids[tid], names[tid] = n, t
         contrib = {names[tid]: [x * w for w in self.token_weights(tid)]
                    for tid, x in self.variant.values(self.settings, ids).items()}
-        return self.bias(), contrib, unknown
-
-    def joint_log_likelihood(self, tokens: Iterable[str]) -> list[float]:
-        return self._summed(*self.contributions(tokens)[:2])
+        return self.bias(), contrib, unknown, sum(ids.values())
 
     @staticmethod
     def _summed(bias: list, contrib: dict) -> list[float]:
@@ -93,20 +90,13 @@ class FastScorer:
                 jll[c] += v
         return jll
 
-    def posteriors(self, jll: list[float]) -> list[float]:
-        t = self.decision.temperature
-        scaled = [x / t for x in jll]
-        m = max(scaled)
-        exps = [math.exp(x - m) for x in scaled]
-        z = sum(exps)
-        return [e / z for e in exps]
 
     def explain(self, data: bytes | str, n: int) -> dict:
         """The verdict with the n tokens pushing hardest for and against it (nbtext.explain)."""
         from .explain import explanation
 
-        bias, contrib, unknown = self.contributions(self.tokenizer(data))
-        probs = self.posteriors(self._summed(bias, contrib))
+        bias, contrib, unknown, known = self.contributions(self.tokenizer(data))
+        probs = calibrated(self.decision, self._summed(bias, contrib), known)
         label, unsure = decide(self.classes, self.decision, probs)
         k = self.classes.index(label)
         return {"label": label, "probability": probs[k], "unsure": unsure,
@@ -114,6 +104,7 @@ class FastScorer:
 
     def score(self, data: bytes | str) -> tuple[str, float, bool, list[float]]:
         """(label, probability of that label, unsure, all posteriors) for one document."""
-        probs = self.posteriors(self.joint_log_likelihood(self.tokenizer(data)))
+        bias, contrib, _, known = self.contributions(self.tokenizer(data))
+        probs = calibrated(self.decision, self._summed(bias, contrib), known)
         label, unsure = decide(self.classes, self.decision, probs)
         return label, probs[self.classes.index(label)], unsure, probs

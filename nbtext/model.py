@@ -16,7 +16,7 @@ from .features.vocabulary import Vocabulary
 from .nb.counts import Counts
 from .nb.decision import Decision, decide, default_positive
 from .nb.estimators import log_posteriors, make_estimator
-from .settings import ModelSettings, TokenizerSettings
+from .settings import AUTO, AUTO_CANDIDATES, ModelSettings, TokenizerSettings
 from .text.tokenizer import Tokenizer
 
 
@@ -28,6 +28,10 @@ class Model:
     counts: Counts                     # per class and token: the state (columns are vocab ids)
     decision: Decision = field(default_factory=Decision)
     ledger: set = field(default_factory=set)  # content digests of learned documents
+
+    def __post_init__(self):
+        if self.settings.variant == AUTO:  # until train's internal folds choose: the first candidate
+            self.settings = self.settings.chosen(AUTO_CANDIDATES[0])
 
     @classmethod
     def empty(cls, tokenizer_settings: TokenizerSettings, settings: ModelSettings,
@@ -69,9 +73,10 @@ class Model:
     @property
     def estimator(self):
         """The scikit-learn-style estimator over this model's counts (made once per counts)."""
-        est = getattr(self, "_estimator", None)
-        if est is None or est.counts_ is not self.counts:
+        est, made_for = getattr(self, "_estimator", None), getattr(self, "_estimator_settings", None)
+        if est is None or est.counts_ is not self.counts or made_for != self.settings:
             est = self._estimator = make_estimator(self.settings, self.counts)
+            self._estimator_settings = self.settings
         return est
 
     # -- learning and forgetting ----------------------------------------------------------
@@ -82,6 +87,18 @@ class Model:
         est = self.estimator
         est.partial_fit(X, list(labels), sample_weight=None if weight == 1 else np.full(len(labels), float(weight)))
         self.counts = est.counts_  # (taking out makes new counts: all or nothing)
+        if weight < 0:
+            self.drop_unused_tokens()
+
+    def drop_unused_tokens(self) -> None:
+        """Take tokens that no document holds any more out of the vocabulary. Forgetting must
+        restore the model as it was before learning: a token left behind at count zero still
+        widens the smoothing denominator (alpha * V) and moved every prediction (0.999314 vs
+        0.999310). Ids of the tokens kept stay in their order."""
+        used = self.counts.token_major.sum(axis=1) > 0
+        if not used.all():
+            keep = np.flatnonzero(used)
+            self.vocab, self.counts = self.vocab.subset(keep), self.counts.columns(keep)
 
     def check_trainable(self):
         self.counts.check_trainable()
@@ -91,8 +108,11 @@ class Model:
         return count_rows(token_lists, self.vocab, grow=False)
 
     def log_proba(self, X) -> np.ndarray:
-        """Posteriors in log space: softmax(jll / temperature)."""
-        return log_posteriors(self.estimator.predict_joint_log_proba(X), self.decision.temperature)
+        """Posteriors in log space, through the decision's calibration map (nbtext.nb.calibrate);
+        X: the documents' raw token counts over the vocabulary."""
+        from .nb.calibrate import calibrated_log, lengths_of
+
+        return calibrated_log(self.decision, self.estimator.predict_joint_log_proba(X), lengths_of(X))
 
     def proba(self, X) -> np.ndarray:
         return np.exp(self.log_proba(X))

@@ -55,8 +55,12 @@ def merge(models: list[tuple[str, Model]]) -> Model:
     for path, m in rest:
         for name, a, b in (("tokenizer", first.tokenizer_settings, m.tokenizer_settings),
                            ("model", first.settings, m.settings)):
-            if a != b:
-                da, db = a.to_dict(), b.to_dict()
+            da, db = ({f: getattr(x, f) for f in x._fields} for x in (a, b))
+            if name == "model" and a.auto and b.auto:
+                # variants the auto rule chose count alike: the first model's is kept (until
+                # calibrate chooses again on all the documents)
+                da["variant"] = db["variant"] = "auto"
+            if da != db:
                 k = [k for k in sorted(set(da) | set(db)) if da.get(k) != db.get(k)][0]
                 raise NbtextError(
                     f"{path}: {name} setting {k} differs ({first_path}: {da.get(k)!r}, "

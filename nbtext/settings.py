@@ -13,6 +13,10 @@ from .errors import SettingError
 from .record import Record
 
 VARIANTS = ("multinomial", "bernoulli", "complement")
+# The variant "auto" is chosen by train among these, on internal folds (nbtext.batch.train.
+# choose_variant): they count a document alike, so one set of counts serves either.
+AUTO = "auto"
+AUTO_CANDIDATES = ("multinomial", "complement")
 MODES = ("auto", "text", "email")
 CRITERIA = ("frequency", "chi2", "mi")  # how max_features ranks tokens (nbtext/features/selection.py)
 # The mail tokenizer's rules that mail_rules_off can name (for measuring what each is worth:
@@ -45,11 +49,12 @@ def flag(param: str, value) -> None:
         raise SettingError(param, value, "must be true or false")
 
 
-def number(param: str, value, lo: float, hi: float, lo_open: bool = False) -> None:
-    """A finite number in [lo, hi] (or (lo, hi])."""
+def number(param: str, value, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> None:
+    """A finite number in [lo, hi] (or open at either end)."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value > hi or value < lo or (lo_open and value == lo):
-        raise SettingError(param, value, f"must be a number in {'(' if lo_open else '['}{lo:g}, {hi:g}]")
+    if not ok or value > hi or value < lo or (lo_open and value == lo) or (hi_open and value == hi):
+        raise SettingError(param, value, f"must be a number in {'(' if lo_open else '['}{lo:g}, {hi:g}"
+                                         f"{')' if hi_open else ']'}")
 
 
 def check_unsure(value) -> None:
@@ -114,22 +119,42 @@ class TokenizerSettings(Record):
 
 
 class ModelSettings(Record):
-    variant: str = "multinomial"
+    variant: str = AUTO            # one of VARIANTS, or auto: chosen by internal folds (docs/defaults.md)
     alpha: float = 0.03            # Lidstone; 0.03 beat 0.1 and Laplace's 1 on both corpora
     # Complement NB's transforms (Rennie et al. 2003), each off by default: docs/defaults.md
     norm: bool = False             # weight normalization (section 3.2)
     tf: bool = False               # log term frequency, log(1 + n) (section 4.1)
     idf: bool = False              # inverse document frequency (section 4.2)
     length_norm: bool = False      # unit-length documents (section 4.3)
+    auto: bool = False             # variant was chosen by the auto rule (calibrate chooses again)
 
     def __post_init__(self):
-        choice("variant", self.variant, VARIANTS)
+        choice("variant", self.variant, VARIANTS + (AUTO,))
+        flag("auto", self.auto)
+        if self.auto and self.variant not in AUTO_CANDIDATES:
+            raise SettingError("variant", self.variant, f"cannot have been chosen automatically (auto chooses "
+                               f"{' or '.join(AUTO_CANDIDATES)})")
         for name in ("norm", "tf", "idf", "length_norm"):
             flag(name, getattr(self, name))
         if self.variant != "complement" and self.transforms:
             raise SettingError(self.transforms[0], None, "is a Complement NB transform: it needs "
                                "{variant} complement")
         number("alpha", self.alpha, 0, 1e6, lo_open=True)
+
+    def to_dict(self) -> dict:
+        d = super().to_dict()
+        if not d["auto"]:
+            del d["auto"]  # (as models before the auto rule stored them)
+        return d
+
+    def chosen(self, variant: str) -> "ModelSettings":
+        """These settings with the variant the auto rule chose."""
+        return ModelSettings.from_dict({**self.to_dict(), "variant": variant, "auto": True})
+
+    @property
+    def choosing(self) -> bool:
+        """Whether train (or calibrate) chooses the variant."""
+        return self.variant == AUTO or self.auto
 
     @property
     def transforms(self) -> list[str]:

@@ -33,9 +33,9 @@ CORPORA = ("spamassassin-2002", "fortune-lang", "debian-sections")
 
 
 def scores(shared: Path, name: str, k: int, settings: ModelSettings, tag: str,
-           tok: TokenizerSettings = TokenizerSettings()) -> list[dict]:
+           tok: TokenizerSettings = TokenizerSettings(), cache_dir: Path = ROOT / "build") -> list[dict]:
     """Per outer fold: internal out-of-fold jll, lengths and labels; held-out jll, lengths, labels."""
-    cache = ROOT / "build" / f"calstudy-{name}-{tag}-{k}.npz"
+    cache = cache_dir / f"calstudy-{name}-{tag}-{k}.npz"
     if cache.exists():
         z = np.load(cache, allow_pickle=False)
         return [{key[2:]: z[key] for key in z.files if key.startswith(f"{f}_")} for f in range(k)]
@@ -126,6 +126,18 @@ def make_map(objective, powers, shrink=False, soft=False):
     return fit
 
 
+def nbtext_map(jll, n, t):
+    """What train fits and predict applies: nbtext.nb.calibrate.fit_calibration / calibrated_log."""
+    from nbtext.nb.decision import Decision
+
+    d = Decision(**cal.fit_calibration(jll, n, t))
+
+    def apply(j, m):
+        return cal.calibrated_log(d, j, m)
+    apply.params = f"T={d.temperature:.3g} b={d.length_power:g} C={d.soft:.3g} floor={d.floor:.2g}"
+    return apply
+
+
 MAPS = {
     "temperature, Brier (today)": make_map(brier, [0.0]),
     "temperature, log-loss": make_map(logloss, [0.0]),
@@ -135,6 +147,7 @@ MAPS = {
     "T * length^b, log-loss, asinh": make_map(logloss, [0.0, 0.25, 0.5, 0.75, 1.0], soft=True),
     "T * length^b, log-loss, asinh + uniform": make_map(logloss, [0.0, 0.25, 0.5, 0.75, 1.0], soft=True,
                                                          shrink=True),
+    "nbtext: T * length^b, asinh, floor (fit_calibration)": nbtext_map,
 }
 
 
@@ -169,9 +182,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--variant", default="multinomial")
+    ap.add_argument("--variant", default="auto")
     ap.add_argument("--alpha", type=float, default=None)
     ap.add_argument("--corpora", nargs="*", default=list(CORPORA))
+    ap.add_argument("--cache", type=Path, default=ROOT / "build", help="where the scores are kept")
     ap.add_argument("--tokens", default="", help="TokenizerSettings as k=v,k=v (default: the defaults)")
     a = ap.parse_args()
     kw = {"variant": a.variant} | ({"alpha": a.alpha} if a.alpha is not None else {})
@@ -184,7 +198,7 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in a.corpora:
         t0 = time.perf_counter()
-        data = scores(Path(a.shared), name, a.folds, settings, tag, tok)
+        data = scores(Path(a.shared), name, a.folds, settings, tag, tok, a.cache)
         print(f"(scores of {name}: {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         for mname, fit in MAPS.items():
             logps, ts, params = [], [], None

@@ -1,12 +1,13 @@
-"""Choose nbtext's defaults by cross-validation on both development corpora.
+"""Choose nbtext's defaults by cross-validation on the three development corpora.
 
     python scripts/choose_defaults.py [--shared ../shared/data] [--folds 5] > docs/defaults.md
 
 Every combination of tokenizer setting and model variant is scored by the same stratified
-k-fold cross-validation (seed 0) as `nbtext cv`, on ../shared/data/spamassassin-2002 and
-../shared/data/fortune-lang. The table gives accuracy, macro-F1, ham false-positive rate
-(spamassassin) and log-loss; the ranking column is the mean of the two corpora's macro-F1,
-because one set of defaults must serve both. scikit-learn's MultinomialNB, ComplementNB and
+k-fold cross-validation (seed 0) as `nbtext cv`, on ../shared/data/spamassassin-2002 (mail),
+fortune-lang (languages) and debian-sections (topics). The table gives accuracy, macro-F1, ham
+false-positive rate (spamassassin) and log-loss; the ranking column is the mean of the three
+corpora's macro-F1, because one set of defaults (or one automatic rule, applied the same to every
+corpus: the variant auto) must serve all. scikit-learn's MultinomialNB, ComplementNB and
 TF-IDF + LinearSVC on the same folds, over nbtext's default tokens, are given for reference when
 scikit-learn is installed.
 """
@@ -33,22 +34,21 @@ NO_CHARS = dict(char_ngram_min=0, char_ngram_max=0)
 TOKENIZERS = {
     "words": TokenizerSettings(ngram_max=1, **NO_CHARS),
     "words+bigrams": TokenizerSettings(ngram_max=2, **NO_CHARS),
-    "words+char2-4": TokenizerSettings(ngram_max=1, mail_char_ngrams=True),
-    "words+bigrams+char2-4": TokenizerSettings(ngram_max=2, mail_char_ngrams=True),
     "words+bigrams+char2-4 not on mail (default)": TokenizerSettings(),
 }
 DEFAULT_TOKENS = "words+bigrams+char2-4 not on mail (default)"
 TWCNB = dict(tf=True, idf=True, length_norm=True, norm=True)
 MODELS = {
-    "multinomial a=1": ModelSettings("multinomial", 1.0),
+    "auto a=0.03 (default)": ModelSettings("auto", 0.03),
     "multinomial a=0.1": ModelSettings("multinomial", 0.1),
-    "multinomial a=0.03 (default)": ModelSettings("multinomial", 0.03),
-    "complement a=0.3": ModelSettings("complement", 0.3),
-    "complement a=0.3 tf": ModelSettings("complement", 0.3, tf=True),
+    "multinomial a=0.03": ModelSettings("multinomial", 0.03),
+    "complement a=0.03": ModelSettings("complement", 0.03),
+    "complement a=0.1": ModelSettings("complement", 0.1),
     "complement a=0.3 tf+idf+length+norm": ModelSettings("complement", 0.3, **TWCNB),
     "bernoulli a=1": ModelSettings("bernoulli", 1.0),
 }
-assert TOKENIZERS[DEFAULT_TOKENS] == TokenizerSettings() and MODELS["multinomial a=0.03 (default)"] == ModelSettings()
+assert TOKENIZERS[DEFAULT_TOKENS] == TokenizerSettings() and MODELS["auto a=0.03 (default)"] == ModelSettings()
+CORPORA = {"spamassassin-2002": "SA", "fortune-lang": "fortune", "debian-sections": "debian"}
 
 
 def sklearn_rows(X, y, folds: int) -> list[tuple[str, dict]]:
@@ -89,7 +89,7 @@ def main():
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--folds", type=int, default=5)
     args = ap.parse_args()
-    corpora = {"spamassassin-2002": args.shared / "spamassassin-2002", "fortune-lang": args.shared / "fortune-lang"}
+    corpora = {name: args.shared / name for name in CORPORA}
     results: dict = {}
     reference: dict = {}
     started = time.time()
@@ -106,27 +106,30 @@ def main():
 
     print(f"# Defaults chosen by {args.folds}-fold cross-validation\n")
     print("Produced by `python scripts/choose_defaults.py > docs/defaults.md` (seed 0, stratified folds, "
-          "calibration on, as `nbtext cv`). Rank: mean macro-F1 over the two corpora.\n")
+          "calibration on, as `nbtext cv`). Rank: mean macro-F1 over the three corpora.\n")
+    short = list(CORPORA.values())
     print("| tokens | model | SA accuracy | SA macro-F1 | SA ham FPR | SA log-loss | "
-          "fortune accuracy | fortune macro-F1 | fortune log-loss | mean macro-F1 |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          + " | ".join(f"{c} accuracy | {c} macro-F1 | {c} log-loss" for c in short[1:]) + " | mean macro-F1 |")
+    print("|---|---|---|---|---|---|" + "---|---|---|" * (len(short) - 1) + "---|")
     rows = []
     for tname in TOKENIZERS:
         for mname in MODELS:
-            sa = results[(tname, mname, "spamassassin-2002")]
-            fl = results[(tname, mname, "fortune-lang")]
-            rows.append(((sa["macro_f1"] + fl["macro_f1"]) / 2, tname, mname, sa, fl))
-    for score, tname, mname, sa, fl in sorted(rows, key=lambda r: -r[0]):
+            r = [results[(tname, mname, c)] for c in CORPORA]
+            rows.append((float(np.mean([x["macro_f1"] for x in r])), tname, mname, r))
+    for score, tname, mname, (sa, *others) in sorted(rows, key=lambda r: -r[0]):
         print(f"| {tname} | {mname} | {sa['accuracy']:.4f} | {sa['macro_f1']:.4f} | "
-              f"{sa['false_positive_rate']:.4f} | {sa['log_loss']:.4f} | {fl['accuracy']:.4f} | "
-              f"{fl['macro_f1']:.4f} | {fl['log_loss']:.4f} | {score:.4f} |")
+              f"{sa['false_positive_rate']:.4f} | {sa['log_loss']:.4f} | "
+              + " | ".join(f"{o['accuracy']:.4f} | {o['macro_f1']:.4f} | {o['log_loss']:.4f}" for o in others)
+              + f" | {score:.4f} |")
     if any(reference.values()):
         print("\nReference, same folds, nbtext's default tokens as the features:\n")
-        print("| system | SA accuracy | SA macro-F1 | SA ham FPR | fortune accuracy | fortune macro-F1 |")
-        print("|---|---|---|---|---|---|")
-        for (name, sa), (_, fl) in zip(reference["spamassassin-2002"], reference["fortune-lang"]):
+        print("| system | SA accuracy | SA macro-F1 | SA ham FPR | "
+              + " | ".join(f"{c} accuracy | {c} macro-F1" for c in short[1:]) + " |")
+        print("|---|---|---|---|" + "---|---|" * (len(short) - 1))
+        for i, (name, sa) in enumerate(reference["spamassassin-2002"]):
+            others = [reference[c][i][1] for c in list(CORPORA)[1:]]
             print(f"| {name} | {sa['accuracy']:.4f} | {sa['macro_f1']:.4f} | {sa['false_positive_rate']:.4f} | "
-                  f"{fl['accuracy']:.4f} | {fl['macro_f1']:.4f} |")
+                  + " | ".join(f"{o['accuracy']:.4f} | {o['macro_f1']:.4f}" for o in others) + " |")
 
 
 if __name__ == "__main__":

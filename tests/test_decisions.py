@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from nbtext.nb.calibrate import brier_at, fit_temperature, golden_section, out_of_fold_jll, stratified_folds, threshold_for_fpr
+from nbtext.nb.calibrate import lengths_of, brier_at, fit_temperature, golden_section, out_of_fold_jll, stratified_folds, threshold_for_fpr
 from nbtext.settings import DecisionOptions
 from nbtext.errors import NbtextError
 from nbtext.nb.estimators import logsumexp_rows, make_estimator
@@ -120,8 +120,10 @@ def test_calibration_lowers_held_out_log_loss_brier_and_ece():
         model, keep = fit_matrix(X[~test], y[~test], vocab, TokenizerSettings(), ModelSettings(),
                                  decisions=DecisionOptions(calibrate=calibrate))
         proba = model.proba(X[test][:, keep])
-        results[calibrate] = (model.decision.temperature,
-                              evaluate(model.classes, list(y[test]), model.verdicts(proba), proba, "spam"))
+        d = model.decision
+        # what a document of the median test length has its log-likelihoods divided by
+        scale = d.temperature * np.median(lengths_of(X[test][:, keep])) ** d.length_power
+        results[calibrate] = (scale, evaluate(model.classes, list(y[test]), model.verdicts(proba), proba, "spam"))
     (t_raw, raw), (t_cal, cal) = results[False], results[True]
     assert t_raw == 1.0 and t_cal > 1.0  # Naive Bayes is over-confident: the fit softens it
     assert cal["log_loss"] < raw["log_loss"]
@@ -180,7 +182,7 @@ def test_max_fpr_refused_uncalibrated_says_why_and_what_to_do(run, tmp_path):
     r = run("train", DATA / "corpus", "--no-calibrate", "--max-fpr", "0", "-o", model)
     assert r.exit_code == 1 and not model.exists()
     assert r.stderr == ("nbtext: error: --max-fpr 0.0 cannot be met: 2 of the 298 negative-class documents "
-                        "score P(positive) = 1 in internal cross-validation (probabilities untempered, "
+                        "score P(positive) = 1 in internal cross-validation (probabilities uncalibrated, "
                         "as --calibrate is off: try it on)\n")
     assert run("train", DATA / "corpus", "--max-fpr", "0", "-o", model).exit_code == 0
 
@@ -216,7 +218,7 @@ def test_calibration_fits_on_a_bounded_sample_and_counts_stay_whole():
                            calibration_sample=120)
     np.testing.assert_array_equal(small.feature_count, whole.feature_count)
     np.testing.assert_array_equal(small.class_count, [298, 134])
-    assert small.decision.temperature > 1.0 and small.decision.temperature != whole.decision.temperature
+    assert small.decision.temperature != whole.decision.temperature
     r = Reservoir(50, seed=1)
     for start in range(0, 1000, 37):
         n = min(37, 1000 - start)
@@ -240,3 +242,104 @@ def test_certain_correct_answers_print_a_log_loss_of_zero_not_minus_zero():
     r = evaluate(["ham", "spam"], ["ham", "spam"], ["ham", "spam"], np.array([[1.0, 0.0], [0.0, 1.0]]), "spam")
     assert "log-loss      0.0000\n" in format_eval(r)
     assert json.dumps(r["log_loss"]) == "0.0"
+
+
+def test_merge_then_calibrate_predicts_as_training_on_everything(run, tmp_path):
+    """merge keeps the first model's decision (its calibration was fitted to its own documents);
+    calibrate on all the documents refits it as train does, so merge(A, B) + calibrate predicts
+    what train(A + B) predicts."""
+    import json
+    import shutil
+
+    halves = [tmp_path / "a", tmp_path / "b"]
+    for label in ("ham", "spam"):
+        for i, f in enumerate(sorted((DATA / "corpus" / label).iterdir())):
+            dest = halves[i % 2] / label
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, dest / f.name)
+    for h in halves:
+        assert run("train", h, "-q", "-o", tmp_path / f"{h.name}.nbm").exit_code == 0
+    assert run("train", *halves, "-q", "-o", tmp_path / "whole.nbm").exit_code == 0
+    r = run("merge", "-o", tmp_path / "merged.nbm", tmp_path / "a.nbm", tmp_path / "b.nbm")
+    assert r.exit_code == 0
+    assert f"kept the decision of {tmp_path / 'a.nbm'}" in r.stderr and "nbtext calibrate -m" in r.stderr
+
+    def decision(name):
+        return json.loads(run("info", "-m", tmp_path / name, "--format", "json").stdout)["decision"]
+
+    def predicted(name):
+        return run("predict", "-m", tmp_path / name, DATA / "corpus", "--format", "jsonl").stdout
+
+    assert decision("merged.nbm") == decision("a.nbm") != decision("whole.nbm")
+    assert predicted("merged.nbm") != predicted("whole.nbm")
+    r = run("calibrate", "-m", tmp_path / "merged.nbm", *halves)
+    assert r.exit_code == 0 and "calibrated on 432 documents (temperature" in r.stderr
+    got, want = decision("merged.nbm"), decision("whole.nbm")
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k] == (pytest.approx(want[k], rel=1e-9) if isinstance(want[k], float) else want[k]), k
+    assert predicted("merged.nbm") == predicted("whole.nbm")
+    # and the counts did not move
+    assert run("export", "-m", tmp_path / "merged.nbm").stdout.split("\n")[2:] == \
+        run("export", "-m", tmp_path / "whole.nbm").stdout.split("\n")[2:]
+
+
+def test_calibrate_refuses_unknown_labels_and_leaves_the_model(run, tmp_path, sample_copy):
+    before = sample_copy.read_bytes()
+    t = tmp_path / "other.tsv"
+    t.write_text("eggs\tsome words\nham\tmore words\n")
+    r = run("calibrate", "-m", sample_copy, t)
+    assert r.exit_code == 1 and "unknown label 'eggs'" in r.stderr and "Traceback" not in r.stderr
+    assert sample_copy.read_bytes() == before
+    r = run("calibrate", "-m", sample_copy, tmp_path / "missing")
+    assert r.exit_code == 1 and "missing" in r.stderr
+    assert sample_copy.read_bytes() == before
+
+
+def test_auto_keeps_the_variant_with_fewest_out_of_fold_errors():
+    """The default variant, auto, scores each candidate (multinomial, complement: they count a
+    document alike) on the internal folds and keeps the one with the fewest errors, ties broken by
+    the Brier score of its calibrated probabilities."""
+    from nbtext.nb.calibrate import brier_of, calibrated_log, fit_calibration, out_of_fold_jll
+    from nbtext.nb.decision import Decision
+    from nbtext.nb.estimators import make_estimator
+    from nbtext.settings import AUTO_CANDIDATES
+
+    for corpus in ("corpus", "three"):
+        if corpus == "corpus":
+            X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+        else:  # three classes, where the two variants differ more
+            X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+            y = np.where((y == "ham") & (np.arange(len(y)) % 2 == 0), "other", y)
+        model, _ = fit_matrix(X, y, vocab, TokenizerSettings(), ModelSettings(), decisions=DecisionOptions())
+        assert model.settings.auto and model.settings.variant in AUTO_CANDIDATES
+        t = np.searchsorted(model.classes, y)
+        scores = {}
+        for v in AUTO_CANDIDATES:
+            s = ModelSettings().chosen(v)
+            jll = out_of_fold_jll(X, y, model.classes, s, 5, 0, full=make_estimator(s, model.counts))
+            lp = calibrated_log(Decision(**fit_calibration(jll, lengths_of(X), t)), jll, lengths_of(X))
+            scores[v] = (int((jll.argmax(axis=1) != t).sum()), brier_of(lp, t))
+        assert model.settings.variant == min(AUTO_CANDIDATES, key=lambda v: scores[v]), scores
+
+
+def test_auto_is_stored_and_merges_across_the_chosen_variants(tmp_path):
+    from nbtext import store
+    from nbtext.model import Model
+    from nbtext.operations import merge
+
+    a = Model.empty(TokenizerSettings(), ModelSettings(), ["ham", "spam"])
+    b = Model.empty(TokenizerSettings(), ModelSettings(), ["ham", "spam"])
+    a.add([["cheap", "pills"], ["hello", "bob"]], ["spam", "ham"])
+    b.add([["cheap", "watches"], ["lunch", "bob"]], ["spam", "ham"])
+    b.settings = b.settings.chosen("complement")
+    assert a.settings.variant == "multinomial" and a.settings.auto
+    for m in (a, b):
+        store.save(m, str(tmp_path / "m.nbm"))
+        assert store.load(str(tmp_path / "m.nbm")).settings == m.settings
+    assert merge([("a", a), ("b", b)]).settings == a.settings  # the first's, until calibrate chooses
+    explicit = Model.empty(TokenizerSettings(), ModelSettings(variant="complement"), ["ham", "spam"])
+    explicit.add([["cheap"], ["bob"]], ["spam", "ham"])
+    with pytest.raises(Exception, match=r"setting auto differs \(a: True, c: False\)"):
+        merge([("a", a), ("c", explicit)])
+    assert "auto" not in explicit.settings.to_dict()  # an explicit variant is stored as before

@@ -75,8 +75,7 @@ def test_format_1_files_still_load_and_score(tmp_path):
     fast = FastScorer(str(old))
     assert fast.token_id("chinese") == m.vocab.index["chinese"] and fast.token_id("nowhere") is None
     want = m.log_proba(m.matrix([m.tokenizer(IIR_TEST)]))[0]
-    np.testing.assert_allclose(np.log(fast.posteriors(fast.joint_log_likelihood(fast.tokenizer(IIR_TEST)))),
-                               want, atol=1e-9)
+    np.testing.assert_allclose(np.log(fast.score(IIR_TEST)[3]), want, atol=1e-9)
     store.save(back, str(tmp_path / "new.nbm"))  # saving rewrites it as the current format
     assert store.read_container(str(tmp_path / "new.nbm"))[0]["format_version"] == store.FORMAT_VERSION
 
@@ -136,17 +135,24 @@ def test_sorted_vocabulary_finds_every_token_and_nothing_else(tmp_path_factory, 
     assert all(fast.token_id(t) is None for t in probes if t not in back.vocab.index)
 
 
+CALIBRATIONS = {"none": {}, "temperature": dict(temperature=2.5),
+                "whole map": dict(temperature=0.7, length_power=0.5, soft=0.4, floor=0.01)}
+
+
+@pytest.mark.parametrize("calibration", CALIBRATIONS)
 @pytest.mark.parametrize("variant", ["multinomial", "bernoulli", "complement", "complement+transforms"])
-def test_fast_scorer_agrees_with_numpy_path(tmp_path, variant):
+def test_fast_scorer_agrees_with_numpy_path(tmp_path, variant, calibration):
+    """classify's pure-Python posteriors (nb.decision.calibrated) and predict's numpy ones
+    (nb.calibrate.calibrated_log): the same weights and the same calibration map."""
     m = iir_model(variant)
+    for name, value in CALIBRATIONS[calibration].items():
+        setattr(m.decision, name, value)
     path = tmp_path / "m.nbm"
     store.save(m, str(path))
     fast = FastScorer(str(path))
-    for text in (IIR_TEST, "Tokyo", "Macao Macao Beijing unknownword", ""):
+    for text in (IIR_TEST, "Tokyo", "Macao Macao Beijing unknownword", "", "Tokyo Japan " * 50):
         want = m.log_proba(m.matrix([m.tokenizer(text)]))[0]
-        jll = fast.joint_log_likelihood(fast.tokenizer(text))
-        got = np.log(fast.posteriors(jll))
-        np.testing.assert_allclose(got, want, atol=1e-9)
+        np.testing.assert_allclose(fast.score(text)[3], np.exp(want), rtol=1e-9, atol=1e-15)
     assert fast.token_id("chinese") == store.load(str(path)).vocab.index["chinese"]
     assert fast.token_id("nowhere") is None
 

@@ -63,7 +63,7 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
         for chunk in rest:
             yield chunk, count_documents([d.data for d in chunk], settings)
         return
-    from joblib import Parallel, delayed
+    from joblib import Parallel, delayed, parallel_config
 
     pending: deque = deque()
 
@@ -74,8 +74,11 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
 
     with contextlib.ExitStack() as stack:
         with sigint_ignored():  # (the workers start here: they begin with Ctrl-C ignored)
-            par = stack.enter_context(Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs"))
-            results = par(tasks())
+            # Each worker watches its parent from its start, not from its first task: under load a
+            # kill -9 came before any task, and the workers lived on holding train's stderr.
+            with parallel_config(backend="loky", initializer=watch_parent):
+                par = stack.enter_context(Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs"))
+                results = par(tasks())
         try:
             for result in results:
                 yield pending.popleft(), result
@@ -91,17 +94,21 @@ def sigint_ignored():
     """Ctrl-C ignored while worker processes are started (about 40 ms): an ignored signal, unlike a
     handler, is kept across exec, and Python leaves it ignored, so a worker never has a Ctrl-C of
     its own (one in the first half second printed the tracebacks of workers still importing);
-    the parent stops the pool. Only in the main thread (elsewhere signals are not ours)."""
+    the parent stops the pool. The main thread also blocks it meanwhile (Linux keeps a blocked
+    signal pending rather than drop it as ignored), so that a Ctrl-C in the window is handled
+    after it. Only in the main thread (elsewhere signals are not ours)."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def count_in_worker(datas: list, settings: TokenizerSettings) -> Batch:

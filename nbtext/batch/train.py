@@ -21,7 +21,7 @@ from ..nb.estimators import make_estimator
 from ..operations import digest
 from ..read import Document
 from ..record import Record
-from ..settings import DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
+from ..settings import AUTO_CANDIDATES, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
 from .chunks import counted
 
 if TYPE_CHECKING:
@@ -91,7 +91,8 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     release = release or (lambda: None)
     vocab, counts, ledger, n_docs = Vocabulary(), Counts(), set(), 0
     counting = make_estimator(settings)  # (how the variant counts a document)
-    reservoir = Reservoir(calibration_sample, decisions.seed, release) if decisions.needs_matrix else None
+    needs_sample = decisions.needs_matrix or settings.choosing
+    reservoir = Reservoir(calibration_sample, decisions.seed, release) if needs_sample else None
     for chunk, batch in counted(docs, tokenizer, n_jobs=n_jobs):
         labels = [d.label for d in chunk]
         n_docs += len(chunk)
@@ -161,40 +162,97 @@ class ThresholdFit(Record):
 
 
 def apply_decisions(model: Model, d: DecisionOptions, X, y) -> ThresholdFit | None:
-    """Set the model's decision as the options say: the positive class, the temperature and a
-    max_fpr threshold fitted on internal folds of (X, y) (all the model's documents, or a
-    sample of them), a given threshold and unsure band."""
+    """Set the model's decision as the options say: the positive class, the calibration map
+    and a max_fpr threshold fitted on internal folds of (X, y) (all the model's documents, or a
+    sample of them), a given threshold and unsure band; and the variant, when auto chooses it."""
     classes = model.classes
     model.decision.choose(classes, d.positive, d.threshold, d.unsure, d.max_fpr)
     pos = model.decision.positive
     fit = None
-    if X is not None and d.needs_matrix:
-        from ..nb.calibrate import (can_split, fit_temperature, out_of_fold_jll, probabilities_at,
-                                    threshold_for_fpr)
+    if X is not None and (d.needs_matrix or model.settings.choosing):
+        from ..nb.calibrate import can_split
 
         if can_split(y, d.folds):
-            whole = X.shape[0] == model.n_documents  # the sample is every document learned
-            # The temperature is fitted to fold-unseen tokens scored as zero counts, the threshold
-            # to them left out, as new mail is scored (why: calibrate.out_of_fold_jll); a sample of
-            # a larger corpus keeps them for both.
-            unseen = "keep" if d.max_fpr is None or not whole else "drop" if not d.calibrate else "both"
-            jll = out_of_fold_jll(X, y, classes, model.settings, d.folds, d.seed,
-                                  full=model.estimator if whole else None, unseen=unseen)
-            jll, jll_for_threshold = jll if unseen == "both" else (jll, jll)
-            t_idx = np.searchsorted(classes, y)
-            if d.calibrate:
-                model.decision.temperature = fit_temperature(jll, t_idx)
-            if d.max_fpr is not None:
-                p = probabilities_at(jll_for_threshold, model.decision.temperature)[:, classes.index(pos)]
-                # Untempered (T = 1), Naive Bayes log-odds run to hundreds, and P rounds to 1
-                # for every confident document: spamassassin-2002's split has 8 such ham.
-                hint = "" if d.calibrate else " (probabilities untempered, as {calibrate} is off: try it on)"
-                t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr, hint)
-                fit = ThresholdFit(t, float((p[y != pos] >= t).mean()),
-                                   float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
+            fit = _fit_on_folds(model, d, X, y)
         elif d.max_fpr is not None:
             raise SettingError("max_fpr", None, f"needs at least {d.folds} documents of each class")
-    return fit
+    return fit  # (auto with too few documents to choose by: the Model's first candidate)
+
+
+def _fit_on_folds(model: Model, d: DecisionOptions, X, y) -> ThresholdFit | None:
+    from ..nb.calibrate import (brier_of, calibrated_log, fit_calibration, lengths_of, out_of_fold_jll,
+                                threshold_for_fpr)
+
+    classes, pos = model.classes, model.decision.positive
+    whole = X.shape[0] == model.n_documents  # the sample is every document learned
+    # The map is fitted to fold-unseen tokens scored as zero counts, the threshold to them left
+    # out, as new mail is scored (why: calibrate.out_of_fold_jll); a sample of a larger corpus
+    # keeps them for both.
+    unseen = "keep" if d.max_fpr is None or not whole else "drop" if not d.calibrate else "both"
+    t_idx = np.searchsorted(classes, y)
+    lengths = lengths_of(X)
+    # auto: each candidate variant scored out of fold, and the one with the fewest errors kept,
+    # ties broken by the lower Brier score of its calibrated probabilities, then by the order of
+    # the candidates (docs/defaults.md: on topics Complement NB, on mail and languages multinomial).
+    candidates = ([model.settings.chosen(v) for v in AUTO_CANDIDATES] if model.settings.choosing
+                  else [model.settings])
+    best = None
+    for settings in candidates:
+        estimator = make_estimator(settings, model.counts) if whole else None
+        jll = out_of_fold_jll(X, y, classes, settings, d.folds, d.seed, full=estimator, unseen=unseen)
+        del estimator
+        jll, for_threshold = jll if unseen == "both" else (jll, jll)
+        params = fit_calibration(jll, lengths, t_idx) if d.calibrate else {}
+        score = ((int((jll.argmax(axis=1) != t_idx).sum()),
+                  brier_of(calibrated_log(Decision(**params), jll, lengths), t_idx)) if len(candidates) > 1 else 0)
+        if best is None or score < best[0]:
+            best = (score, settings, params, for_threshold)
+        del jll
+    _, model.settings, params, for_threshold = best
+    for name, value in params.items():
+        setattr(model.decision, name, value)
+    if d.max_fpr is None:
+        return None
+    p = np.exp(calibrated_log(model.decision, for_threshold, lengths))[:, classes.index(pos)]
+    # Uncalibrated, Naive Bayes log-odds run to hundreds, and P rounds to 1 for every confident
+    # document: spamassassin-2002's split has 8 such ham.
+    hint = "" if d.calibrate else " (probabilities uncalibrated, as {calibrate} is off: try it on)"
+    t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr, hint)
+    return ThresholdFit(t, float((p[y != pos] >= t).mean()),
+                        float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
+
+
+def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptions = DecisionOptions(),
+                n_jobs: int = 1, progress=None, calibration_sample: int = CALIBRATION_SAMPLE,
+                release=None) -> tuple[int, ThresholdFit | None]:
+    """Refit the model's decision (calibration map, positive class, threshold, max_fpr) on
+    labelled documents, as train fits it, without changing its counts; returns how many
+    documents were read and what a max_fpr threshold costs.
+
+    Exactly as train: a fresh decision, the same bounded random sample of the documents in
+    their order, the same internal folds. Given the very documents a model learned (in the
+    order train read them), the fit is train's: merge(A, B) then calibrate on A + B predicts
+    as train(A + B) does. Other documents are calibrated against themselves, as train does a
+    sample of a larger corpus. Their tokens the model lacks are left out, as in scoring."""
+    release = release or (lambda: None)
+    needs_sample = decisions.needs_matrix or model.settings.choosing
+    reservoir = Reservoir(calibration_sample, decisions.seed, release) if needs_sample else None
+    n_docs = 0
+    for chunk, batch in counted(docs, model.tokenizer_settings, n_jobs=n_jobs):
+        labels = [d.label for d in chunk]
+        for d in chunk:
+            model.counts.check_labels([d.label], d.id)
+        n_docs += len(chunk)
+        if reservoir is not None:
+            reservoir.add(batch.onto(model.vocab, grow=False), labels)
+        if progress:
+            progress(len(chunk))
+    if not n_docs:
+        raise NbtextError("no documents found in the calibration sources")
+    X, y = reservoir.sample(len(model.vocab)) if reservoir is not None else (None, None)
+    model.decision = Decision(positive=default_positive(model.classes))
+    fit = apply_decisions(model, decisions, X, y)
+    return n_docs, fit
 
 
 def count_corpus(docs: Iterable[Document], tokenizer: TokenizerSettings, n_jobs: int = 1,

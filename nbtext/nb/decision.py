@@ -5,6 +5,7 @@ nbtext.batch.train's apply_decisions (with nbtext.nb.calibrate).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ..errors import SettingError, literal
@@ -18,7 +19,11 @@ class Decision(Record, frozen=False):
     positive: str | None = None     # the class whose probability the threshold applies to
     threshold: float = 0.5          # positive when P(positive) >= threshold
     unsure: tuple[float, float] | None = None  # P(positive) in [low, high) is "unsure"
-    temperature: float = 1.0        # posteriors = softmax(jll / temperature)
+    # The calibration map (fitted by nbtext.nb.calibrate; the defaults are no map at all):
+    temperature: float = 1.0        # jll divided by temperature * length ** length_power,
+    length_power: float = 0.0       # length: the document's known tokens (occurrences)
+    soft: float = 0.0               # each class's gap below the best, g -> -soft asinh(-g / soft)
+    floor: float = 0.0              # posteriors mixed with the uniform: (1 - floor) p + floor / K
 
     def __post_init__(self):
         # (a stored decision is a stranger's too: a temperature of -3 inverts every verdict)
@@ -26,6 +31,9 @@ class Decision(Record, frozen=False):
             raise SettingError("positive", self.positive, "must be a class name")
         number("threshold", self.threshold, 0, 1)
         number("temperature", self.temperature, 0, 1e300, lo_open=True)
+        number("length_power", self.length_power, 0, 2)
+        number("soft", self.soft, 0, 1e300)
+        number("floor", self.floor, 0, 0.5)
         if self.unsure is not None:
             check_unsure(self.unsure)
 
@@ -63,6 +71,21 @@ class Decision(Record, frozen=False):
         if d.get("unsure"):
             d["unsure"] = tuple(d["unsure"])
         return super().from_dict(d)
+
+
+def calibrated(decision: Decision, jll: Sequence[float], length: float) -> list[float]:
+    """One document's posteriors from its joint log-likelihoods and length (its known tokens'
+    occurrences), through the decision's calibration map. Pure Python for classify's sake
+    (importing numpy takes longer than a whole classify); nbtext.nb.calibrate.calibrated_log
+    is the same map over many documents with numpy, and tests hold the two to 1e-9."""
+    scale = decision.temperature * max(length, 1.0) ** decision.length_power
+    z = [x / scale for x in jll]
+    top = max(z)
+    c = decision.soft
+    g = [-c * math.asinh((top - v) / c) for v in z] if c else [v - top for v in z]
+    exps = [math.exp(v) for v in g]
+    total = sum(exps)
+    return [(1.0 - decision.floor) * e / total + decision.floor / len(z) for e in exps]
 
 
 def positive_of(classes: Sequence[str], positive: str | None) -> str | None:

@@ -335,8 +335,9 @@ def estimator_params(settings) -> dict:
 
 
 def make_estimator(settings, counts: Counts | None = None):
-    """An estimator for a ModelSettings, over ``counts`` when given (else unfitted)."""
-    cls = ESTIMATORS[settings.variant]
+    """An estimator for a ModelSettings, over ``counts`` when given (else unfitted). The
+    variant auto, not chosen yet, counts as its candidates all do: as multinomial."""
+    cls = ESTIMATORS.get(settings.variant, MultinomialNB)
     if counts is None:
         return cls(**estimator_params(settings))
     return cls.of_counts(counts, **estimator_params(settings))

@@ -32,10 +32,12 @@ def meta(d: dict) -> tuple:
     naming the first that is wrong. Files come from strangers: a temperature of -3 inverted
     every verdict, an n-gram size of 1e9 hung every classify."""
     from ..nb.decision import Decision
-    from ..settings import ModelSettings, TokenizerSettings
+    from ..settings import VARIANTS, ModelSettings, TokenizerSettings
 
     tokenizer = TokenizerSettings.from_dict(_object(d, "tokenizer"))
     settings = ModelSettings.from_dict(_object(d, "model"))
+    if settings.variant not in VARIANTS:
+        raise ValueError(f"model variant must be one of {', '.join(VARIANTS)} in a model, not {settings.variant!r}")
     classes = d["classes"]
     if not isinstance(classes, list) or not all(isinstance(c, str) and c for c in classes):
         raise ValueError("classes must be a list of names")
