@@ -1,9 +1,11 @@
-"""The reliability table of eval and cv (documents binned by the probability predict prints)."""
+"""The reliability table of eval and cv (documents binned by the probability predict prints), and
+predict's unrounded log scores (documents printed alike still sort)."""
 import json
 
 import numpy as np
 import pytest
 
+from nbtext import store
 from nbtext.report import evaluate, fmt_prob, pooled_reliability, printed, reliability
 
 from conftest import DATA
@@ -111,3 +113,25 @@ def test_eval_and_cv_show_the_reliability_table(run, sample_model, tmp_path):
     assert "reliability, pooled over folds" in text
     assert f"P(label) >= 0.99999: {at[1]['documents']} documents, {at[1]['wrong']} wrong" in text
 
+
+def test_predict_jsonl_log_scores_sort_documents_printed_alike(run, tmp_path):
+    """Two spam messages both printed at P = 1.000000 (a message, and the same text twice: more
+    evidence) keep their order in log_scores, which are Model.log_proba's at full precision."""
+    model = tmp_path / "raw.nbm"
+    run("train", DATA / "corpus", "-o", model, "--no-calibrate", "-q")
+    once = (DATA / "example-spam.eml").read_bytes()
+    twice = once + b"\n" + once.split(b"\n\n", 1)[1]
+    docs = [tmp_path / "once.eml", tmp_path / "twice.eml"]
+    for path, data in zip(docs, (once, twice)):
+        path.write_bytes(data)
+    rows = [json.loads(ln) for ln in run("predict", "-m", model, "--format", "jsonl", *docs).stdout.splitlines()]
+    assert [(r["label"], r["probability"]) for r in rows] == [("spam", 1.0), ("spam", 1.0)]
+    assert rows[1]["log_scores"]["ham"] < rows[0]["log_scores"]["ham"]  # twice the evidence: surer
+    m = store.load(model)
+    expected = m.log_proba(m.matrix([m.tokenizer(p.read_bytes()) for p in docs]))
+    for row, logs in zip(rows, expected):
+        assert list(row["log_scores"]) == m.classes
+        assert list(row["log_scores"].values()) == pytest.approx(list(logs), abs=1e-12, rel=0)
+        assert row["scores"] == {c: printed(np.exp(v)) for c, v in zip(m.classes, logs)}
+    tsv = run("predict", "-m", model, *docs).stdout
+    assert tsv == "".join(f"{p}\tspam\t1.000000\n" for p in docs)  # TSV as before: no log scores
