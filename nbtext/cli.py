@@ -346,7 +346,8 @@ def train(**kw):
 def output_options(f):
     for opt in reversed([
         click.option("--format", "fmt", type=click.Choice(["tsv", "jsonl", "csv"]), default="tsv",
-                     show_default=True, help="Output rows."),
+                     show_default=True,
+                     help="Output rows (jsonl: also each class's probability and unrounded log probability)."),
         click.option("--header", is_flag=True, help="Print a header row (TSV, CSV)."),
     ]):
         f = opt(f)
@@ -380,7 +381,7 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     """
     from . import store
     from .batch.chunks import CHUNK
-    from .batch.score import scored_batches
+    from .batch.score import log_scored_batches
     from .process import stdout
     from .explain import explain_rows
     from .read import LineOptions, input_documents
@@ -398,16 +399,16 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     streaming = bool(lines or input_format) and "-" in (inputs or ["-"])  # a pipe: answer per line
     out = stdout()
     progress = Progress("predicting", quiet)
-    for chunk, batch, proba in scored_batches(model, docs, n_jobs=1 if streaming else jobs or n_jobs({}),
-                                              chunk_size=1 if streaming else CHUNK):
+    for chunk, batch, proba, log_proba in log_scored_batches(
+            model, docs, n_jobs=1 if streaming else jobs or n_jobs({}), chunk_size=1 if streaming else CHUNK):
         decided = model.decide_rows(proba)
         why = explain_rows(model, batch, proba, [label for label, _ in decided], explain) if explain else None
-        for i, (doc, (label, unsure_row), row) in enumerate(zip(chunk, decided, proba)):
+        for i, (doc, (label, unsure_row), row, logs) in enumerate(zip(chunk, decided, proba, log_proba)):
             p = row[model.classes.index(label)]
             extra = {"unsure": True} if unsure_row else {}
             if why:
                 extra["explain"] = rounded(why[i])
-            out.write(prediction_row(fmt, doc.id, label, p, model.classes, row, extra) + "\n")
+            out.write(prediction_row(fmt, doc.id, label, p, model.classes, row, extra, log_scores=logs) + "\n")
         out.flush()
         progress(len(chunk))
     progress.done()

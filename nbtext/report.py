@@ -15,6 +15,12 @@ def fmt_prob(p: float) -> str:
     return f"{p:.6f}"
 
 
+def printed(p: float) -> float:
+    """A probability as predict prints it (fmt_prob, 6 decimals), read back as a number: what a
+    user sorts, thresholds and judges."""
+    return float(fmt_prob(p))
+
+
 def text_id(doc_id: str) -> str:
     """A document id as text that any encoder writes: bytes of a file name that are not UTF-8
     (held as surrogates) become \\xNN escapes."""
@@ -30,12 +36,15 @@ TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"
 
 def prediction_row(fmt: str, doc_id: str, label: str, prob: float,
                    classes: Sequence[str] | None = None, probs: Sequence[float] | None = None,
-                   extra: dict | None = None) -> str:
+                   extra: dict | None = None, log_scores: Sequence[float] | None = None) -> str:
     """One output row, without its newline. Every format reads back with its standard parser
-    (csv, json; TSV split at tabs, its escapes undone) as the id, label and probability."""
+    (csv, json; TSV split at tabs, its escapes undone) as the id, label and probability. JSONL
+    rows also carry ``log_scores`` when given: each class's log posterior, at full precision."""
     if fmt == "jsonl":
-        row = {"id": text_id(doc_id), "label": label, "probability": round(float(prob), 6),
-               "scores": {c: round(float(p), 6) for c, p in zip(classes, probs)}}
+        row = {"id": text_id(doc_id), "label": label, "probability": printed(prob),
+               "scores": {c: printed(p) for c, p in zip(classes, probs)}}
+        if log_scores is not None:  # unrounded: documents printed alike still sort
+            row["log_scores"] = {c: float(v) for c, v in zip(classes, log_scores)}
         if extra:
             row.update(extra)
         return json.dumps(row, ensure_ascii=False)
@@ -79,6 +88,63 @@ def calibration_error(conf: np.ndarray, correct: np.ndarray, bins: int = 10) -> 
     return float(ece)
 
 
+# Reliability: bins of the printed probability of the predicted label, each bin's lower edge in
+# it (the top bin holds 1.0 too), and the shares the issue's targets read off directly.
+RELIABILITY_EDGES = (0.0, 0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 1.0)
+RELIABILITY_AT_LEAST = (0.999, 0.99999)
+
+
+def reliability(p_label: Sequence[float], wrong: Sequence[bool]) -> dict:
+    """The reliability table of documents given the probability of the label they were called
+    (as computed; binned as printed) and whether that label was wrong."""
+    shown = np.array([printed(p) for p in p_label], dtype=float)
+    wrong = np.asarray(wrong, dtype=bool)
+    which = np.searchsorted(RELIABILITY_EDGES[1:-1], shown, side="right")
+    return reliability_table([(int((which == b).sum()), int(wrong[which == b].sum()),
+                               float(shown[which == b].sum()))
+                              for b in range(len(RELIABILITY_EDGES) - 1)])
+
+
+def pooled_reliability(tables: Sequence[dict]) -> dict:
+    """One table of several (cv's folds): counts summed, means over the pooled documents."""
+    sums = []
+    for b in range(len(RELIABILITY_EDGES) - 1):
+        rows = [t["bins"][b] for t in tables]
+        sums.append((sum(r["documents"] for r in rows), sum(r["wrong"] for r in rows),
+                     sum(r["documents"] * r["mean_probability"] for r in rows if r["documents"])))
+    return reliability_table(sums)
+
+
+def reliability_table(sums: Sequence[tuple[int, int, float]]) -> dict:
+    """Per bin (documents, wrong, sum of printed P) to the table: bins with their error rate and
+    mean printed P (None when empty), and the documents at or above each RELIABILITY_AT_LEAST."""
+    rate = lambda w, n: w / n if n else None
+    bins = [{"low": lo, "high": hi, "documents": n, "wrong": w, "error_rate": rate(w, n),
+             "mean_probability": total / n if n else None}
+            for lo, hi, (n, w, total) in zip(RELIABILITY_EDGES[:-1], RELIABILITY_EDGES[1:], sums)]
+    at_least = []
+    for edge in RELIABILITY_AT_LEAST:
+        above = bins[RELIABILITY_EDGES.index(edge):]
+        n, w = sum(b["documents"] for b in above), sum(b["wrong"] for b in above)
+        at_least.append({"probability": edge, "documents": n, "wrong": w, "error_rate": rate(w, n)})
+    return {"bins": bins, "at_least": at_least}
+
+
+def format_reliability(r: dict, title: str) -> list[str]:
+    def pct(v):
+        return "-" if v is None else f"{v:.3%}"
+
+    lines = [title, f"{'P(label)':<19}{'documents':>10}{'wrong':>8}{'error rate':>12}{'mean P':>10}"]
+    for b in r["bins"]:
+        span = f"[{b['low']:g}, {b['high']:g}{']' if b['high'] == 1.0 else ')'}"
+        mean = "-" if b["mean_probability"] is None else f"{b['mean_probability']:.6f}"
+        lines.append(f"{span:<19}{b['documents']:>10}{b['wrong']:>8}{pct(b['error_rate']):>12}{mean:>10}")
+    for a in r["at_least"]:
+        lines.append(f"P(label) >= {a['probability']:g}: {a['documents']} documents, {a['wrong']} wrong "
+                     f"({pct(a['error_rate'])})")
+    return lines
+
+
 def evaluate(classes: Sequence[str], y_true: Sequence[str], y_pred: Sequence[str],
              proba: np.ndarray, positive: str | None = None) -> dict:
     classes = list(classes)
@@ -111,6 +177,7 @@ def evaluate(classes: Sequence[str], y_true: Sequence[str], y_pred: Sequence[str
         "ece": calibration_error(proba.max(axis=1), proba.argmax(axis=1) == t),
         "classes": per_class,
         "confusion_matrix": {"labels": classes, "matrix": cm.tolist()},
+        "reliability": reliability(proba[np.arange(n), p], t != p),
     }
     if k == 2:
         pos = positive_of(classes, positive)
@@ -155,6 +222,8 @@ def format_eval(r: dict) -> str:
               " " * w + "".join(f"{c:>{w}}" for c in labels)]
     for c, row in zip(labels, r["confusion_matrix"]["matrix"]):
         lines.append(f"{c:<{w}}" + "".join(f"{v:>{w}}" for v in row))
+    lines += ["", *format_reliability(r["reliability"], "reliability (documents by the printed probability "
+                                      "of the label they were called)")]
     return "\n".join(lines)
 
 
@@ -179,6 +248,7 @@ def aggregate(folds: list[dict], seed: int) -> dict:
     labels = first["confusion_matrix"]["labels"]
     out["confusion_matrix"] = {"labels": labels, "matrix": np.sum(
         [f["confusion_matrix"]["matrix"] for f in folds], axis=0).tolist()}
+    out["reliability"] = pooled_reliability([f["reliability"] for f in folds])
     if "positive" in first:
         out["positive"] = first["positive"]
     out["per_fold"] = folds
@@ -203,6 +273,8 @@ def format_cv(r: dict) -> str:
               " " * w + "".join(f"{c:>{w}}" for c in labels)]
     for c, row in zip(labels, r["confusion_matrix"]["matrix"]):
         lines.append(f"{c:<{w}}" + "".join(f"{v:>{w}}" for v in row))
+    lines += ["", *format_reliability(r["reliability"], "reliability, pooled over folds (out-of-fold documents "
+                                      "by the printed probability of the label they were called)")]
     return "\n".join(lines)
 
 

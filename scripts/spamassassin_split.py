@@ -10,6 +10,11 @@ this shows whether any threshold on a system's ranking could give it). bogofilte
 `bogofilter`) is skipped with a note when absent.
 bogofilter's verdict is its spamicity against 0.5 (its "unsure" band resolved by the score),
 which is how the reference figures in shared/data/README.md count it (99.38%, 0 FP, 4 FN).
+Both systems' scores are read as they print them: nbtext's P(spam) from predict's rows (6
+decimals), bogofilter's spamicity from its X-Bogosity header (`-v`: spamicity=, 6 decimals). On
+those, the split also shows each system's ROC-AUC (roc_auc: ties count one half, so scores printed
+alike rank alike) and how many test messages each printed at exactly 1.000000 and 0.000000, the
+ties that cost a ranking (issue 19).
 
 Cross-validation (--folds K, 0 for none): `nbtext cv --folds K --seed 0` on the whole corpus, and
 bogofilter trained and scored on exactly the same folds (nbtext's own reading order and
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import re
 import shutil
 import subprocess
 import sys
@@ -62,11 +68,12 @@ def mbox(files: list[Path], path: Path):
 
 def tally(rows) -> tuple[dict, dict]:
     """(each true class's P(spam) scores, each true class's errors) of nbtext's verdicts, given
-    as (true label, label, probability of that label) rows: predict's and cv --predictions'."""
+    as (true label, label, probability of that label) rows: predict's and cv --predictions'.
+    P(spam) is as printed: the row's 6 decimals, or one minus them (exact in 6 decimals too)."""
     p_spam: dict = {"ham": [], "spam": []}
     wrong: dict = {"ham": 0, "spam": 0}
     for true, label, p in rows:
-        p_spam[true].append(float(p) if label == "spam" else 1 - float(p))
+        p_spam[true].append(float(p) if label == "spam" else round(1 - float(p), 6))
         wrong[true] += label != true  # the model's own verdict (its threshold, if trained with one)
     return p_spam, wrong
 
@@ -85,13 +92,14 @@ def run_nbtext(train: Path, test: Path, tmp: Path, extra: list[str]) -> dict:
     return {"system": " ".join(["nbtext", *extra]), "accuracy": 1 - (wrong["ham"] + wrong["spam"]) / len(lines),
             "ham_fp": wrong["ham"], "spam_fn": wrong["spam"],
             "best": fewest_errors(p_spam["ham"], p_spam["spam"], 0), "n": len(lines),
-            "train_s": t1 - t0, "score_s": t2 - t1, "model_bytes": model.stat().st_size}
+            "train_s": t1 - t0, "score_s": t2 - t1, "model_bytes": model.stat().st_size,
+            **ranking(p_spam["ham"], p_spam["spam"])}
 
 
 def bogofilter_scores(bogo: str, spam: list[Path], ham: list[Path], test: list[Path], tmp: Path
                       ) -> tuple[dict, float, float, int]:
-    """Train a fresh wordlist in tmp on spam and ham, score test: ({path: spamicity}, train
-    seconds, score seconds, wordlist bytes)."""
+    """Train a fresh wordlist in tmp on spam and ham, score test: ({path: spamicity as its
+    X-Bogosity header prints it}, train seconds, score seconds, wordlist bytes)."""
     db = tmp / "bogo"
     db.mkdir()
     mbox(spam, tmp / "spam.mbox")
@@ -101,13 +109,13 @@ def bogofilter_scores(bogo: str, spam: list[Path], ham: list[Path], test: list[P
     subprocess.run([bogo, "-d", str(db), "-n", "-M", "-I", str(tmp / "ham.mbox")], check=True)
     t1 = time.perf_counter()
     listing = "".join(f"{f}\n" for f in test)
-    out = subprocess.run([bogo, "-d", str(db), "-T", "-b"], input=listing, capture_output=True,
+    out = subprocess.run([bogo, "-d", str(db), "-v", "-b"], input=listing, capture_output=True,
                          text=True, check=False).stdout
     t2 = time.perf_counter()
     scores = {}
-    for line in out.splitlines():
-        path, _, score = line.split()[:3]
-        scores[path] = float(score)
+    for line in out.splitlines():  # PATH X-Bogosity: Spam, tests=bogofilter, spamicity=0.999998, version=…
+        path, header = line.split(" X-Bogosity: ", 1)
+        scores[path] = float(re.search(r"spamicity=([0-9.]+)", header).group(1))
     return scores, t1 - t0, t2 - t1, sum(p.stat().st_size for p in db.iterdir())
 
 
@@ -122,7 +130,24 @@ def run_bogofilter(train: Path, test: Path, tmp: Path) -> dict | None:
     fp, fn = sum(p >= 0.5 for p in ham), sum(p < 0.5 for p in spam)
     return {"system": "bogofilter", "accuracy": 1 - (fp + fn) / len(files), "ham_fp": fp,
             "spam_fn": fn, "best": fewest_errors(ham, spam, 0), "n": len(files),
-            "train_s": train_s, "score_s": score_s, "model_bytes": wordlist}
+            "train_s": train_s, "score_s": score_s, "model_bytes": wordlist, **ranking(ham, spam)}
+
+
+def roc_auc(ham: list[float], spam: list[float]) -> float:
+    """ROC-AUC of spam scores: the chance that a random spam scores above a random ham, a tie
+    counting one half (Mann-Whitney U from average ranks)."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata([*spam, *ham])  # ("average": tied scores share their mean rank)
+    return float((ranks[:len(spam)].sum() - len(spam) * (len(spam) + 1) / 2) / (len(spam) * len(ham)))
+
+
+def ranking(ham: list[float], spam: list[float]) -> dict:
+    """A system's ranking from its printed spam scores: its ROC-AUC and how many messages it
+    printed at exactly 1 and 0 (which rank as ties)."""
+    scores = [*ham, *spam]
+    return {"auc": roc_auc(ham, spam), "at_one": sum(p == 1.0 for p in scores),
+            "at_zero": sum(p == 0.0 for p in scores)}
 
 
 def fewest_errors(ham: list[float], spam: list[float], max_fp: int) -> int:
@@ -195,14 +220,16 @@ def main():
             sys.exit(f"{Path(e.cmd[0]).name} {' '.join(map(str, e.cmd[1:3]))} failed (exit {e.returncode})")
     print("80/20 split (splits/spamassassin-2002.test):\n")
     print("| system | accuracy | ham FP | spam FN | best threshold in hindsight, no ham FP: errors "
-          "| its accuracy | train s | score 650 s | model bytes |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| its accuracy | ROC-AUC from printed P(spam) | printed 1.000000 / 0.000000 "
+          "| train s | score 650 s | model bytes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if r is None:
-            print("| bogofilter | (not installed: apt-get install bogofilter) | | | | | | | |")
+            print("| bogofilter | (not installed: apt-get install bogofilter) | | | | | | | | | |")
             continue
         print(f"| {r['system']} | {r['accuracy']:.2%} | {r['ham_fp']} | {r['spam_fn']} | {r['best']} | "
-              f"{1 - r['best'] / r['n']:.2%} | {r['train_s']:.2f} | {r['score_s']:.2f} | {r['model_bytes']:,} |")
+              f"{1 - r['best'] / r['n']:.2%} | {r['auc']:.6f} | {r['at_one']} / {r['at_zero']} | "
+              f"{r['train_s']:.2f} | {r['score_s']:.2f} | {r['model_bytes']:,} |")
     if cv_rows:
         print(f"\n{args.folds}-fold cross-validation, seed 0, the same folds for both (pooled over folds):\n")
         print(f"| system | accuracy | ham FPR | ham FP | spam FN | best threshold in hindsight, ham FPR "

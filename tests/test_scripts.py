@@ -4,6 +4,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import DATA, ROOT, need_shared
 
 
@@ -70,8 +72,10 @@ def test_accuracy_script_reports_the_split_and_the_same_folds_for_both_systems()
     row = {ln.split(" | ")[0].lstrip("| ").strip(): ln.rstrip(" |").split(" | ")[1:] for ln in split.splitlines()
            if ln.startswith("| ") and "---" not in ln}
     for system in ("nbtext", "bogofilter") if shutil.which("bogofilter") else ("nbtext",):
-        accuracy, fp, fn, best, best_accuracy = row[system][:5]
+        accuracy, fp, fn, best, best_accuracy, auc, extremes = row[system][:7]
         assert accuracy == f"{(650 - int(fp) - int(fn)) / 650:.2%}"
+        assert 0.9 < float(auc) <= 1 and len(auc.split(".")[1]) == 6  # AUC of printed scores, 6 decimals
+        assert sum(int(n) for n in extremes.split(" / ")) <= 650  # printed 1.000000 / 0.000000
         assert best_accuracy == f"{(650 - int(best)) / 650:.2%}"
         if int(fp) == 0:  # then the system's own threshold is one the best case looked at
             assert int(best) <= int(fn)
@@ -102,6 +106,29 @@ def test_fewest_errors_at_a_false_positive_limit():
     assert split.fewest_errors(ham, spam, 1) == 1  # at 0.3: only the ham at 0.8 is called spam
     assert split.fewest_errors([0.1], [0.9], 0) == 0
     assert split.fewest_errors([0.9], [0.9], 0) == 1  # a tie: the spam cannot be caught without the ham
+
+
+def test_roc_auc_of_printed_scores_counts_ties_one_half():
+    """The accuracy script's AUC on scores as printed: of 9 (spam, ham) pairs, the spam above in
+    5 and tied in 3 (two at 1.000000 with the ham at 1.000000, one at 0.5): (5 + 3/2) / 9; it is
+    nbtext eval's own rank-sum AUC; printed ties at exactly 1 and 0 are counted."""
+    import importlib.util
+
+    import numpy as np
+
+    from nbtext.report import roc_auc
+
+    spec = importlib.util.spec_from_file_location("split", ROOT / "scripts" / "spamassassin_split.py")
+    split = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(split)
+    ham, spam = [0.1, 0.5, 1.0], [0.5, 1.0, 1.0]
+    assert split.roc_auc(ham, spam) == pytest.approx(6.5 / 9, abs=1e-15)
+    assert split.roc_auc(ham, spam) == pytest.approx(
+        roc_auc(np.array([False] * 3 + [True] * 3), np.array(ham + spam)), abs=1e-15)
+    assert split.roc_auc([0.0, 0.2], [0.3, 1.0]) == 1.0 and split.roc_auc([1.0], [1.0]) == 0.5
+    assert split.ranking([0.0, 0.0, 0.4], [1.0, 0.9]) == {"auc": 1.0, "at_one": 1, "at_zero": 2}
+    assert split.tally([("ham", "ham", "0.999999"), ("spam", "spam", "1.000000")])[0] == {
+        "ham": [0.000001], "spam": [1.0]}  # P(spam) of a ham-labelled row: one minus it, as printed
 
 
 def test_feature_selection_script_compares_the_criteria_at_equal_sizes():

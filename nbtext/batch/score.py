@@ -15,8 +15,17 @@ from .chunks import CHUNK, counted
 def scored_batches(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_size: int = CHUNK
                    ) -> Iterator[tuple[list[Document], Batch, np.ndarray]]:
     """(documents, their Batch, posteriors) chunk by chunk, in input order."""
+    for chunk, batch, proba, _ in log_scored_batches(model, docs, n_jobs, chunk_size):
+        yield chunk, batch, proba
+
+
+def log_scored_batches(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_size: int = CHUNK
+                       ) -> Iterator[tuple[list[Document], Batch, np.ndarray, np.ndarray]]:
+    """(documents, their Batch, posteriors, the same in log space: Model.log_proba) chunk by
+    chunk, in input order; the posteriors are Model.proba, the model computed once."""
     for chunk, batch in counted(docs, model.tokenizer_settings, n_jobs=n_jobs, chunk_size=chunk_size):
-        yield chunk, batch, model.proba(batch.onto(model.vocab, grow=False))
+        log_proba = model.log_proba(batch.onto(model.vocab, grow=False))
+        yield chunk, batch, np.exp(log_proba), log_proba
 
 
 def score_chunks(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_size: int = CHUNK
