@@ -165,7 +165,7 @@ def fewest_errors(ham: list[float], spam: list[float], max_fp: int) -> int:
 def pooled(system: str, ham: list[float], spam: list[float], fp: int, fn: int) -> dict:
     """Figures over all folds from the verdicts' errors and each document's out-of-fold spam score."""
     return {"system": system, "ham_fp": fp, "spam_fn": fn, "ham": len(ham), "n": len(ham) + len(spam),
-            "best": fewest_errors(ham, spam, int(MAX_FPR * len(ham)))}
+            "best": fewest_errors(ham, spam, int(MAX_FPR * len(ham))), **ranking(ham, spam)}
 
 
 def cv_nbtext(corpus: Path, folds: int, extra: list[str], tmp: Path) -> dict:
@@ -233,13 +233,14 @@ def main():
     if cv_rows:
         print(f"\n{args.folds}-fold cross-validation, seed 0, the same folds for both (pooled over folds):\n")
         print(f"| system | accuracy | ham FPR | ham FP | spam FN | best threshold in hindsight, ham FPR "
-              f"<= {MAX_FPR:.1%}: errors | its accuracy |")
-        print("|---|---|---|---|---|---|---|")
+              f"<= {MAX_FPR:.1%}: errors | its accuracy | ROC-AUC from printed P(spam) | "
+              f"printed 1.000000 / 0.000000 |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for r in cv_rows:
             if r is not None:
                 print(f"| {r['system']} | {1 - (r['ham_fp'] + r['spam_fn']) / r['n']:.2%} | "
                       f"{r['ham_fp'] / r['ham']:.2%} | {r['ham_fp']} | {r['spam_fn']} | {r['best']} | "
-                      f"{1 - r['best'] / r['n']:.2%} |")
+                      f"{1 - r['best'] / r['n']:.2%} | {r['auc']:.6f} | {r['at_one']} / {r['at_zero']} |")
         print("\n(The last two columns are a best case: the threshold is picked on the very out-of-fold "
               "scores it is judged on, as no filter could pick it.)")
 
