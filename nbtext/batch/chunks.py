@@ -76,7 +76,7 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
         with sigint_ignored():  # (the workers start here: they begin with Ctrl-C ignored)
             # Each worker watches its parent from its start, not from its first task: under load a
             # kill -9 came before any task, and the workers lived on holding train's stderr.
-            with parallel_config(backend="loky", initializer=watch_parent):
+            with parallel_config(backend="loky", initializer=watch_parent, initargs=(os.getpid(),)):
                 par = stack.enter_context(Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs"))
                 results = par(tasks())
         try:
@@ -120,11 +120,13 @@ def count_in_worker(datas: list, settings: TokenizerSettings) -> Batch:
 _watching = False
 
 
-def watch_parent() -> None:
+def watch_parent(parent: int | None = None) -> None:
     """In a worker process: ignore Ctrl-C (the parent handles it and stops the pool; a worker's
     own KeyboardInterrupt printed tracebacks) and end as soon as the process that started it is
     gone (kill -9 of train left its workers running for minutes, holding memory and /dev/shm).
-    Once per process; never called in the main process."""
+    ``parent``: the pid of the process that started this one, as it gave it: a worker whose
+    parent died while it was still starting (kill -9 in the first half second) would otherwise
+    take init for its parent and watch it forever. Once per process; never in the main process."""
     global _watching
     if _watching:
         return
@@ -134,7 +136,7 @@ def watch_parent() -> None:
     import time
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = os.getppid()
+    parent = os.getppid() if parent is None else parent
 
     def watch():
         while os.getppid() == parent:
