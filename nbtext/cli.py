@@ -34,9 +34,10 @@ class Group(click.Group):
     as `nbtext: error: ...` naming flags, never a traceback."""
 
     def main(self, args=None, prog_name="nbtext", **extra):
-        from .process import finish, terminate_cleanly
+        from .process import finish, interrupts_to_main_thread, terminate_cleanly
 
         terminate_cleanly()
+        interrupts_to_main_thread()
         edge = Edge()
         extra.pop("standalone_mode", None)
 
