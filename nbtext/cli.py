@@ -105,6 +105,26 @@ def jobs_option(f):
                         help="Worker processes (default: all cores, when the input is large).")(f)
 
 
+def engine_options(f):
+    f = click.option("--scheduler", default=None, metavar="ADDRESS",
+                     help="With --engine dask: the Dask scheduler (tcp://HOST:8786; default: a "
+                          "LocalCluster on this machine's cores).")(f)
+    return click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+                        help="Where documents are counted: here, or on a Dask cluster (docs/cluster.md; "
+                             "pip install 'nbtext[dask]').")(f)
+
+
+def dask_cluster(kw: dict, quiet: bool):
+    """The Dask cluster --engine dask asks for (None for local), which the command closes."""
+    if kw.get("engine") != "dask":
+        if kw.get("scheduler"):
+            raise click.UsageError("--scheduler needs --engine dask")
+        return None
+    from .batch.cluster import Cluster, say
+
+    return Cluster(kw.get("scheduler"), say=None if quiet else say)
+
+
 def line_options(f, flag="--format"):
     for opt in reversed([
         click.option(flag, "line_format", type=click.Choice(["tsv", "csv", "jsonl", "fasttext"]),
@@ -259,10 +279,14 @@ class Unread:
 def read_labelled(kw: dict, unread: Unread | None = None):
     from .read import labelled_documents
 
+    return labelled_documents(*read_labelled_args(kw), on_error=unread)
+
+
+def read_labelled_args(kw: dict) -> tuple:
+    """(sources, --label pairs, line options) of a command's labelled inputs."""
     if not kw["sources"] and not kw["label_paths"]:
         raise click.UsageError("give at least one SOURCE or --label LABEL PATH")
-    return labelled_documents(list(kw["sources"]), [tuple(p) for p in kw["label_paths"]], line_opts(kw),
-                              on_error=unread)
+    return list(kw["sources"]), [tuple(p) for p in kw["label_paths"]], line_opts(kw)
 
 
 def n_jobs(kw: dict) -> int:
@@ -308,6 +332,7 @@ def info_line(quiet: bool, msg: str):
 @decision_options
 @click.option("-o", "--output", "output", required=True, metavar="MODEL", help="Model file to write.")
 @jobs_option
+@engine_options
 @quiet_option
 def train(**kw):
     """Learn a model from labelled documents and write it to MODEL.
@@ -333,8 +358,18 @@ def train(**kw):
     map_large_arrays()
     progress = Progress("training", kw["quiet"])
     unread = Unread()
-    model, fit = train_model(read_labelled(kw, unread), tok, settings, feats, decisions, n_jobs=n_jobs(kw),
-                             progress=progress, release=release_free_memory)
+    cluster = dask_cluster(kw, kw["quiet"])
+    if cluster is not None:
+        from .batch.cluster import labelled_parts, number_lines, train_on_cluster
+
+        with cluster:
+            parts = labelled_parts(*read_labelled_args(kw), on_error=unread, workers=cluster.workers())
+            number_lines(cluster, parts)
+            model, fit = train_on_cluster(cluster, parts, tok, settings, feats, decisions, progress=progress,
+                                          on_error=unread)
+    else:
+        model, fit = train_model(read_labelled(kw, unread), tok, settings, feats, decisions, n_jobs=n_jobs(kw),
+                                 progress=progress, release=release_free_memory)
     progress.done()
     unread.check()
     store.save(model, kw["output"])
@@ -367,9 +402,10 @@ def output_options(f):
               help="With --format jsonl: the N tokens that pushed hardest for and against each label.")
 @override_options
 @jobs_option
+@engine_options
 @quiet_option
 def predict(model_path, inputs, fmt, header, lines, input_format, text_column, explain, threshold,
-            unsure, jobs, quiet):
+            unsure, jobs, quiet, engine, scheduler):
     """Score documents: one row per document, in input order, as it goes.
 
     INPUT is a file, a directory (walked recursively), an mbox, a Maildir, or - for one
@@ -384,36 +420,60 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     from .batch.chunks import CHUNK
     from .batch.score import log_scored_batches
     from .process import stdout
-    from .explain import explain_rows
     from .read import LineOptions, input_documents
-    from .report import header_row, prediction_row
+    from .report import header_row
 
     if explain and fmt != "jsonl":
         raise click.UsageError("--explain needs --format jsonl")
     model = store.load(model_path)
     apply_overrides(model.decision, model.classes, threshold, unsure)
     unread = Unread()
+    streaming = bool(lines or input_format) and "-" in (inputs or ["-"])  # a pipe: answer per line
+    out = stdout()
+    progress = Progress("predicting", quiet)
+    cluster = dask_cluster({"engine": engine, "scheduler": scheduler}, quiet)
+    if cluster is not None:
+        from .batch.cluster import input_parts, number_lines, scored_on_cluster
+
+        with cluster:
+            parts = input_parts(list(inputs) or ["-"], lines, input_format, LineOptions(text_column=text_column),
+                                on_error=unread, workers=cluster.workers())
+            number_lines(cluster, parts)
+            if header and header_row(fmt):
+                answer(header_row(fmt))
+            for ids, batch, proba, log_proba in scored_on_cluster(cluster, parts, model_path, bool(explain),
+                                                                   on_error=unread):
+                write_predictions(out, model, fmt, explain, ids, batch, proba, log_proba)
+                progress(len(ids))
+        progress.done()
+        unread.check()
+        return
     docs = input_documents(list(inputs) or ["-"], lines, input_format,
                            LineOptions(text_column=text_column), on_error=unread)
     if header and header_row(fmt):
         answer(header_row(fmt))
-    streaming = bool(lines or input_format) and "-" in (inputs or ["-"])  # a pipe: answer per line
-    out = stdout()
-    progress = Progress("predicting", quiet)
     for chunk, batch, proba, log_proba in log_scored_batches(
             model, docs, n_jobs=1 if streaming else jobs or n_jobs({}), chunk_size=1 if streaming else CHUNK):
-        decided = model.decide_rows(proba)
-        why = explain_rows(model, batch, proba, [label for label, _ in decided], explain) if explain else None
-        for i, (doc, (label, unsure_row), row, logs) in enumerate(zip(chunk, decided, proba, log_proba)):
-            p = row[model.classes.index(label)]
-            extra = {"unsure": True} if unsure_row else {}
-            if why:
-                extra["explain"] = rounded(why[i])
-            out.write(prediction_row(fmt, doc.id, label, p, model.classes, row, extra, log_scores=logs) + "\n")
-        out.flush()
+        write_predictions(out, model, fmt, explain, [d.id for d in chunk], batch, proba, log_proba)
         progress(len(chunk))
     progress.done()
     unread.check()
+
+
+def write_predictions(out, model, fmt: str, explain, ids: list, batch, proba, log_proba) -> None:
+    """predict's rows of a chunk of documents."""
+    from .explain import explain_rows
+    from .report import prediction_row
+
+    decided = model.decide_rows(proba)
+    why = explain_rows(model, batch, proba, [label for label, _ in decided], explain) if explain else None
+    for i, (doc_id, (label, unsure_row), row, logs) in enumerate(zip(ids, decided, proba, log_proba)):
+        p = row[model.classes.index(label)]
+        extra = {"unsure": True} if unsure_row else {}
+        if why:
+            extra["explain"] = rounded(why[i])
+        out.write(prediction_row(fmt, doc_id, label, p, model.classes, row, extra, log_scores=logs) + "\n")
+    out.flush()
 
 
 def rounded(e: dict) -> dict:
@@ -492,6 +552,7 @@ def eval_cmd(model_path, fmt, threshold, unsure, jobs, quiet, **kw):
               metavar="FILE", help="Also write each document's out-of-fold prediction to FILE: "
               "id<TAB>label<TAB>probability<TAB>true label<TAB>fold (1..K), in input order.")
 @jobs_option
+@engine_options
 @quiet_option
 def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     """Stratified k-fold cross-validation with train's options.
@@ -520,7 +581,17 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     progress = Progress("reading", quiet)
     ids: list | None = [] if predictions_path is not None else None
     unread = Unread()
-    X, y, vocab = count_corpus(read_labelled(kw, unread), tok, n_jobs=jobs or n_jobs({}), progress=progress, ids=ids)
+    cluster = dask_cluster(kw, quiet)
+    if cluster is not None:
+        from .batch.cluster import corpus_on_cluster, labelled_parts, number_lines
+
+        with cluster:
+            parts = labelled_parts(*read_labelled_args(kw), on_error=unread, workers=cluster.workers())
+            number_lines(cluster, parts)
+            X, y, vocab = corpus_on_cluster(cluster, parts, tok, progress=progress, ids=ids, on_error=unread)
+    else:
+        X, y, vocab = count_corpus(read_labelled(kw, unread), tok, n_jobs=jobs or n_jobs({}), progress=progress,
+                                   ids=ids)
     unread.check()
     progress.done()
     predictions: list | None = [None] * len(y) if predictions_path is not None else None

@@ -122,7 +122,8 @@ class _Input:
     """A file or stdin ("-") as a binary stream, decompressed as it is read when it starts with
     gzip's magic bytes. read(n) and readline(limit) raise NbtextError naming the path."""
 
-    def __init__(self, path: str, stdin: BinaryIO | None = None):
+    def __init__(self, path: str, stdin: BinaryIO | None = None, offset: int = 0):
+        """``offset``: start there (a file's byte range: never gzip)."""
         self.path, self._file, self.gzip = path, None, False
         if path == "-":
             if stdin is None:
@@ -133,11 +134,14 @@ class _Input:
         else:
             try:
                 raw = self._file = open(path, "rb", buffering=0)
+                if offset:
+                    raw.seek(offset)
             except OSError as e:
+                self.close()
                 raise _os_error(path, e) from None
         try:
             head = raw.read(1)
-            if head == b"\x1f":
+            if head == b"\x1f" and not offset:
                 head += raw.read(1)
         except OSError as e:
             self.close()
@@ -402,6 +406,17 @@ def _walk(top: str, seen: set, on_error: OnError) -> Iterator[Document]:
     """Every document below top: a file (one message, or an mbox of many), a Maildir, an MH
     folder, a plain directory walked in name order. A directory already entered (its device and
     inode in ``seen``) is not entered again: symlink loops end."""
+    for path, single in _walk_files(top, seen, on_error):
+        yield from file_documents(path, single, on_error)
+
+
+def file_documents(path: str, single: bool, on_error: OnError = None) -> Iterator[Document]:
+    """The documents of one file the walk found (``single``: a Maildir's file, one message)."""
+    return _guarded(_one_document(path) if single else _file_documents(path), on_error)
+
+
+def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, bool]]:
+    """The files _walk reads, in its order: (path, one message)."""
     stack = [iter([(top, False)])]  # iterators of (path, one message: a Maildir's file)
     while stack:
         try:
@@ -414,11 +429,8 @@ def _walk(top: str, seen: set, on_error: OnError) -> Iterator[Document]:
             stack.pop()
             continue
         path, single = entry
-        if single:
-            yield from _guarded(_one_document(path), on_error)
-            continue
-        if not os.path.isdir(path):
-            yield from _guarded(_file_documents(path), on_error)
+        if single or not os.path.isdir(path):
+            yield path, single
             continue
         try:
             st = os.stat(path)
@@ -440,6 +452,14 @@ def _walk(top: str, seen: set, on_error: OnError) -> Iterator[Document]:
             names = sorted((n for n in names if n.isdigit()), key=int)
         paths = [os.path.join(path, n) for n in names]
         stack.append((p, False) for p in paths if os.path.isdir(p) or os.path.isfile(p))
+
+
+def mail_folder_files(path: str, on_error: OnError = None) -> Iterator[tuple[str, bool]]:
+    """The files mail_folder_documents reads (not "-"), in its order: (path, one message)."""
+    if not os.path.exists(path):
+        _report(NbtextError(f"{path}: no such file or directory"), on_error)
+        return
+    yield from _walk_files(path, set(), on_error)
 
 
 def mail_folder_documents(path: str, on_error: OnError = None) -> Iterator[Document]:
@@ -475,28 +495,32 @@ def line_format(path: str, first_line: bytes, opts: LineOptions) -> str:
         f"{path}: cannot tell its format (name it .tsv, .csv, .jsonl or .ft, or pass --format)")
 
 
-def _lines(inp: _Input, path: str) -> Iterator[tuple[int, bytes]]:
+def _lines(inp: _Input, path: str, n: int = 0, size: int | None = None) -> Iterator[tuple[int, bytes]]:
     """(number, line with its "\\n") for each line of a line file, as it is read; a UTF-8
-    byte-order mark at the start dropped. A line longer than MAX_DOCUMENT_BYTES is an error."""
+    byte-order mark at the start dropped. A line longer than MAX_DOCUMENT_BYTES is an error.
+    A byte range of the file: ``n`` lines come before it, and its lines start in its first
+    ``size`` bytes (inp opened at its start, a line's start)."""
     cap = MAX_DOCUMENT_BYTES
     limit = min(_CHUNK, cap + 1)
     readline = inp.stream.readline
-    n = 0
+    read = 0
     try:
-        while True:
+        while size is None or read < size:
             line = readline(limit)
             if not line:
                 return
+            read += len(line)
             n += 1
             if len(line) == limit and line[-1:] != b"\n":
-                buf, size = io.BytesIO(), len(line)
+                buf, long = io.BytesIO(), len(line)
                 buf.write(line)
-                while line[-1:] != b"\n" and size <= cap + 1:
+                while line[-1:] != b"\n" and long <= cap + 1:
                     line = readline(limit)
                     if not line:
                         break
                     buf.write(line)
-                    size += len(line)
+                    long += len(line)
+                    read += len(line)
                 line = buf.getvalue()
                 if len(line) - line.endswith(b"\n") > cap:
                     raise NbtextError(f"{path}:{n}: line longer than {_size(cap)}")
@@ -593,48 +617,74 @@ def line_documents(path: str, opts: LineOptions, labelled: bool, stdin: BinaryIO
         if fmt == "csv":
             yield from _csv_documents(path, lines, opts, labelled)
             return
-        checked = {}
-        for n, raw in lines:
-            raw = raw.rstrip(b"\r\n")
-            if not raw.strip():
-                continue
-            where = f"{path}:{n}"
-            text = decode_text(raw)
-            label = None
-            if fmt == "tsv":
-                if labelled:
-                    if "\t" not in text:
-                        raise NbtextError(f"{where}: expected LABEL<TAB>TEXT, found no tab")
-                    label, text = text.split("\t", 1)
-                    if n == 1 and label.strip().lower() == "label":
-                        continue  # a header row
-            elif fmt == "jsonl":
-                import json
+        yield from _parsed_lines(path, lines, fmt, opts, labelled)
 
-                try:
-                    row = json.loads(text)
-                except RecursionError:
-                    raise NbtextError(f"{where}: not valid JSON (nested too deeply)") from None
-                except ValueError as e:
-                    raise NbtextError(f"{where}: not valid JSON ({e})") from None
-                if not isinstance(row, dict):
-                    raise NbtextError(f"{where}: expected a JSON object")
-                text = _column(row, opts.text_column, where, "text")
-                if labelled:
-                    label = _column(row, opts.label_column, where, "label")
-                if not isinstance(text, str):
-                    raise NbtextError(f"{where}: the text field is not a string")
-                text = _text(text)
-            elif fmt == "fasttext":
-                parts = text.split()
-                labels = [p[9:] for p in parts if p.startswith("__label__")]
-                if labelled and not labels:
-                    raise NbtextError(f"{where}: no __label__ on this line")
-                label = labels[0] if labels else None
-                text = " ".join(p for p in parts if not p.startswith("__label__"))
+
+def line_file_format(path: str, opts: LineOptions) -> str:
+    """The format line_documents reads a line file in ("lines" for plain lines)."""
+    name = path[:-3] if path.endswith(".gz") else path
+    if opts.format or os.path.splitext(name)[1].lower() in EXTENSIONS:
+        return "lines" if opts.format == "lines" else line_format(path, b"", opts)
+    with _Input(path) as inp:
+        for _, raw in _lines(inp, path):
+            if raw.strip():
+                return line_format(path, raw, opts)
+    return line_format(path, b"", opts)
+
+
+def line_range_documents(path: str, fmt: str, opts: LineOptions, labelled: bool, start: int, size: int,
+                         before: int) -> Iterator[Document]:
+    """line_documents of the lines of a file (not gzip, not CSV: a CSV record may span lines)
+    that start in its ``size`` bytes from ``start`` (a line's start), ``before`` lines before
+    them: one large file read by many workers, each document as line_documents makes it."""
+    with _Input(path, offset=start) as inp:
+        yield from _parsed_lines(path, _lines(inp, path, before, size), fmt, opts, labelled)
+
+
+def _parsed_lines(path: str, lines: Iterator[tuple[int, bytes]], fmt: str, opts: LineOptions,
+                  labelled: bool) -> Iterator[Document]:
+    checked = {}
+    for n, raw in lines:
+        raw = raw.rstrip(b"\r\n")
+        if not raw.strip():
+            continue
+        where = f"{path}:{n}"
+        text = decode_text(raw)
+        label = None
+        if fmt == "tsv":
             if labelled:
-                label = _label_of(label, where, checked)
-            yield Document(where, text, label)
+                if "\t" not in text:
+                    raise NbtextError(f"{where}: expected LABEL<TAB>TEXT, found no tab")
+                label, text = text.split("\t", 1)
+                if n == 1 and label.strip().lower() == "label":
+                    continue  # a header row
+        elif fmt == "jsonl":
+            import json
+
+            try:
+                row = json.loads(text)
+            except RecursionError:
+                raise NbtextError(f"{where}: not valid JSON (nested too deeply)") from None
+            except ValueError as e:
+                raise NbtextError(f"{where}: not valid JSON ({e})") from None
+            if not isinstance(row, dict):
+                raise NbtextError(f"{where}: expected a JSON object")
+            text = _column(row, opts.text_column, where, "text")
+            if labelled:
+                label = _column(row, opts.label_column, where, "label")
+            if not isinstance(text, str):
+                raise NbtextError(f"{where}: the text field is not a string")
+            text = _text(text)
+        elif fmt == "fasttext":
+            parts = text.split()
+            labels = [p[9:] for p in parts if p.startswith("__label__")]
+            if labelled and not labels:
+                raise NbtextError(f"{where}: no __label__ on this line")
+            label = labels[0] if labels else None
+            text = " ".join(p for p in parts if not p.startswith("__label__"))
+        if labelled:
+            label = _label_of(label, where, checked)
+        yield Document(where, text, label)
 
 
 _LONE_CR = re.compile(r"(?<=\r)(?!\n)")
@@ -730,6 +780,15 @@ def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts
 
 def label_directory(path: str, on_error: OnError = None) -> Iterator[Document]:
     """The documents below each label directory PATH/LABEL, labelled LABEL."""
+    for file, single, label in label_directory_files(path, on_error):
+        for doc in file_documents(file, single, on_error):
+            doc.label = label
+            yield doc
+
+
+def label_directory_files(path: str, on_error: OnError = None) -> Iterator[tuple[str, bool, str]]:
+    """The files label_directory reads, in its order: (path, one message, label); each one's
+    documents are file_documents(path, one message) (a cluster's workers read them)."""
     try:
         labels = [n for n in _listdir(path) if os.path.isdir(os.path.join(path, n))]
         if not labels:
@@ -751,9 +810,8 @@ def label_directory(path: str, on_error: OnError = None) -> Iterator[Document]:
             _report(e, on_error)
             continue
         # a walk per label, that never enters the corpus directory again (a link to ..)
-        for doc in _walk(d, {(st.st_dev, st.st_ino)}, on_error):
-            doc.label = label
-            yield doc
+        for file, single in _walk_files(d, {(st.st_dev, st.st_ino)}, on_error):
+            yield file, single, label
 
 
 def input_documents(inputs: list[str], lines: bool = False, input_format: str | None = None,

@@ -1,0 +1,466 @@
+"""The Dask engine: train, predict and cv with partitions of the input read, tokenized and counted
+on a Dask cluster's workers, and the result equal to local training, count for count.
+
+The spine (docs/architecture.md) is what makes this a map and a reduce:
+
+- map (workers): a partition (a list of files, or a byte range of a line file) is read with
+  read.py's own readers, cut into chunks and counted as on one machine (batch.chunks), into
+  the partition's own statistics: its vocabulary in first-seen order (tokens as bytes and their
+  64-bit keys, no ids) and a Counts over it, its ledger digests, its number of documents;
+- reduce (client, in input order): the partition's tokens are given ids in the one vocabulary
+  (Vocabulary.extend_encoded: the new ones appended in the partition's first-seen order, which
+  is the whole input's first-seen order, as local training gives them), and its counts are
+  Counts.merge'd at those ids. Counts of whole numbers add exactly in float64 whatever the
+  order, so the sums are local training's bits.
+- calibration's sample: the reservoir keys are drawn on the client after the reduce, from the
+  same seeded generator in input order (one key per document, as batch.train.Reservoir draws
+  them), the documents with the smallest keys chosen, and only those documents' rows counted
+  again on the workers (a second, small map): the sample local training keeps, row for row.
+
+A new model family plugs in by its statistics: a map function from documents to its mergeable
+counts object (with ``merge(other, ids, width)``), and the same reduce. Inputs must be paths
+the workers can read (a shared filesystem); the model file too, for predict.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
+
+from ..errors import NbtextError, SettingError
+from ..read import Document, LineOptions
+
+INSTALL = "pip install 'nbtext[dask]'"
+CONNECT_TIMEOUT = 10      # seconds to reach a scheduler before giving up
+PART_BYTES = 16 << 20     # input a partition holds at most: a byte range of a line file, or files
+PART_FILES = 4000         # files a partition holds at most
+
+
+# -- the cluster --------------------------------------------------------------------------------
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise NbtextError(f"--engine dask needs Dask, an optional extra: {INSTALL}") from None
+    return distributed
+
+
+class Cluster:
+    """A Dask client: on the scheduler at ``address``, or on a LocalCluster sized to this
+    machine's cores (its dashboard's address said on ``say``)."""
+
+    def __init__(self, address: str | None = None, workers: int | None = None, say: Callable = None,
+                 timeout: float = CONNECT_TIMEOUT):
+        distributed = _distributed()
+        import logging
+
+        self.local = None
+        if address:
+            try:
+                self.client = distributed.Client(address, timeout=timeout)
+            except (OSError, TimeoutError, ValueError) as e:
+                raise NbtextError(f"{address}: cannot reach the Dask scheduler within {timeout:g} s "
+                                  f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no answer'})"
+                                  ) from None
+        else:
+            from .chunks import default_jobs
+
+            self.local = distributed.LocalCluster(n_workers=workers or default_jobs(), threads_per_worker=1,
+                                                  processes=True, dashboard_address=":0",
+                                                  silence_logs=logging.ERROR)
+            self.client = distributed.Client(self.local)
+            if say:
+                say(f"nbtext: Dask LocalCluster of {len(self.local.workers)} workers; dashboard "
+                    f"{self.local.dashboard_link}")
+
+    def workers(self) -> int:
+        return max(1, len(self.client.scheduler_info().get("workers", {})))
+
+    def close(self):
+        self.client.close()
+        if self.local is not None:
+            self.local.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def ordered(self, fn, parts: list, *args) -> Iterator:
+        """fn(part, *args) for each part on the workers; results in the parts' order, each as
+        soon as it and those before it are done (the reduce goes on while workers count)."""
+        futures = [self.client.submit(fn, p, *args, key=f"nbtext-{fn.__name__}-{i}-{os.getpid()}-{id(parts)}",
+                                      pure=False) for i, p in enumerate(parts)]
+        try:
+            for f in futures:
+                yield f.result()
+                f.release()
+        finally:
+            self.client.cancel(futures)
+
+
+# -- partitions: where the workers read -----------------------------------------------------------
+
+class Part:
+    """Documents a worker reads: files (path, one message, label), or the lines of a line file
+    that start in a byte range (``before`` lines before it: ids are FILE:LINE as locally)."""
+
+    def __init__(self, files=None, path=None, fmt=None, opts=None, labelled=True, start=0, size=None,
+                 before=0, whole=False, label=None):
+        self.files, self.path, self.fmt, self.opts = files, path, fmt, opts
+        self.labelled, self.start, self.size, self.before = labelled, start, size, before
+        self.whole, self.label = whole, label
+
+    def documents(self, on_error) -> Iterator[Document]:
+        from .. import read
+
+        if self.files is not None:
+            for path, single, label in self.files:
+                for doc in read.file_documents(path, single, on_error):
+                    if label is not None:
+                        doc.label = label
+                    yield doc
+        elif self.whole:  # (a gzip or CSV line file: read by one worker)
+            docs = read.line_documents(self.path, self.opts, self.labelled)
+            yield from read._guarded(docs, on_error)
+        else:
+            docs = read.line_range_documents(self.path, self.fmt, self.opts, self.labelled, self.start,
+                                             self.size, self.before)
+            yield from read._guarded(docs, on_error)
+
+
+def _no_stdin(path: str):
+    if path == "-":
+        raise NbtextError("-: --engine dask reads files its workers can reach, not standard input")
+
+
+PART_MIN = 1 << 18  # (a partition of at least a chunk's input: 256 KiB)
+
+
+def _sized(files: Iterable[tuple]) -> list[tuple]:
+    out = []
+    for f in files:
+        try:
+            out.append((f, os.path.getsize(f[0])))
+        except OSError:
+            out.append((f, 0))  # (the worker reports it)
+    return out
+
+
+def _file_parts(sized: list[tuple], part_bytes: int) -> Iterator[Part]:
+    group, held = [], 0
+    for f, size in sized:
+        group.append(f)
+        held += size
+        if held >= part_bytes or len(group) >= PART_FILES:
+            yield Part(files=group)
+            group, held = [], 0
+    if group:
+        yield Part(files=group)
+
+
+def _line_parts(path: str, opts: LineOptions, labelled: bool, part_bytes: int) -> list[Part]:
+    """A line file's byte ranges, each starting at a line's start; gzip and CSV whole."""
+    from .. import read
+
+    fmt = read.line_file_format(path, opts)
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+        size = os.fstat(f.fileno()).st_size
+        if gz or fmt == "csv":  # (no seeking in gzip; a CSV record may span lines)
+            return [Part(path=path, opts=opts, labelled=labelled, whole=True)]
+        starts = [0]
+        for cut in range(part_bytes, size, part_bytes):
+            if cut <= starts[-1]:
+                continue
+            f.seek(cut - 1)
+            at = cut - 1 + len(f.readline())  # the line after the one holding byte cut-1
+            if at < size and at > starts[-1]:
+                starts.append(at)
+    ends = starts[1:] + [size]
+    return [Part(path=path, fmt=fmt, opts=opts, labelled=labelled, start=s, size=e - s)
+            for s, e in zip(starts, ends)]
+
+
+def _planned(units: list[tuple], workers: int, part_bytes: int | None) -> list[Part]:
+    """Partitions of the units (("files", sized files) or ("lines", path, options, labelled)):
+    ``part_bytes`` each, or (None) about a quarter of a worker's share of the input, between
+    PART_MIN and PART_BYTES, so that a small input is spread over the workers too."""
+    if part_bytes is None:
+        total = sum(sum(size for _, size in u[1]) if u[0] == "files" else _file_size(u[1]) for u in units)
+        part_bytes = min(PART_BYTES, max(PART_MIN, total // (4 * max(1, workers))))
+    parts: list[Part] = []
+    for u in units:
+        parts += _file_parts(u[1], part_bytes) if u[0] == "files" else _line_parts(*u[1:], part_bytes)
+    return parts
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def labelled_parts(sources: list[str], labelled: list[tuple[str, str]], opts: LineOptions, on_error,
+                   workers: int = 1, part_bytes: int | None = None) -> list[Part]:
+    """Partitions of train's sources, in the order read.labelled_documents reads them."""
+    from .. import read
+
+    units: list[tuple] = []
+    for src in sources:
+        _no_stdin(src)
+        if os.path.exists(src) and not os.path.isdir(src):
+            units.append(("lines", src, opts, True))
+        elif os.path.isdir(src):
+            units.append(("files", _sized(read.label_directory_files(src, on_error))))
+        else:
+            read._report(NbtextError(f"{src}: no such file or directory"), on_error)
+    for label, path in labelled:
+        _no_stdin(path)
+        read._label_chars(label, "--label")
+        units.append(("files", _sized((p, single, label) for p, single in read.mail_folder_files(path, on_error))))
+    return _planned(units, workers, part_bytes)
+
+
+def input_parts(inputs: list[str], lines: bool, input_format: str | None, opts: LineOptions, on_error,
+                workers: int = 1, part_bytes: int | None = None) -> list[Part]:
+    """Partitions of predict's inputs, in the order read.input_documents reads them."""
+    from .. import read
+
+    units: list[tuple] = []
+    for path in inputs:
+        _no_stdin(path)
+        if lines or input_format:
+            line_opts = LineOptions(input_format or "lines", opts.label_column, opts.text_column)
+            if not os.path.isfile(path):
+                read._report(NbtextError(f"{path}: no such file"), on_error)
+                continue
+            units.append(("lines", path, line_opts, False))
+        else:
+            units.append(("files", _sized((p, single, None) for p, single in read.mail_folder_files(path, on_error))))
+    return _planned(units, workers, part_bytes)
+
+
+def _count_lines(part: Part) -> int:
+    """Lines that start in a line range (its newlines: ranges end after one)."""
+    n, left = 0, part.size
+    with open(part.path, "rb") as f:
+        f.seek(part.start)
+        while left > 0:
+            block = f.read(min(left, 1 << 20))
+            if not block:
+                break
+            n += block.count(b"\n")
+            left -= len(block)
+    return n
+
+
+def number_lines(cluster: Cluster, parts: list[Part]) -> None:
+    """Give each line range the number of lines before it in its file (counted on the workers)."""
+    ranged = [p for p in parts if p.files is None and not p.whole]
+    if not ranged:
+        return
+    seen: dict[str, int] = {}
+    for part, n in zip(ranged, cluster.ordered(_count_lines, ranged)):
+        part.before = seen.get(part.path, 0)
+        seen[part.path] = part.before + n
+
+
+# -- the map: on the workers ----------------------------------------------------------------------
+
+class PartCounts:
+    """A partition's statistics: its tokens (first-seen order, NUL-terminated UTF-8, and their
+    64-bit keys), a Counts over them, its ledger digests, its documents (and their labels),
+    and the errors reading it met."""
+
+    def __init__(self, blob, keys, counts, ledger, labels, errors):
+        self.blob, self.keys, self.counts, self.ledger = blob, keys, counts, ledger
+        self.labels, self.errors = labels, errors
+
+
+def _errors() -> tuple[list, Callable]:
+    errors: list[str] = []
+    return errors, lambda e: errors.append(str(e))
+
+
+def count_part(part: Part, tokenizer, settings) -> PartCounts:
+    """The map of train: a partition's documents counted as train_model counts them."""
+    from ..features.vocabulary import Vocabulary
+    from ..nb.counts import Counts
+    from ..nb.estimators import make_estimator
+    from ..operations import digest
+    from .chunks import counted
+
+    errors, on_error = _errors()
+    vocab, counts, ledger, labels = Vocabulary(), Counts(), set(), []
+    counting = make_estimator(settings)
+    for chunk, batch in counted(part.documents(on_error), tokenizer):
+        chunk_labels = [d.label for d in chunk]
+        labels += chunk_labels
+        ledger.update(digest(d.label, d.data) for d in chunk)
+        ids = batch.ids_in(vocab, grow=True)
+        counts.add(counting.features(batch.rows), chunk_labels, ids=ids, width=len(vocab))
+    counts.compact()
+    return PartCounts(vocab.encoded(), vocab.keys(), counts, ledger, labels, errors)
+
+
+def rows_part(part: Part, tokenizer, wanted: np.ndarray | None = None):
+    """(Batch of the partition's documents, or of those at the positions ``wanted``, their
+    labels, their ids, errors): the second map of calibration's sample, and cv's matrix."""
+    from ..features.counting import Batch, count_documents
+
+    errors, on_error = _errors()
+    want = None if wanted is None else set(wanted.tolist())
+    docs = [d for i, d in enumerate(part.documents(on_error)) if want is None or i in want]
+    batch = count_documents([d.data for d in docs], tokenizer) if docs else Batch.of_tokens([])
+    return batch, [d.label for d in docs], [d.id for d in docs], errors
+
+
+_models: dict = {}
+
+
+def score_part(part: Part, model_path: str, stamp: tuple, keep_batches: bool):
+    """The map of predict: (document ids, their log posteriors as Model.log_proba, their Batch
+    when --explain needs it) per chunk, and errors; the model read from its path once per
+    worker (``stamp``: its size and mtime as the client read it)."""
+    from .. import store
+    from .chunks import counted
+
+    model = _models.get((model_path, stamp))
+    if model is None:
+        if _stamp(model_path) != stamp:
+            raise NbtextError(f"{model_path}: the model file the workers read is not the client's "
+                              f"(not on a shared filesystem, or changed)")
+        _models.clear()
+        model = _models[(model_path, stamp)] = store.load(model_path)
+    errors, on_error = _errors()
+    out = []
+    for chunk, batch in counted(part.documents(on_error), model.tokenizer_settings):
+        out.append(([d.id for d in chunk], batch if keep_batches else None,
+                    model.log_proba(batch.onto(model.vocab, grow=False))))
+    return out, errors
+
+
+def _stamp(path: str) -> tuple:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+# -- the reduce: on the client ----------------------------------------------------------------------
+
+def _report(errors: list[str], on_error) -> None:
+    for e in errors:
+        if on_error is None:
+            raise NbtextError(e)
+        on_error(NbtextError(e))
+
+
+def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, features, decisions,
+                     progress=None, calibration_sample: int | None = None, on_error=None):
+    """train_model's model (and max_fpr's fit), from partitions counted on the cluster."""
+    from ..features.rows import Rows
+    from ..features.vocabulary import Vocabulary
+    from ..nb.counts import Counts
+    from .train import CALIBRATION_SAMPLE, _model_from_counts
+
+    if settings.tf or settings.length_norm:
+        raise SettingError("tf" if settings.tf else "length_norm", None,
+                           "counts transformed rows, float sums whose last bits depend on the order "
+                           "of addition: --engine dask trains only on whole counts (local training does it)")
+    size = CALIBRATION_SAMPLE if calibration_sample is None else calibration_sample
+    vocab, counts, ledger, sizes, all_labels = Vocabulary(), Counts(), set(), [], []
+    for result in cluster.ordered(count_part, parts, tokenizer, settings):
+        _report(result.errors, on_error)
+        ids = vocab.extend_encoded(result.blob, result.keys)
+        counts.merge(result.counts, ids=ids, width=len(vocab))
+        ledger |= result.ledger
+        sizes.append(len(result.labels))
+        all_labels += result.labels
+        if progress:
+            progress(len(result.labels))
+        del result
+    n_docs = sum(sizes)
+    if not n_docs:
+        raise NbtextError("no documents found in the training sources")
+    X = y = None
+    if decisions.needs_matrix or settings.choosing:
+        chosen = sample_positions(n_docs, size, decisions.seed)
+        X, y = _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows)
+    model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
+    model.ledger = ledger
+    return model, fit
+
+
+def sample_positions(n: int, size: int, seed: int) -> np.ndarray:
+    """The documents (positions in input order) batch.train.Reservoir keeps of n: one key each from
+    default_rng(seed) in input order, the ``size`` smallest kept (all when n <= size)."""
+    if n <= size:
+        return np.arange(n)
+    keys = np.random.default_rng(seed).random(n)
+    cut = np.partition(keys, size - 1)[size - 1]
+    return np.flatnonzero(keys <= cut)
+
+
+def _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows):
+    """The chosen documents' rows over the vocabulary, and their labels, in input order."""
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    wanted = [chosen[(chosen >= a) & (chosen < b)] - a for a, b in zip(bounds[:-1], bounds[1:])]
+    which = [i for i, w in enumerate(wanted) if len(w)]
+    pieces, labels = [], []
+    for batch, part_labels, _, errors in cluster.ordered(_rows_of, [(parts[i], wanted[i]) for i in which],
+                                                         tokenizer):
+        if errors:
+            raise NbtextError(f"an input changed while it was read: {errors[0]}")
+        rows = batch.rows.moved(batch.ids_in(vocab, grow=False), len(vocab))
+        # (as Reservoir.add keeps them: 16-bit counts when they fit, else 32-bit floats)
+        pieces.append(rows.astype(np.uint16 if not rows.nnz or rows.data.max() < 2**16 else np.float32))
+        labels += part_labels
+    if len(labels) != len(chosen):
+        raise NbtextError("an input changed while it was read (its documents differ from the first reading)")
+    return Rows.stack(pieces, len(vocab)), np.asarray(labels)
+
+
+def _rows_of(task, tokenizer):
+    part, wanted = task
+    return rows_part(part, tokenizer, wanted)
+
+
+def corpus_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, progress=None, ids: list | None = None,
+                      on_error=None):
+    """count_corpus's (matrix, labels, vocabulary) from partitions counted on the cluster."""
+    from ..features.rows import Rows
+    from ..features.vocabulary import Vocabulary
+
+    vocab, pieces, labels = Vocabulary(), [], []
+    for batch, part_labels, part_ids, errors in cluster.ordered(rows_part, parts, tokenizer):
+        _report(errors, on_error)
+        pieces.append(batch.onto(vocab, grow=True))
+        labels += part_labels
+        if ids is not None:
+            ids += part_ids
+        if progress:
+            progress(len(part_labels))
+    if not labels:
+        raise NbtextError("no documents found in the sources")
+    return Rows.stack(pieces, len(vocab)).tocsr(), np.asarray(labels), vocab
+
+
+def scored_on_cluster(cluster: Cluster, parts: list[Part], model_path: str, explain: bool, on_error=None
+                      ) -> Iterator[tuple[list[str], object, np.ndarray, np.ndarray]]:
+    """(document ids, Batch or None, posteriors, log posteriors) chunk by chunk, in input order:
+    batch.score.log_scored_batches on the cluster."""
+    stamp = _stamp(model_path)
+    for chunks, errors in cluster.ordered(score_part, parts, model_path, stamp, explain):
+        _report(errors, on_error)
+        for doc_ids, batch, log_proba in chunks:
+            yield doc_ids, batch, np.exp(log_proba), log_proba
+
+
+def say(msg: str) -> None:
+    if sys.stderr is not None:
+        print(msg, file=sys.stderr, flush=True)

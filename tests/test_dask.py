@@ -1,0 +1,190 @@
+"""--engine dask (issue 21): partitions counted on a real LocalCluster give local training's model,
+export line for line, and predict's rows; a worker killed mid-run is retried and changes nothing;
+an unreachable scheduler and a missing Dask are one `nbtext: error:` line."""
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from nbtext import store  # noqa: E402
+from nbtext.batch import cluster as C  # noqa: E402
+from nbtext.batch.train import count_corpus, train_model  # noqa: E402
+from nbtext.read import LineOptions, labelled_documents  # noqa: E402
+from nbtext.settings import DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings  # noqa: E402
+from nbtext.store.dump import export_lines  # noqa: E402
+
+from conftest import DATA  # noqa: E402
+
+CORPUS = str(DATA / "corpus")
+SMALL = 1 << 16  # bytes a partition: the sample's 432 messages in ~30 partitions, a TSV in ~20 ranges
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    import logging
+
+    local = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                     silence_logs=logging.ERROR)
+    c = C.Cluster(local.scheduler_address)
+    yield c, local
+    c.close()
+    local.close()
+
+
+@pytest.fixture(scope="module")
+def tsv(tmp_path_factory):
+    """The sample as a TSV line file (label, then the message's text on one line)."""
+    path = tmp_path_factory.mktemp("tsv") / "sample.tsv"
+    lines = ["label\ttext"]
+    for d in labelled_documents([CORPUS], [], LineOptions()):
+        text = d.data.decode("latin-1").replace("\t", " ").replace("\r", " ").replace("\n", " ")
+        lines.append(f"{d.label}\t{text}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def local_export(sources, tok, settings, features, decisions, sample):
+    docs = labelled_documents(sources, [], LineOptions())
+    model, fit = train_model(docs, tok, settings, features, decisions, calibration_sample=sample)
+    return list(export_lines(model)), fit
+
+
+def cluster_export(c, sources, tok, settings, features, decisions, sample, part_bytes=SMALL):
+    parts = C.labelled_parts(sources, [], LineOptions(), None, part_bytes=part_bytes)
+    C.number_lines(c, parts)
+    model, fit = C.train_on_cluster(c, parts, tok, settings, features, decisions, calibration_sample=sample)
+    return list(export_lines(model)), fit, len(parts)
+
+
+OPTIONS = [  # (tokenizer, model settings, features, decisions, calibration sample)
+    (TokenizerSettings(), ModelSettings(), FeatureOptions(), DecisionOptions(), 5000),
+    # a sample smaller than the corpus: the reservoir's keys decide, drawn in input order
+    (TokenizerSettings(), ModelSettings(), FeatureOptions(), DecisionOptions(max_fpr=0.05), 150),
+    (TokenizerSettings(ngram_max=1), ModelSettings(variant="bernoulli"), FeatureOptions(max_features=3000),
+     DecisionOptions(seed=7), 200),
+    (TokenizerSettings(), ModelSettings(variant="complement", idf=True), FeatureOptions(min_df=2),
+     DecisionOptions(), 5000),
+]
+
+
+@pytest.mark.parametrize("i", range(len(OPTIONS)))
+def test_train_on_the_cluster_exports_what_local_training_does(cluster, i):
+    tok, settings, features, decisions, sample = OPTIONS[i]
+    local, local_fit = local_export([CORPUS], tok, settings, features, decisions, sample)
+    remote, remote_fit, n_parts = cluster_export(cluster[0], [CORPUS], tok, settings, features, decisions, sample)
+    assert n_parts > 10
+    assert len(local) > 1000 and remote == local
+    assert remote_fit == local_fit
+
+
+def test_a_line_file_in_byte_ranges_trains_as_locally(cluster, tsv):
+    tok, settings, features, decisions, _ = OPTIONS[0]
+    local, _ = local_export([tsv], tok, settings, features, decisions, 100)
+    remote, _, n_parts = cluster_export(cluster[0], [tsv], tok, settings, features, decisions, 100)
+    assert n_parts > 10 and remote == local
+
+
+def test_byte_ranges_start_at_lines_and_number_them_as_the_file(cluster, tsv):
+    parts = C.labelled_parts([tsv], [], LineOptions(), None, part_bytes=SMALL)
+    C.number_lines(cluster[0], parts)
+    ids = [d.id for p in parts for d in p.documents(None)]
+    assert ids == [d.id for d in labelled_documents([tsv], [], LineOptions())]
+    assert ids[0] == f"{tsv}:2"  # (line 1: the header row)
+
+
+def test_cv_matrix_on_the_cluster_is_the_local_one(cluster):
+    tok = TokenizerSettings()
+    ids_local, ids_remote = [], []
+    X, y, vocab = count_corpus(labelled_documents([CORPUS], [], LineOptions()), tok, ids=ids_local)
+    parts = C.labelled_parts([CORPUS], [], LineOptions(), None, part_bytes=SMALL)
+    X2, y2, vocab2 = C.corpus_on_cluster(cluster[0], parts, tok, ids=ids_remote)
+    assert vocab2.encoded() == vocab.encoded() and list(y2) == list(y) and ids_remote == ids_local
+    assert (X2 != X).nnz == 0 and (X2.indices == X.indices).all()
+
+
+def test_cli_train_predict_and_cv_with_a_scheduler(cluster, run, tmp_path):
+    address = cluster[1].scheduler_address
+    r = run("train", CORPUS, "-o", tmp_path / "d.nbm", "--engine", "dask", "--scheduler", address)
+    assert r.exit_code == 0, r.stderr
+    assert "trained on 432 documents (298 ham, 134 spam)" in r.stderr
+    assert run("train", CORPUS, "-o", tmp_path / "l.nbm").exit_code == 0
+    ex = [run("export", "-m", tmp_path / f"{m}.nbm").stdout for m in ("l", "d")]
+    assert ex[0] == ex[1] and ex[0].count("\n") > 1000
+    local = run("predict", "-m", tmp_path / "l.nbm", CORPUS, "--format", "jsonl")
+    remote = run("predict", "-m", tmp_path / "l.nbm", CORPUS, "--format", "jsonl", "--engine", "dask",
+                 "--scheduler", address)
+    assert remote.exit_code == 0, remote.stderr
+    assert remote.stdout == local.stdout and local.stdout.count("\n") == 432
+    cv = [run("cv", CORPUS, "--folds", "3", *extra).stdout
+          for extra in ((), ("--engine", "dask", "--scheduler", address))]
+    assert cv[0] == cv[1] and "accuracy" in cv[0]
+
+
+def test_predict_lines_in_byte_ranges_as_locally(cluster, run, sample_model, tsv):
+    address = cluster[1].scheduler_address
+    local = run("predict", "-m", sample_model, "--lines", tsv)
+    remote = run("predict", "-m", sample_model, "--lines", tsv, "--engine", "dask", "--scheduler", address)
+    assert remote.exit_code == 0, remote.stderr
+    assert remote.stdout == local.stdout and local.stdout.count("\n") == 433
+
+
+class KillOnce(distributed.WorkerPlugin):
+    """Kills the worker process that starts counting a partition, once (a marker file says it
+    happened): as a machine lost mid-run."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def transition(self, key, start, finish, **kw):
+        if finish == "executing" and "count_part" in str(key) and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_during_training_is_retried_and_the_model_is_the_same(cluster, tmp_path):
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    c, local = cluster
+    marker = str(tmp_path / "killed")
+    c.client.register_plugin(KillOnce(marker), name="kill-once")
+    try:
+        tok, settings, features, decisions, sample = OPTIONS[1]
+        remote, _, _ = cluster_export(c, [CORPUS], tok, settings, features, decisions, sample)
+    finally:
+        c.client.unregister_worker_plugin("kill-once")
+    assert os.path.exists(marker)  # a worker was killed
+    local_lines, _ = local_export([CORPUS], tok, settings, features, decisions, sample)
+    assert remote == local_lines
+    c.client.wait_for_workers(2, timeout=30)  # (the nanny restarted it)
+
+
+def test_an_unreachable_scheduler_is_an_error_naming_it_within_the_timeout():
+    start = time.monotonic()
+    with pytest.raises(C.NbtextError, match=r"^tcp://127\.0\.0\.1:9: cannot reach the Dask scheduler within 2 s"):
+        C.Cluster("tcp://127.0.0.1:9", timeout=2)
+    assert time.monotonic() - start < 15
+
+
+def test_engine_dask_without_dask_says_how_to_install_it(run, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # (import distributed: ImportError)
+    r = run("train", CORPUS, "-o", tmp_path / "m.nbm", "--engine", "dask")
+    assert r.exit_code == 1
+    assert r.stderr == "nbtext: error: --engine dask needs Dask, an optional extra: pip install 'nbtext[dask]'\n"
+    assert not (tmp_path / "m.nbm").exists()
+
+
+def test_scheduler_without_engine_dask_is_a_usage_error(run, tmp_path):
+    r = run("train", CORPUS, "-o", tmp_path / "m.nbm", "--scheduler", "tcp://127.0.0.1:8786")
+    assert r.exit_code == 2 and "--scheduler needs --engine dask" in r.stderr
+
+
+def test_stdin_is_refused_with_engine_dask(cluster, run, sample_model):
+    r = run("predict", "-m", sample_model, "-", "--engine", "dask", "--scheduler", cluster[1].scheduler_address,
+            input="Subject: hi\n\nhello\n")
+    assert r.exit_code == 1
+    assert r.stderr == "nbtext: error: -: --engine dask reads files its workers can reach, not standard input\n"
