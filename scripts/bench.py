@@ -153,6 +153,67 @@ def systems() -> tuple[list, list[str]]:
     return found, notes
 
 
+class DaskCluster:
+    """A Dask scheduler and N single-threaded workers started by hand, as docs/cluster.md does on
+    real hosts (here all on this machine), for `train --engine dask --scheduler`."""
+
+    def __init__(self, n_workers: int, tmp: Path):
+        import json
+
+        self.file = tmp / f"scheduler-{n_workers}.json"
+        dask = str(BIN / "dask")
+        quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs = [subprocess.Popen([dask, "scheduler", "--scheduler-file", str(self.file), "--port", "0",
+                                        "--dashboard-address", ":0"], **quiet)]
+        deadline = time.monotonic() + 60
+        while not self.file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.procs.append(subprocess.Popen([dask, "worker", "--scheduler-file", str(self.file), "--nworkers",
+                                            str(n_workers), "--nthreads", "1", "--no-dashboard"], **quiet))
+        self.address = json.loads(self.file.read_text())["address"]
+        from distributed import Client
+
+        with Client(self.address, timeout=60) as c:
+            c.wait_for_workers(n_workers, timeout=60)
+
+    def close(self):
+        for p in reversed(self.procs):
+            p.terminate()
+            p.wait()
+
+
+def dask_section(corpus: Path, n_docs: int, mb: float, repeat: int, tmp: Path) -> None:
+    """Training on 1 and 2 Dask workers (a scheduler started by hand, the client the nbtext
+    process) beside local training on 1 and 2 cores, and the models' equality."""
+    print("\n## Dask engine: 1 vs 2 workers, beside local parallel training\n")
+    if not importlib.util.find_spec("distributed"):
+        print("- dask: not installed (pip install -e '.[dask]'), skipped")
+        return
+    nb = str(BIN / "nbtext")
+    runs = [("local, -j 1", ["-j", "1"], None), ("local, -j 2", ["-j", "2"], None),
+            ("dask, 1 worker", ["--engine", "dask"], 1), ("dask, 2 workers", ["--engine", "dask"], 2)]
+    print(f"{n_docs} messages, {mb:.1f} MiB; median of {repeat}; the workers are started before the run "
+          "(`dask scheduler`, `dask worker --nworkers N --nthreads 1`); RSS is the nbtext process's "
+          "(the client's, for dask).\n")
+    print("| train | wall s | messages/s | per worker msg/s | client RSS MiB | export as local -j 1 |")
+    print("|---|---|---|---|---|---|")
+    exports = {}
+    for name, extra, workers in runs:
+        cluster = DaskCluster(workers, tmp) if workers else None
+        try:
+            model = tmp / f"dask-bench-{len(exports)}.nbm"
+            args = extra + (["--scheduler", cluster.address] if cluster else [])
+            got = [measure([nb, "train", str(corpus), "-o", str(model), "-q", *args]) for _ in range(repeat)]
+        finally:
+            if cluster:
+                cluster.close()
+        wall = statistics.median(w for w, _ in got)
+        exports[name] = subprocess.run([nb, "export", "-m", str(model)], capture_output=True).stdout
+        same = "yes" if exports[name] == exports[runs[0][0]] else "NO"
+        per = n_docs / wall / (workers or int(extra[1]))
+        print(f"| {name} | {wall:.2f} | {n_docs / wall:.0f} | {per:.0f} | {max(m for _, m in got):.0f} | {same} |")
+
+
 def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else "n/a"
 
@@ -164,6 +225,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="runs of train and predict at 1x (median)")
     ap.add_argument("--runs", type=int, default=21, help="whole-process classify runs (median)")
     ap.add_argument("--message", type=Path, default=ROOT / "data" / "example-spam.eml")
+    ap.add_argument("--only-dask", action="store_true", help="only the Dask engine's section")
     args = ap.parse_args()
     if not args.corpus.is_dir():
         raise SystemExit(f"bench: {args.corpus}: no such corpus (the shared data lives in ../shared/data)")
@@ -171,6 +233,10 @@ def main():
     peers, notes = systems()
     corpus_bytes = sum(f.stat().st_size for f in files(args.corpus))
     n_docs = len(files(args.corpus))
+    if args.only_dask:
+        with tempfile.TemporaryDirectory(prefix="nbtext-bench-") as tmp:
+            dask_section(args.corpus, n_docs, corpus_bytes / 2**20, args.repeat, Path(tmp))
+        return
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="nbtext-bench-") as tmp:
         tmp = Path(tmp)
@@ -246,6 +312,8 @@ def main():
             print(f"| {s.name} | " + " | ".join(f"{r['train']:.2f}" for r in rows)
                   + f" | {rows[-1]['train'] / rows[0]['train']:.1f} | "
                   + " | ".join(f"{r['train_rss']:.0f}" for r in rows) + f" | {rows[-1]['predict']:.2f} |")
+    with tempfile.TemporaryDirectory(prefix="nbtext-bench-") as tmp:
+        dask_section(args.corpus, n_docs, mb, args.repeat, Path(tmp))
 
 
 if __name__ == "__main__":

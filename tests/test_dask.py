@@ -2,6 +2,7 @@
 export line for line, and predict's rows; a worker killed mid-run is retried and changes nothing;
 an unreachable scheduler and a missing Dask are one `nbtext: error:` line."""
 import os
+import re
 import signal
 import sys
 import time
@@ -20,7 +21,8 @@ from nbtext.store.dump import export_lines  # noqa: E402
 from conftest import DATA  # noqa: E402
 
 CORPUS = str(DATA / "corpus")
-SMALL = 1 << 16  # bytes a partition: the sample's 432 messages in ~30 partitions, a TSV in ~20 ranges
+SMALL = 1 << 16  # bytes a partition: the sample's 432 messages in ~30 partitions
+LINES = 1 << 14  # and a TSV of 144 lines in ~25 byte ranges
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +39,12 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def tsv(tmp_path_factory):
-    """The sample as a TSV line file (label, then the message's text on one line)."""
+    """Every third message of the sample as a TSV line file (label, then the first 3,000 bytes of
+    the message on one line: plain text, tokenized with character n-grams too)."""
     path = tmp_path_factory.mktemp("tsv") / "sample.tsv"
     lines = ["label\ttext"]
-    for d in labelled_documents([CORPUS], [], LineOptions()):
-        text = d.data.decode("latin-1").replace("\t", " ").replace("\r", " ").replace("\n", " ")
+    for d in list(labelled_documents([CORPUS], [], LineOptions()))[::3]:
+        text = d.data[:3000].decode("latin-1").replace("\t", " ").replace("\r", " ").replace("\n", " ")
         lines.append(f"{d.label}\t{text}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return str(path)
@@ -53,15 +56,15 @@ def local_export(sources, tok, settings, features, decisions, sample):
     return list(export_lines(model)), fit
 
 
-def cluster_export(c, sources, tok, settings, features, decisions, sample, part_bytes=SMALL):
+def cluster_export(c, sources, tok, settings, features, decisions, sample, part_bytes=SMALL, resample=None):
     parts = C.labelled_parts(sources, [], LineOptions(), None, part_bytes=part_bytes)
     C.number_lines(c, parts)
-    model, fit = C.train_on_cluster(c, parts, tok, settings, features, decisions, calibration_sample=sample)
+    model, fit = C.train_on_cluster(c, parts, tok, settings, features, decisions, calibration_sample=sample,
+                                    resample=resample)
     return list(export_lines(model)), fit, len(parts)
 
 
-OPTIONS = [  # (tokenizer, model settings, features, decisions, calibration sample)
-    (TokenizerSettings(), ModelSettings(), FeatureOptions(), DecisionOptions(), 5000),
+OPTIONS = [  # (tokenizer, model settings, features, decisions, calibration sample); the defaults: the CLI test
     # a sample smaller than the corpus: the reservoir's keys decide, drawn in input order
     (TokenizerSettings(), ModelSettings(), FeatureOptions(), DecisionOptions(max_fpr=0.05), 150),
     (TokenizerSettings(ngram_max=1), ModelSettings(variant="bernoulli"), FeatureOptions(max_features=3000),
@@ -73,23 +76,26 @@ OPTIONS = [  # (tokenizer, model settings, features, decisions, calibration samp
 
 @pytest.mark.parametrize("i", range(len(OPTIONS)))
 def test_train_on_the_cluster_exports_what_local_training_does(cluster, i):
+    """Both ways to calibration's sample: the rows sent with the counts (a Reservoir on the client),
+    and the chosen documents counted again by a second map (resample)."""
     tok, settings, features, decisions, sample = OPTIONS[i]
     local, local_fit = local_export([CORPUS], tok, settings, features, decisions, sample)
-    remote, remote_fit, n_parts = cluster_export(cluster[0], [CORPUS], tok, settings, features, decisions, sample)
+    remote, remote_fit, n_parts = cluster_export(cluster[0], [CORPUS], tok, settings, features, decisions, sample,
+                                                 resample=i % 2 == 0)
     assert n_parts > 10
     assert len(local) > 1000 and remote == local
     assert remote_fit == local_fit
 
 
 def test_a_line_file_in_byte_ranges_trains_as_locally(cluster, tsv):
-    tok, settings, features, decisions, _ = OPTIONS[0]
+    tok, settings, features, decisions = TokenizerSettings(), ModelSettings(), FeatureOptions(), DecisionOptions()
     local, _ = local_export([tsv], tok, settings, features, decisions, 100)
-    remote, _, n_parts = cluster_export(cluster[0], [tsv], tok, settings, features, decisions, 100)
+    remote, _, n_parts = cluster_export(cluster[0], [tsv], tok, settings, features, decisions, 100, LINES)
     assert n_parts > 10 and remote == local
 
 
 def test_byte_ranges_start_at_lines_and_number_them_as_the_file(cluster, tsv):
-    parts = C.labelled_parts([tsv], [], LineOptions(), None, part_bytes=SMALL)
+    parts = C.labelled_parts([tsv], [], LineOptions(), None, part_bytes=LINES)
     C.number_lines(cluster[0], parts)
     ids = [d.id for p in parts for d in p.documents(None)]
     assert ids == [d.id for d in labelled_documents([tsv], [], LineOptions())]
@@ -108,8 +114,9 @@ def test_cv_matrix_on_the_cluster_is_the_local_one(cluster):
 
 def test_cli_train_predict_and_cv_with_a_scheduler(cluster, run, tmp_path):
     address = cluster[1].scheduler_address
-    r = run("train", CORPUS, "-o", tmp_path / "d.nbm", "--engine", "dask", "--scheduler", address)
+    r = run("train", CORPUS, "-o", tmp_path / "d.nbm", "--engine", "dask")  # (a LocalCluster of its own)
     assert r.exit_code == 0, r.stderr
+    assert re.search(r"^nbtext: Dask LocalCluster of \d+ workers; dashboard http://\S+$", r.stderr, re.M)
     assert "trained on 432 documents (298 ham, 134 spam)" in r.stderr
     assert run("train", CORPUS, "-o", tmp_path / "l.nbm").exit_code == 0
     ex = [run("export", "-m", tmp_path / f"{m}.nbm").stdout for m in ("l", "d")]
@@ -129,7 +136,7 @@ def test_predict_lines_in_byte_ranges_as_locally(cluster, run, sample_model, tsv
     local = run("predict", "-m", sample_model, "--lines", tsv)
     remote = run("predict", "-m", sample_model, "--lines", tsv, "--engine", "dask", "--scheduler", address)
     assert remote.exit_code == 0, remote.stderr
-    assert remote.stdout == local.stdout and local.stdout.count("\n") == 433
+    assert remote.stdout == local.stdout and local.stdout.count("\n") == 145
 
 
 class KillOnce(distributed.WorkerPlugin):
@@ -153,7 +160,7 @@ def test_a_worker_killed_during_training_is_retried_and_the_model_is_the_same(cl
     marker = str(tmp_path / "killed")
     c.client.register_plugin(KillOnce(marker), name="kill-once")
     try:
-        tok, settings, features, decisions, sample = OPTIONS[1]
+        tok, settings, features, decisions, sample = OPTIONS[0]
         remote, _, _ = cluster_export(c, [CORPUS], tok, settings, features, decisions, sample)
     finally:
         c.client.unregister_worker_plugin("kill-once")

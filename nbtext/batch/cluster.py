@@ -114,6 +114,7 @@ class Part:
         self.files, self.path, self.fmt, self.opts = files, path, fmt, opts
         self.labelled, self.start, self.size, self.before = labelled, start, size, before
         self.whole, self.label = whole, label
+        self.lines = None  # (a line range's, once number_lines counted them)
 
     def documents(self, on_error) -> Iterator[Document]:
         from .. import read
@@ -267,7 +268,7 @@ def number_lines(cluster: Cluster, parts: list[Part]) -> None:
         return
     seen: dict[str, int] = {}
     for part, n in zip(ranged, cluster.ordered(_count_lines, ranged)):
-        part.before = seen.get(part.path, 0)
+        part.before, part.lines = seen.get(part.path, 0), n
         seen[part.path] = part.before + n
 
 
@@ -278,9 +279,9 @@ class PartCounts:
     64-bit keys), a Counts over them, its ledger digests, its documents (and their labels),
     and the errors reading it met."""
 
-    def __init__(self, blob, keys, counts, ledger, labels, errors):
+    def __init__(self, blob, keys, counts, ledger, labels, errors, rows=None):
         self.blob, self.keys, self.counts, self.ledger = blob, keys, counts, ledger
-        self.labels, self.errors = labels, errors
+        self.labels, self.errors, self.rows = labels, errors, rows
 
 
 def _errors() -> tuple[list, Callable]:
@@ -288,8 +289,10 @@ def _errors() -> tuple[list, Callable]:
     return errors, lambda e: errors.append(str(e))
 
 
-def count_part(part: Part, tokenizer, settings) -> PartCounts:
-    """The map of train: a partition's documents counted as train_model counts them."""
+def count_part(part: Part, tokenizer, settings, keep_rows: bool = False) -> PartCounts:
+    """The map of train: a partition's documents counted as train_model counts them; with
+    ``keep_rows``, their rows too (over the partition's tokens), for calibration's sample."""
+    from ..features.rows import Rows
     from ..features.vocabulary import Vocabulary
     from ..nb.counts import Counts
     from ..nb.estimators import make_estimator
@@ -297,7 +300,7 @@ def count_part(part: Part, tokenizer, settings) -> PartCounts:
     from .chunks import counted
 
     errors, on_error = _errors()
-    vocab, counts, ledger, labels = Vocabulary(), Counts(), set(), []
+    vocab, counts, ledger, labels, rows = Vocabulary(), Counts(), set(), [], []
     counting = make_estimator(settings)
     for chunk, batch in counted(part.documents(on_error), tokenizer):
         chunk_labels = [d.label for d in chunk]
@@ -305,8 +308,11 @@ def count_part(part: Part, tokenizer, settings) -> PartCounts:
         ledger.update(digest(d.label, d.data) for d in chunk)
         ids = batch.ids_in(vocab, grow=True)
         counts.add(counting.features(batch.rows), chunk_labels, ids=ids, width=len(vocab))
+        if keep_rows:
+            rows.append(batch.rows.moved(ids, len(vocab)))
     counts.compact()
-    return PartCounts(vocab.encoded(), vocab.keys(), counts, ledger, labels, errors)
+    return PartCounts(vocab.encoded(), vocab.keys(), counts, ledger, labels, errors,
+                      Rows.stack(rows, len(vocab)) if keep_rows else None)
 
 
 def rows_part(part: Part, tokenizer, wanted: np.ndarray | None = None):
@@ -360,27 +366,47 @@ def _report(errors: list[str], on_error) -> None:
         on_error(NbtextError(e))
 
 
+RESAMPLE_SHARE = 4  # documents per sampled one above which the sample is counted again, not sent
+
+
+def estimated_documents(parts: list[Part]) -> int:
+    """About how many documents the partitions hold (files, and line ranges' lines, once
+    numbered; an mbox file counts one)."""
+    return sum(len(p.files) if p.files is not None else (p.lines or 1) for p in parts)
+
+
 def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, features, decisions,
-                     progress=None, calibration_sample: int | None = None, on_error=None):
-    """train_model's model (and max_fpr's fit), from partitions counted on the cluster."""
+                     progress=None, calibration_sample: int | None = None, on_error=None,
+                     resample: bool | None = None):
+    """train_model's model (and max_fpr's fit), from partitions counted on the cluster.
+    ``resample``: whether calibration's sample is counted again by a second map (None: when the
+    input holds more than RESAMPLE_SHARE times as many documents) rather than sent with the
+    counts and kept by a Reservoir on the client, as local training keeps it."""
     from ..features.rows import Rows
     from ..features.vocabulary import Vocabulary
     from ..nb.counts import Counts
-    from .train import CALIBRATION_SAMPLE, _model_from_counts
+    from .train import CALIBRATION_SAMPLE, Reservoir, _model_from_counts
 
     if settings.tf or settings.length_norm:
         raise SettingError("tf" if settings.tf else "length_norm", None,
                            "counts transformed rows, float sums whose last bits depend on the order "
                            "of addition: --engine dask trains only on whole counts (local training does it)")
     size = CALIBRATION_SAMPLE if calibration_sample is None else calibration_sample
-    vocab, counts, ledger, sizes, all_labels = Vocabulary(), Counts(), set(), [], []
-    for result in cluster.ordered(count_part, parts, tokenizer, settings):
+    needs_sample = decisions.needs_matrix or settings.choosing
+    # The sample's rows come back with the counts when it is likely a large share of the input
+    # (re-reading it would cost more); else only the chosen documents are counted again after.
+    if resample is None:
+        resample = needs_sample and estimated_documents(parts) > RESAMPLE_SHARE * size
+    reservoir = Reservoir(size, decisions.seed) if needs_sample and not resample else None
+    vocab, counts, ledger, sizes = Vocabulary(), Counts(), set(), []
+    for result in cluster.ordered(count_part, parts, tokenizer, settings, reservoir is not None):
         _report(result.errors, on_error)
         ids = vocab.extend_encoded(result.blob, result.keys)
         counts.merge(result.counts, ids=ids, width=len(vocab))
         ledger |= result.ledger
         sizes.append(len(result.labels))
-        all_labels += result.labels
+        if reservoir is not None and result.labels:
+            reservoir.add(result.rows.moved(ids, len(vocab)), result.labels)
         if progress:
             progress(len(result.labels))
         del result
@@ -388,7 +414,9 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     if not n_docs:
         raise NbtextError("no documents found in the training sources")
     X = y = None
-    if decisions.needs_matrix or settings.choosing:
+    if reservoir is not None:
+        X, y = reservoir.sample(len(vocab))
+    elif needs_sample:
         chosen = sample_positions(n_docs, size, decisions.seed)
         X, y = _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows)
     model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)

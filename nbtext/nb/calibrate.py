@@ -97,7 +97,9 @@ LENGTH_POWERS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 def lengths_of(X) -> np.ndarray:
     """Each document's length as the calibration map reads it: its known tokens' occurrences."""
-    return Rows.of(X).row_sums()
+    X = Rows.of(X)
+    # (summed in float64: a sample's 16-bit counts summed in 16 bits wrapped past 65,535 tokens)
+    return X.row_sums(X.data.astype(np.float64))
 
 
 def calibrated_log(decision, jll: np.ndarray, lengths: np.ndarray) -> np.ndarray:
