@@ -7,11 +7,12 @@ The spine (docs/architecture.md) is what makes this a map and a reduce:
   read.py's own readers, cut into chunks and counted as on one machine (batch.chunks), into
   the partition's own statistics: its vocabulary in first-seen order (tokens as bytes and their
   64-bit keys, no ids) and a Counts over it, its ledger digests, its number of documents;
-- reduce (client, in input order): the partition's tokens are given ids in the one vocabulary
-  (Vocabulary.extend_encoded: the new ones appended in the partition's first-seen order, which
-  is the whole input's first-seen order, as local training gives them), and its counts are
-  Counts.merge'd at those ids. Counts of whole numbers add exactly in float64 whatever the
-  order, so the sums are local training's bits.
+- reduce (a tree of ``combine`` tasks on the workers, pairs of neighbours in input order, and
+  the one result sent to the client): the right one's tokens are given ids after the left one's
+  (Vocabulary.extend_encoded: the new ones appended in its first-seen order, so that the result
+  is in the whole input's first-seen order, as local training numbers tokens), and its counts
+  are Counts.merge'd at those ids. Counts of whole numbers add exactly in float64 whatever the
+  grouping, so the sums are local training's bits.
 - calibration's sample: the reservoir keys are drawn on the client after the reduce, from the
   same seeded generator in input order (one key per document, as batch.train.Reservoir draws
   them), the documents with the smallest keys chosen, and only those documents' rows counted
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
@@ -90,11 +92,39 @@ class Cluster:
     def __exit__(self, *exc):
         self.close()
 
+    def reduced(self, fn, parts: list, args: tuple, progress=None):
+        """fn(part, *args) for each part on the workers, combined pairwise in the parts' order
+        (combine) on the workers too: the client receives one result (None: no parts).
+        ``progress`` is called with each part's number of documents as it is counted."""
+        distributed = _distributed()
+        client, tag = self.client, uuid.uuid4().hex  # (keys of their own: a run's keys are cancelled at its end)
+        level = [client.submit(fn, p, *args, key=f"nbtext-{fn.__name__}-{i}-{tag}", pure=False)
+                 for i, p in enumerate(parts)]
+        counted = [client.submit(_documents_of, f, key=f"nbtext-documents-{i}-{tag}", pure=False)
+                   for i, f in enumerate(level)] if progress else []
+        depth = 0
+        while len(level) > 1:
+            depth += 1
+            paired = [client.submit(combine, level[i], level[i + 1], key=f"nbtext-combine-{depth}-{i}-{tag}",
+                                    pure=False) for i in range(0, len(level) - 1, 2)]
+            level = paired + level[len(level) - len(level) % 2:]
+        if not level:
+            return None
+        final = level[0]
+        del level
+        try:
+            for f in distributed.as_completed(counted):
+                progress(f.result())
+            return final.result()
+        finally:
+            client.cancel([final, *counted])
+
     def ordered(self, fn, parts: list, *args) -> Iterator:
         """fn(part, *args) for each part on the workers; results in the parts' order, each as
         soon as it and those before it are done (the reduce goes on while workers count)."""
-        futures = [self.client.submit(fn, p, *args, key=f"nbtext-{fn.__name__}-{i}-{os.getpid()}-{id(parts)}",
-                                      pure=False) for i, p in enumerate(parts)]
+        tag = uuid.uuid4().hex
+        futures = [self.client.submit(fn, p, *args, key=f"nbtext-{fn.__name__}-{i}-{tag}", pure=False)
+                   for i, p in enumerate(parts)]
         try:
             for f in futures:
                 yield f.result()
@@ -275,13 +305,42 @@ def number_lines(cluster: Cluster, parts: list[Part]) -> None:
 # -- the map: on the workers ----------------------------------------------------------------------
 
 class PartCounts:
-    """A partition's statistics: its tokens (first-seen order, NUL-terminated UTF-8, and their
-    64-bit keys), a Counts over them, its ledger digests, its documents (and their labels),
-    and the errors reading it met."""
+    """Consecutive partitions' statistics: their tokens (first-seen order, NUL-terminated UTF-8,
+    and their 64-bit keys), a Counts over them, their ledger digests, each partition's number of
+    documents (``sizes``), the errors reading them met; with rows kept, their documents' rows
+    over these tokens and their labels."""
 
-    def __init__(self, blob, keys, counts, ledger, labels, errors, rows=None):
+    def __init__(self, blob, keys, counts, ledger, sizes, errors, rows=None, labels=()):
         self.blob, self.keys, self.counts, self.ledger = blob, keys, counts, ledger
-        self.labels, self.errors, self.rows = labels, errors, rows
+        self.sizes, self.errors, self.rows, self.labels = sizes, errors, rows, list(labels)
+
+    @property
+    def n_documents(self) -> int:
+        return sum(self.sizes)
+
+
+def combine(a: PartCounts, b: PartCounts) -> PartCounts:
+    """The statistics of a's partitions followed by b's: the reduce, associative and in input
+    order, so a tree of combines on the workers is the client's in-order reduce. b's tokens get
+    ids after a's (the new ones in b's first-seen order: the first-seen order of both) and b's
+    whole-number counts are added at them, exactly in any grouping. (a is changed and returned:
+    a task's input is dropped once its one combine has it, and a lost worker's results are
+    recomputed from the partitions, not from it.)"""
+    from ..features.rows import Rows
+    from ..features.vocabulary import Vocabulary
+
+    vocab = Vocabulary.from_encoded(a.blob, a.keys)
+    ids = vocab.extend_encoded(b.blob, b.keys)
+    a.counts.merge(b.counts, ids=ids, width=len(vocab))
+    rows = None
+    if a.rows is not None:
+        rows = Rows.stack([a.rows.widened(len(vocab)), b.rows.moved(ids, len(vocab))], len(vocab))
+    return PartCounts(vocab.encoded(), vocab.keys(), a.counts, a.ledger | b.ledger, a.sizes + b.sizes,
+                      a.errors + b.errors, rows, a.labels + b.labels)
+
+
+def _documents_of(result: PartCounts) -> int:
+    return result.n_documents
 
 
 def _errors() -> tuple[list, Callable]:
@@ -311,8 +370,8 @@ def count_part(part: Part, tokenizer, settings, keep_rows: bool = False) -> Part
         if keep_rows:
             rows.append(batch.rows.moved(ids, len(vocab)))
     counts.compact()
-    return PartCounts(vocab.encoded(), vocab.keys(), counts, ledger, labels, errors,
-                      Rows.stack(rows, len(vocab)) if keep_rows else None)
+    return PartCounts(vocab.encoded(), vocab.keys(), counts, ledger, [len(labels)], errors,
+                      Rows.stack(rows, len(vocab)) if keep_rows else None, labels if keep_rows else ())
 
 
 def rows_part(part: Part, tokenizer, wanted: np.ndarray | None = None):
@@ -384,7 +443,6 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     counts and kept by a Reservoir on the client, as local training keeps it."""
     from ..features.rows import Rows
     from ..features.vocabulary import Vocabulary
-    from ..nb.counts import Counts
     from .train import CALIBRATION_SAMPLE, Reservoir, _model_from_counts
 
     if settings.tf or settings.length_norm:
@@ -397,26 +455,21 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     # (re-reading it would cost more); else only the chosen documents are counted again after.
     if resample is None:
         resample = needs_sample and estimated_documents(parts) > RESAMPLE_SHARE * size
-    reservoir = Reservoir(size, decisions.seed) if needs_sample and not resample else None
-    vocab, counts, ledger, sizes = Vocabulary(), Counts(), set(), []
-    for result in cluster.ordered(count_part, parts, tokenizer, settings, reservoir is not None):
-        _report(result.errors, on_error)
-        ids = vocab.extend_encoded(result.blob, result.keys)
-        counts.merge(result.counts, ids=ids, width=len(vocab))
-        ledger |= result.ledger
-        sizes.append(len(result.labels))
-        if reservoir is not None and result.labels:
-            reservoir.add(result.rows.moved(ids, len(vocab)), result.labels)
-        if progress:
-            progress(len(result.labels))
-        del result
-    n_docs = sum(sizes)
-    if not n_docs:
+    keep_rows = needs_sample and not resample
+    result = cluster.reduced(count_part, parts, (tokenizer, settings, keep_rows), progress)
+    if result is None or not result.n_documents:
         raise NbtextError("no documents found in the training sources")
+    _report(result.errors, on_error)
+    vocab = Vocabulary.from_encoded(result.blob, result.keys)  # (ids: the positions, first-seen order)
+    counts, ledger, sizes, n_docs = result.counts, result.ledger, result.sizes, result.n_documents
     X = y = None
-    if reservoir is not None:
+    if keep_rows:
+        reservoir = Reservoir(size, decisions.seed)
+        reservoir.add(result.rows, result.labels)
+        del result
         X, y = reservoir.sample(len(vocab))
     elif needs_sample:
+        del result
         chosen = sample_positions(n_docs, size, decisions.seed)
         X, y = _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows)
     model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)

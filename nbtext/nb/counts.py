@@ -86,6 +86,10 @@ class Counts:
         return np.asarray([index[lab] for lab in labels], dtype=np.int64)
 
     def _reserve(self, width: int) -> None:
+        if not (self._fc.flags.owndata and self._fc.flags.writeable):  # (arrays received from
+            self._fc, self._cc = self._fc.copy(), self._cc.copy()         # another process)
+        if not (self._df.flags.owndata and self._df.flags.writeable):
+            self._df = self._df.copy()
         rows = self._fc.shape[0]
         if width > rows:
             rows = max(width, rows + rows // 4)
