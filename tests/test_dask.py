@@ -195,3 +195,32 @@ def test_stdin_is_refused_with_engine_dask(cluster, run, sample_model):
             input="Subject: hi\n\nhello\n")
     assert r.exit_code == 1
     assert r.stderr == "nbtext: error: -: --engine dask reads files its workers can reach, not standard input\n"
+
+
+def test_a_server_that_is_not_a_scheduler_is_an_error_naming_it():
+    """A web server (or proxy) on the port: its reply is no Dask frame (read as one, its length
+    asked numpy for exabytes: a MemoryError, once printed as 'out of memory')."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def answer():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" * 4)
+            conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        with pytest.raises(C.NbtextError, match=rf"^{re.escape(address)}: not a Dask scheduler"):
+            C.Cluster(address, timeout=3)
+    finally:
+        server.close()

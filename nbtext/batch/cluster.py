@@ -67,6 +67,9 @@ class Cluster:
                 raise NbtextError(f"{address}: cannot reach the Dask scheduler within {timeout:g} s "
                                   f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no answer'})"
                                   ) from None
+            except Exception as e:  # something answered that does not speak Dask's protocol (a
+                # web proxy's reply read as a frame length asked numpy for exabytes: MemoryError)
+                raise NbtextError(f"{address}: not a Dask scheduler ({type(e).__name__} while connecting)") from None
         else:
             from .chunks import default_jobs
 
