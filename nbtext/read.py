@@ -294,16 +294,17 @@ def _unquote(body: bytes) -> bytes:
     return _QUOTED_FROM_LINES.sub(b"", body) if b">From " in body else body
 
 
-def _mbox_documents(path: str, src) -> Iterator[Document]:
+def _mbox_documents(path: str, src, before: int | None = None) -> Iterator[Document]:
     """The messages in src (readline()), whose first line is a From_ line: an mbox when another
     From_ line follows a blank line (each message without its From_ line, quoting undone, id
-    FILE:LINE), else one document (all of it). At most MAX_DOCUMENT_BYTES of each is kept."""
+    FILE:LINE), else one document (all of it). At most MAX_DOCUMENT_BYTES of each is kept.
+    ``before``: src is a byte range of an mbox file (mbox_starts), ``before`` lines before it."""
     cap = MAX_DOCUMENT_BYTES
     first, first_size = [], 0  # the first line, kept for a file that holds one message
     buf, size = io.BytesIO(), 0  # the current message, after its From_ line
-    mbox = False       # a second From_ line seen: the file is an mbox
-    n = -1             # the current line's index (as in data.splitlines())
-    start = 0          # the index of the current message's From_ line
+    mbox = bool(before)  # a second From_ line seen: the file is an mbox (a later range's is)
+    n = -1 if before is None else before - 1  # the current line's index (as in data.splitlines())
+    start = before or 0  # the index of the current message's From_ line
     blank = False      # the current line is blank, so far
     at_start = True    # the next piece starts a line
     for piece in _line_pieces(src):
@@ -334,10 +335,89 @@ def _mbox_documents(path: str, src) -> Iterator[Document]:
         size += len(piece)
     if mbox:
         yield Document(f"{path}:{start + 1}", buf.getvalue())
+    elif before is not None:  # the first range, of one message: as the next From_ line yields it
+        yield Document(f"{path}:{start + 1}", _unquote(buf.getvalue()))
     else:  # one message: from its first line on, at most the cap
         body = buf.getvalue()
         buf = None
         yield Document(path, b"".join(first) + body[:cap - first_size])
+
+
+class _Bounded:
+    """readline() of at most ``size`` bytes of a stream."""
+
+    def __init__(self, inp: _Input, size: int):
+        self._inp, self._left = inp, size
+
+    def readline(self, limit: int) -> bytes:
+        if self._left <= 0:
+            return b""
+        line = self._inp.readline(min(limit, self._left))
+        self._left -= len(line)
+        return line
+
+
+def mbox_starts(path: str, every: int) -> list[int]:
+    """Where messages of an mbox file start, about ``every`` bytes apart (0 first): each the
+    first From_ line after a blank line from a cut on, as _mbox_documents cuts messages, so that
+    byte ranges between them (mbox_range_documents) hold whole messages. [0] for a file that
+    _file_documents would not split there (not starting with a From_ line, gzip, one message)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+            if _FROM_LINE.match(head) is None:
+                return [0]
+            size = os.fstat(f.fileno()).st_size
+            starts = [0]
+            for cut in range(every, size, every):
+                if cut > starts[-1]:
+                    at = _separator_at(f, cut, size)
+                    if at is None:
+                        break
+                    if at > starts[-1]:
+                        starts.append(at)
+            return starts
+    except OSError:
+        return [0]  # (the reader reports it)
+
+
+def _separator_at(f, cut: int, size: int, back: int = 1 << 16) -> int | None:
+    """The offset of the first From_ line after a blank line at or after ``cut`` (a line's start,
+    the line before it seen from up to ``back`` bytes before), or None."""
+    back, window = min(back, cut), 1 << 20
+    while True:
+        f.seek(cut - back)
+        data = f.read(back + window)
+        for m in _FROM_LINE.finditer(data, back):
+            pos = m.start()
+            if data[pos - 1] in b"\r\n" and _blank_line_before(data, pos):
+                return cut - back + pos
+        if cut - back + len(data) >= size:
+            return None
+        window *= 2
+
+
+def mbox_range_documents(path: str, start: int, size: int, before: int) -> Iterator[Document]:
+    """The messages of an mbox file's byte range from ``start`` (one of mbox_starts), ``size``
+    bytes, ``before`` lines (as bytes.splitlines counts them) before it: as the whole file's."""
+    with _Input(path, offset=start) as inp:
+        yield from _mbox_documents(path, _Bounded(inp, size), before)
+
+
+def count_line_ends(path: str, start: int, size: int) -> int:
+    """Lines (as bytes.splitlines counts them: \\n, \\r\\n, a lone \\r) that end in a byte range."""
+    n, left, last = 0, size, b""
+    with open(path, "rb") as f:
+        f.seek(start)
+        while left > 0:
+            block = f.read(min(left, 1 << 20))
+            if not block:
+                break
+            n += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+            if last == b"\r" and block[:1] == b"\n":
+                n -= 1  # (a \\r\\n cut between two blocks)
+            last, left = block[-1:], left - len(block)
+    return n
 
 
 def _file_documents(path: str) -> Iterator[Document]:

@@ -50,6 +50,45 @@ def tsv(tmp_path_factory):
     return str(path)
 
 
+@pytest.fixture(scope="module")
+def mboxes(tmp_path_factory):
+    """The sample as two mbox files (--label spam, --label ham), mboxrd-quoted, with CRLF lines in
+    every third message, a body line "From the desk" after a blank line (not a From_ line) and
+    a quoted ">From " line: byte ranges must start only at true From_ lines."""
+    import re as _re
+
+    folder = tmp_path_factory.mktemp("mbox")
+    paths = {}
+    for label in ("spam", "ham"):
+        out = []
+        for i, d in enumerate(labelled_documents([], [(label, str(DATA / "corpus" / label))], LineOptions())):
+            body = d.data.rstrip(b"\r\n") + b"\n\nFrom the desk of nobody\n>From Mon Jan  1 here\n"
+            body = _re.sub(rb"(?m)^(>*From )", rb">\1", body)
+            msg = b"From someone@example.com Mon Jan  1 00:00:%02d 2024\n" % (i % 60) + body + b"\n"
+            out.append(msg.replace(b"\n", b"\r\n") if i % 3 == 0 else msg)
+        paths[label] = folder / f"{label}.mbox"
+        paths[label].write_bytes(b"".join(out))
+    return [(label, str(path)) for label, path in paths.items()]
+
+
+def test_an_mbox_in_byte_ranges_reads_as_the_whole_file(cluster, mboxes):
+    parts = C.labelled_parts([], mboxes, LineOptions(), None, part_bytes=SMALL)
+    assert sum(p.mbox for p in parts) > 10
+    C.number_lines(cluster[0], parts)
+    got = [(d.id, d.label, d.data) for p in parts for d in p.documents(None)]
+    want = [(d.id, d.label, d.data) for d in labelled_documents([], mboxes, LineOptions())]
+    assert len(want) == 432 and got == want
+
+
+def test_mbox_ranges_train_as_locally(cluster, mboxes):
+    tok, settings, features, decisions = TokenizerSettings(), ModelSettings(), FeatureOptions(), DecisionOptions()
+    model, _ = train_model(labelled_documents([], mboxes, LineOptions()), tok, settings, features, decisions)
+    parts = C.labelled_parts([], mboxes, LineOptions(), None, part_bytes=SMALL)
+    C.number_lines(cluster[0], parts)
+    remote, _ = C.train_on_cluster(cluster[0], parts, tok, settings, features, decisions)
+    assert list(export_lines(remote)) == list(export_lines(model))
+
+
 def local_export(sources, tok, settings, features, decisions, sample):
     docs = labelled_documents(sources, [], LineOptions())
     model, fit = train_model(docs, tok, settings, features, decisions, calibration_sample=sample)

@@ -3,7 +3,7 @@ on a Dask cluster's workers, and the result equal to local training, count for c
 
 The spine (docs/architecture.md) is what makes this a map and a reduce:
 
-- map (workers): a partition (a list of files, or a byte range of a line file) is read with
+- map (workers): a partition (a list of files, or a byte range of a line file or an mbox) is read with
   read.py's own readers, cut into chunks and counted as on one machine (batch.chunks), into
   the partition's own statistics: its vocabulary in first-seen order (tokens as bytes and their
   64-bit keys, no ids) and a Counts over it, its ledger digests, its number of documents;
@@ -143,10 +143,10 @@ class Part:
     that start in a byte range (``before`` lines before it: ids are FILE:LINE as locally)."""
 
     def __init__(self, files=None, path=None, fmt=None, opts=None, labelled=True, start=0, size=None,
-                 before=0, whole=False, label=None):
+                 before=0, whole=False, label=None, mbox=False):
         self.files, self.path, self.fmt, self.opts = files, path, fmt, opts
         self.labelled, self.start, self.size, self.before = labelled, start, size, before
-        self.whole, self.label = whole, label
+        self.whole, self.label, self.mbox = whole, label, mbox
         self.lines = None  # (a line range's, once number_lines counted them)
 
     def documents(self, on_error) -> Iterator[Document]:
@@ -158,6 +158,11 @@ class Part:
                     if label is not None:
                         doc.label = label
                     yield doc
+        elif self.mbox:  # (a byte range of an mbox file, from a message's From_ line)
+            docs = read.mbox_range_documents(self.path, self.start, self.size, self.before)
+            for doc in read._guarded(docs, on_error):
+                doc.label = self.label
+                yield doc
         elif self.whole:  # (a gzip or CSV line file: read by one worker)
             docs = read.line_documents(self.path, self.opts, self.labelled)
             yield from read._guarded(docs, on_error)
@@ -186,8 +191,21 @@ def _sized(files: Iterable[tuple]) -> list[tuple]:
 
 
 def _file_parts(sized: list[tuple], part_bytes: int) -> Iterator[Part]:
+    """Consecutive files, about part_bytes a partition; an mbox file larger than that in byte
+    ranges of whole messages (read.mbox_starts)."""
+    from .. import read
+
     group, held = [], 0
     for f, size in sized:
+        if size > part_bytes and not f[1]:
+            starts = read.mbox_starts(f[0], part_bytes)
+            if len(starts) > 1:
+                if group:
+                    yield Part(files=group)
+                    group, held = [], 0
+                for s, e in zip(starts, starts[1:] + [size]):
+                    yield Part(path=f[0], start=s, size=e - s, label=f[2], mbox=True)
+                continue
         group.append(f)
         held += size
         if held >= part_bytes or len(group) >= PART_FILES:
@@ -281,7 +299,12 @@ def input_parts(inputs: list[str], lines: bool, input_format: str | None, opts: 
 
 
 def _count_lines(part: Part) -> int:
-    """Lines that start in a line range (its newlines: ranges end after one)."""
+    """Lines that start in a line range (its newlines: ranges end after one); in an mbox
+    range, as bytes.splitlines counts them (as mbox ids do)."""
+    if part.mbox:
+        from ..read import count_line_ends
+
+        return count_line_ends(part.path, part.start, part.size)
     n, left = 0, part.size
     with open(part.path, "rb") as f:
         f.seek(part.start)
@@ -433,8 +456,9 @@ RESAMPLE_SHARE = 4  # documents per sampled one above which the sample is counte
 
 def estimated_documents(parts: list[Part]) -> int:
     """About how many documents the partitions hold (files, and line ranges' lines, once
-    numbered; an mbox file counts one)."""
-    return sum(len(p.files) if p.files is not None else (p.lines or 1) for p in parts)
+    numbered; an mbox file counts one, a range of one a message per 5 KB)."""
+    return sum(len(p.files) if p.files is not None else max(1, p.size // 5000) if p.mbox else (p.lines or 1)
+               for p in parts)
 
 
 def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, features, decisions,
