@@ -88,7 +88,8 @@ def test_accuracy_script_reports_the_split_and_the_same_folds_for_both_systems()
     assert cv_rows["nbtext"][:4] == [f"{(direct[0][0] + direct[1][1]) / 3250:.2%}", f"{direct[0][1] / 2750:.2%}",
                                      str(direct[0][1]), str(direct[1][0])]
     for system in ("nbtext", "bogofilter") if shutil.which("bogofilter") else ("nbtext",):
-        accuracy, fpr, fp, fn, best, best_accuracy = cv_rows[system]
+        accuracy, fpr, fp, fn, best, best_accuracy, auc, extremes = cv_rows[system]
+        assert 0.9 < float(auc) <= 1 and sum(int(n) for n in extremes.split(" / ")) <= 3250
         assert fpr == f"{int(fp) / 2750:.2%}" and accuracy == f"{1 - (int(fp) + int(fn)) / 3250:.2%}"
         assert best_accuracy == f"{1 - int(best) / 3250:.2%}"
         if int(fp) <= 5:  # then the 0.5 threshold is one of those the best case looked at
