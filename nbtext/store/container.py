@@ -27,9 +27,11 @@ import zlib
 from ..errors import ModelFileError
 
 MAGIC = b"NBTEXT\x1a\n"
+# 4: table models too (header "kind": "table", nbtext.store.tables), which an older nbtext must
+# refuse as newer rather than call corrupt; text models are as in format 3.
 # 3: the header's "derived" sums are each estimator's summary() (nbtext.nb.estimators);
 # 2: a sorted, front-coded vocabulary; 1: a hashed one. Every older format is still read.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 PREFIX = struct.Struct("<8sIQI")
 ALIGN = 8
 

@@ -1,0 +1,291 @@
+"""The table input edge: a CSV or TSV file with a header row becomes chunks of typed columns.
+
+A table is read a chunk of rows at a time (``TableOptions.chunk_rows``), so a file larger than
+memory trains in bounded memory. Column types: given (``categorical``, ``numeric``, or the
+variant: categorical or gaussian makes every feature column that kind), else found by a first
+pass over the file: a column whose every value parses as a number is numeric (stdin is spooled
+to a temporary file for the two passes). A cell that is empty, ``NA`` or ``?`` is missing, and
+skipped in training and scoring. Every bad table is an NbtextError naming the file, the line
+(FILE:LINE, as text line files are named) and the column.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..errors import NbtextError
+from ..read import EXTENSIONS, _Input, _label_chars, _lines
+from ..record import Record
+from ..settings import MISSING_VALUES
+
+CATEGORICAL, NUMERIC = "categorical", "numeric"
+_MISSING = frozenset(MISSING_VALUES)
+
+
+class TableOptions(Record):
+    """How to read a table: its format (None: by extension, .tsv/.tab is TSV, else CSV), the
+    label column, the feature columns (None: every other column) and forced column types."""
+
+    format: str | None = None
+    label_column: str = "label"
+    columns: tuple | None = None
+    categorical: tuple = ()
+    numeric: tuple = ()
+    chunk_rows: int = 1 << 16
+
+    def __post_init__(self):
+        both = sorted(set(self.categorical) & set(self.numeric))
+        if both:
+            raise NbtextError(f"column {both[0]!r} is given as both categorical and numeric")
+        if not isinstance(self.chunk_rows, int) or self.chunk_rows < 1:
+            raise NbtextError(f"chunk_rows must be a whole number of at least 1, got {self.chunk_rows!r}")
+
+
+def split_names(value: str | None) -> tuple:
+    """COL,COL,... as a tuple of names (None or empty: none)."""
+    return tuple(n.strip() for n in value.split(",") if n.strip()) if value else ()
+
+
+def table_format(path: str, fmt: str | None) -> str:
+    if fmt in ("csv", "tsv"):
+        return fmt
+    name = path[:-3] if path.endswith(".gz") else path
+    return "tsv" if EXTENSIONS.get(os.path.splitext(name)[1].lower()) == "tsv" else "csv"
+
+
+def raw_rows(path: str, fmt: str | None, stdin=None) -> Iterator[tuple[int, list[str]]]:
+    """(line number, cells) of every non-blank record of a CSV/TSV file, the header first."""
+    from ..text.words import decode_text
+
+    with _Input(path, stdin) as inp:
+        lines = _lines(inp, path)
+
+        def text(raw: bytes) -> str:
+            try:
+                return raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return decode_text(raw)
+
+        if table_format(path, fmt) == "tsv":
+            for n, raw in lines:
+                line = text(raw).rstrip("\r\n")
+                if line.strip():
+                    yield n, line.split("\t")
+            return
+        import csv
+
+        counter = [0]
+
+        def texts() -> Iterator[str]:
+            for n, raw in lines:
+                counter[0] = n
+                yield text(raw)
+
+        reader = csv.reader(texts())
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                raise NbtextError(f"{path}:{counter[0]}: bad CSV ({e})") from None
+            if row and any(c.strip() for c in row):
+                yield counter[0], row
+
+
+class Header:
+    """A table's header: the label column's place, the feature columns' places and names."""
+
+    def __init__(self, path: str, names: list[str], opts: TableOptions, labelled: bool = True,
+                 features: list[str] | None = None):
+        self.path, self.names = path, [n.strip() for n in names]
+        seen = set()
+        for n in self.names:
+            if n in seen:
+                raise NbtextError(f"{path}:1: column {n!r} appears twice in the header")
+            seen.add(n)
+        self.label = self.find(opts.label_column, "label") if labelled else None
+        if features is not None:  # a model's columns: each must be here (the label need not)
+            self.features = [self.find(c, "feature") for c in features]
+        elif opts.columns:
+            self.features = [self.find(c, "feature") for c in opts.columns]
+        else:
+            self.features = [i for i in range(len(self.names)) if i != self.label]
+        if self.label in self.features:
+            raise NbtextError(f"{path}: column {self.names[self.label]!r} is the label; it cannot be a feature too")
+        if not self.features:
+            raise NbtextError(f"{path}: no feature columns: the only column is the label "
+                              f"{self.names[self.label]!r}")
+        for c in (*opts.categorical, *opts.numeric):
+            if c not in self.feature_names:
+                raise NbtextError(f"{path}: --categorical/--numeric column {c!r} is not a feature column "
+                                  f"(feature columns: {', '.join(self.feature_names)})")
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [self.names[i] for i in self.features]
+
+    def find(self, name: str, what: str) -> int:
+        if name in self.names:
+            return self.names.index(name)
+        if name.isdigit() and 1 <= int(name) <= len(self.names):
+            return int(name) - 1
+        raise NbtextError(f"{self.path}: no {what} column {name!r} (columns: {', '.join(self.names)})")
+
+
+def open_table(path: str, opts: TableOptions, labelled: bool = True, features: list[str] | None = None,
+               stdin=None) -> tuple[Header, Iterator[tuple[int, list[str]]]]:
+    rows = raw_rows(path, opts.format, stdin)
+    first = next(rows, None)
+    if first is None:
+        raise NbtextError(f"{path}: empty table (no header row)")
+    return Header(path, first[1], opts, labelled, features), rows
+
+
+class Frame:
+    """A chunk of rows, parsed: line numbers, row numbers (1 = the first row after the header),
+    labels (None when not read), each categorical column's cells (None: missing) and the numeric
+    columns as an (n, p) array (NaN: missing)."""
+
+    def __init__(self, lines: list[int], rows: np.ndarray, labels: list[str] | None, cat: list[list],
+                 num: np.ndarray):
+        self.lines, self.rows, self.labels, self.cat, self.num = lines, rows, labels, cat, num
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+
+def parse_numbers(cells, path: str, lines: list[int], column: str) -> np.ndarray:
+    """Cells as float64, NaN where missing; a cell that is not a finite number is an error
+    naming its line and column."""
+    try:
+        a = np.array(cells, dtype=np.float64)
+    except ValueError:
+        a = np.empty(len(cells))
+        for i, c in enumerate(cells):
+            s = c.strip()
+            if s in _MISSING:
+                a[i] = np.nan
+                continue
+            try:
+                a[i] = float(s)
+            except ValueError:
+                raise NbtextError(f"{path}:{lines[i]}: column {column!r}: {s[:40]!r} is not a number "
+                                  "(the column is numeric)") from None
+    if not np.isfinite(a).all():
+        bad = np.flatnonzero(np.isinf(a))
+        if len(bad):
+            raise NbtextError(f"{path}:{lines[bad[0]]}: column {column!r}: {cells[bad[0]].strip()!r} "
+                              "is not a finite number")
+    return a
+
+
+def is_number(cell: str) -> bool:
+    s = cell.strip()
+    if s in _MISSING:
+        return True
+    try:
+        return np.isfinite(float(s))
+    except ValueError:
+        return False
+
+
+def category(cell: str):
+    s = cell.strip()
+    return None if s in _MISSING else s
+
+
+def frames(header: Header, rows: Iterator[tuple[int, list[str]]], kinds: list[str], chunk_rows: int,
+           labelled: bool = True) -> Iterator[Frame]:
+    """Frames of at most chunk_rows rows, every row checked (its width, its label)."""
+    path, width = header.path, len(header.names)
+    cat_idx = [i for i, k in zip(header.features, kinds) if k == CATEGORICAL]
+    num_idx = [i for i, k in zip(header.features, kinds) if k == NUMERIC]
+    label_name = header.names[header.label] if header.label is not None else None
+    done, start = False, 1
+    checked: dict = {}
+    while not done:
+        lines, cells = [], []
+        for n, row in rows:
+            if len(row) != width:
+                raise NbtextError(f"{path}:{n}: expected {width} columns, found {len(row)} "
+                                  f"(a ragged row)")
+            lines.append(n)
+            cells.append(row)
+            if len(lines) == chunk_rows:
+                break
+        else:
+            done = True
+        if not lines:
+            return
+        cols = list(zip(*cells))
+        del cells
+        labels = None
+        if labelled:
+            labels = []
+            for n, raw in zip(lines, cols[header.label]):
+                label = checked.get(raw)
+                if label is None:
+                    label = raw.strip()
+                    if label in _MISSING:
+                        raise NbtextError(f"{path}:{n}: column {label_name!r}: the label is missing")
+                    label = _label_chars(label, f"{path}:{n}: column {label_name!r}")
+                    if len(checked) < 10000:
+                        checked[raw] = label
+                labels.append(label)
+        cat = [[category(c) for c in cols[i]] for i in cat_idx]
+        num = np.empty((len(lines), len(num_idx)))
+        for j, i in enumerate(num_idx):
+            num[:, j] = parse_numbers(cols[i], path, lines, header.names[i])
+        yield Frame(lines, np.arange(start, start + len(lines)), labels, cat, num)
+        start += len(lines)
+
+
+def infer_kinds(header: Header, rows: Iterator[tuple[int, list[str]]], opts: TableOptions,
+                variant: str) -> list[str]:
+    """Each feature column's type: forced by the variant or --categorical/--numeric, else
+    numeric when every value in the file parses as a number (and one does)."""
+    names = header.feature_names
+    forced = {n: CATEGORICAL for n in opts.categorical}
+    forced.update({n: NUMERIC for n in opts.numeric})
+    default = {"categorical": CATEGORICAL, "gaussian": NUMERIC}.get(variant)
+    kinds = [forced.get(n, default) for n in names]
+    open_cols = [j for j, k in enumerate(kinds) if k is None]
+    if not open_cols:
+        return kinds
+    numeric = dict.fromkeys(open_cols, True)
+    seen = dict.fromkeys(open_cols, False)
+    width = len(header.names)
+    for n, row in rows:
+        if len(row) != width:
+            raise NbtextError(f"{header.path}:{n}: expected {width} columns, found {len(row)} (a ragged row)")
+        for j in open_cols:
+            if numeric[j]:
+                cell = row[header.features[j]]
+                if not is_number(cell):
+                    numeric[j] = False
+                elif not seen[j] and cell.strip() not in _MISSING:
+                    seen[j] = True
+    for j in open_cols:
+        kinds[j] = NUMERIC if numeric[j] and seen[j] else CATEGORICAL
+    return kinds
+
+
+class Spooled:
+    """stdin copied to a temporary file, so that it can be read twice (typing, then training)."""
+
+    def __init__(self):
+        import shutil
+        import sys
+        import tempfile
+
+        if sys.stdin is None:
+            raise NbtextError("-: standard input is closed")
+        self.file = tempfile.TemporaryFile()
+        shutil.copyfileobj(sys.stdin.buffer, self.file, 1 << 20)
+
+    def stream(self):
+        self.file.seek(0)
+        return self.file
