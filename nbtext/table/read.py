@@ -10,13 +10,14 @@ skipped in training and scoring. Every bad table is an NbtextError naming the fi
 """
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
 
 import numpy as np
 
 from ..errors import NbtextError
-from ..read import EXTENSIONS, _Input, _label_chars, _lines
+from ..read import EXTENSIONS, _Input, _label_chars
 from ..record import Record
 from ..settings import MISSING_VALUES
 
@@ -56,43 +57,32 @@ def table_format(path: str, fmt: str | None) -> str:
 
 
 def raw_rows(path: str, fmt: str | None, stdin=None) -> Iterator[tuple[int, list[str]]]:
-    """(line number, cells) of every non-blank record of a CSV/TSV file, the header first."""
-    from ..text.words import decode_text
+    """(line number, cells) of every record of a CSV/TSV file that is not blank, the header
+    first. Text is UTF-8 (a byte-order mark dropped, bytes that are not UTF-8 replaced); a CSV
+    field longer than the csv module's limit (128 KiB) is refused as bad CSV."""
+    import csv
 
     with _Input(path, stdin) as inp:
-        lines = _lines(inp, path)
-
-        def text(raw: bytes) -> str:
-            try:
-                return raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return decode_text(raw)
-
-        if table_format(path, fmt) == "tsv":
-            for n, raw in lines:
-                line = text(raw).rstrip("\r\n")
-                if line.strip():
-                    yield n, line.split("\t")
-            return
-        import csv
-
-        counter = [0]
-
-        def texts() -> Iterator[str]:
-            for n, raw in lines:
-                counter[0] = n
-                yield text(raw)
-
-        reader = csv.reader(texts())
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
+        text = io.TextIOWrapper(inp.stream, encoding="utf-8-sig", errors="replace", newline="")
+        try:
+            if table_format(path, fmt) == "tsv":
+                for n, line in enumerate(text, 1):
+                    line = line.rstrip("\r\n")
+                    if line.strip():
+                        yield n, line.split("\t")
                 return
-            except csv.Error as e:
-                raise NbtextError(f"{path}:{counter[0]}: bad CSV ({e})") from None
-            if row and any(c.strip() for c in row):
-                yield counter[0], row
+            reader = csv.reader(text)
+            while True:
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    return
+                except csv.Error as e:
+                    raise NbtextError(f"{path}:{reader.line_num}: bad CSV ({e})") from None
+                if row and (row[0] or (len(row) > 1 and any(row)) or row[0].strip()):
+                    yield reader.line_num, row
+        except inp.errors as e:
+            raise inp.error(e) from None
 
 
 class Header:
@@ -204,37 +194,34 @@ def frames(header: Header, rows: Iterator[tuple[int, list[str]]], kinds: list[st
     cat_idx = [i for i, k in zip(header.features, kinds) if k == CATEGORICAL]
     num_idx = [i for i, k in zip(header.features, kinds) if k == NUMERIC]
     label_name = header.names[header.label] if header.label is not None else None
-    done, start = False, 1
+    start = 1
     checked: dict = {}
-    while not done:
-        lines, cells = [], []
-        for n, row in rows:
-            if len(row) != width:
-                raise NbtextError(f"{path}:{n}: expected {width} columns, found {len(row)} "
-                                  f"(a ragged row)")
-            lines.append(n)
-            cells.append(row)
-            if len(lines) == chunk_rows:
-                break
-        else:
-            done = True
-        if not lines:
+    import itertools
+
+    while True:
+        batch = list(itertools.islice(rows, chunk_rows))
+        if not batch:
             return
+        lines, cells = zip(*batch)
+        del batch
+        if len(set(map(len, cells))) > 1 or len(cells[0]) != width:
+            for n, row in zip(lines, cells):
+                if len(row) != width:
+                    raise NbtextError(f"{path}:{n}: expected {width} columns, found {len(row)} "
+                                      f"(a ragged row)")
+        lines = list(lines)
         cols = list(zip(*cells))
         del cells
         labels = None
         if labelled:
-            labels = []
-            for n, raw in zip(lines, cols[header.label]):
-                label = checked.get(raw)
-                if label is None:
-                    label = raw.strip()
-                    if label in _MISSING:
-                        raise NbtextError(f"{path}:{n}: column {label_name!r}: the label is missing")
-                    label = _label_chars(label, f"{path}:{n}: column {label_name!r}")
-                    if len(checked) < 10000:
-                        checked[raw] = label
-                labels.append(label)
+            raw = cols[header.label]
+            for cell in set(raw) - checked.keys():
+                n = lines[raw.index(cell)]
+                label = cell.strip()
+                if label in _MISSING:
+                    raise NbtextError(f"{path}:{n}: column {label_name!r}: the label is missing")
+                checked[cell] = _label_chars(label, f"{path}:{n}: column {label_name!r}")
+            labels = list(map(checked.__getitem__, raw))
         cat = [[category(c) for c in cols[i]] for i in cat_idx]
         num = np.empty((len(lines), len(num_idx)))
         for j, i in enumerate(num_idx):
@@ -246,30 +233,44 @@ def frames(header: Header, rows: Iterator[tuple[int, list[str]]], kinds: list[st
 def infer_kinds(header: Header, rows: Iterator[tuple[int, list[str]]], opts: TableOptions,
                 variant: str) -> list[str]:
     """Each feature column's type: forced by the variant or --categorical/--numeric, else
-    numeric when every value in the file parses as a number (and one does)."""
+    numeric when every value in the file parses as a finite number (and one does), read a
+    chunk of rows at a time."""
     names = header.feature_names
     forced = {n: CATEGORICAL for n in opts.categorical}
     forced.update({n: NUMERIC for n in opts.numeric})
     default = {"categorical": CATEGORICAL, "gaussian": NUMERIC}.get(variant)
     kinds = [forced.get(n, default) for n in names]
-    open_cols = [j for j, k in enumerate(kinds) if k is None]
-    if not open_cols:
-        return kinds
-    numeric = dict.fromkeys(open_cols, True)
-    seen = dict.fromkeys(open_cols, False)
+    undecided = [j for j, k in enumerate(kinds) if k is None]
+    seen = dict.fromkeys(undecided, False)
     width = len(header.names)
-    for n, row in rows:
+    while undecided:
+        chunk = []
+        for n, row in rows:
+            if len(row) != width:
+                raise NbtextError(f"{header.path}:{n}: expected {width} columns, found {len(row)} (a ragged row)")
+            chunk.append(row)
+            if len(chunk) == opts.chunk_rows:
+                break
+        if not chunk:
+            break
+        cols = list(zip(*chunk))
+        for j in list(undecided):
+            cells = cols[header.features[j]]
+            try:
+                a = np.array(cells, dtype=np.float64)
+                ok = not np.isinf(a).any()
+                seen[j] = seen[j] or not np.isnan(a).all()
+            except ValueError:
+                ok = all(map(is_number, cells))
+                seen[j] = seen[j] or any(c.strip() not in _MISSING for c in cells)
+            if not ok:
+                kinds[j] = CATEGORICAL
+                undecided.remove(j)
+    for n, row in rows:  # (the rest of the file is still checked for ragged rows)
         if len(row) != width:
             raise NbtextError(f"{header.path}:{n}: expected {width} columns, found {len(row)} (a ragged row)")
-        for j in open_cols:
-            if numeric[j]:
-                cell = row[header.features[j]]
-                if not is_number(cell):
-                    numeric[j] = False
-                elif not seen[j] and cell.strip() not in _MISSING:
-                    seen[j] = True
-    for j in open_cols:
-        kinds[j] = NUMERIC if numeric[j] and seen[j] else CATEGORICAL
+    for j in undecided:
+        kinds[j] = NUMERIC if seen[j] else CATEGORICAL
     return kinds
 
 
