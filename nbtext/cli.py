@@ -423,6 +423,8 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     if getattr(model, "kind", None) == "table":
         from . import tablecli
 
+        if explain or lines:
+            raise click.UsageError("--explain and --lines are for text models; a table model scores table rows")
         return tablecli.predict(model, list(inputs) or ["-"], fmt, header, input_format, density, stdout())
     if density:
         raise click.UsageError("--density needs a table model")

@@ -67,8 +67,16 @@ def table_decision(kw: dict, classes: list[str]):
 
     if kw.get("max_fpr") is not None:
         raise SettingError("max_fpr", None, "is not available for table models (they are not calibrated)")
+    unsure = kw.get("unsure")
+    if isinstance(unsure, str):
+        from .quick import parse_pair
+
+        try:
+            unsure = parse_pair(unsure)
+        except ValueError:
+            raise SettingError("unsure", unsure, "must be two numbers LOW,HIGH") from None
     decision = Decision(positive=default_positive(classes))
-    decision.choose(classes, kw.get("positive"), kw.get("threshold"), kw.get("unsure"))
+    decision.choose(classes, kw.get("positive"), kw.get("threshold"), unsure)
     return decision
 
 
@@ -96,28 +104,40 @@ def density_text(x: float) -> str:
 def predict(model: TableModel, inputs: list[str], fmt: str, header: bool, input_format: str | None,
             density: bool, out) -> None:
     """One row per input row, in order: id (the row number; FILE:ROW with several inputs),
-    label, probability (and log p(x) with --density)."""
+    label, probability (and log p(x) with --density); written a chunk of rows at a time."""
     from .report import header_row, prediction_row
 
     if header and header_row(fmt):
         out.write(header_row(fmt) + ({"tsv": "\tlog_density", "csv": ",log_density"}[fmt] if density else "") + "\n")
     opts = TableOptions(format=input_format if input_format in ("csv", "tsv") else None)
+    classes = model.classes
     for path in inputs:
         for frame in model.frames_of(path, opts, labelled=False):
             proba, dens = model.scores(frame)
-            for row_no, (label, unsure_row), p, d in zip(frame.rows, model.decide_rows(proba), proba, dens):
-                rid = str(row_no) if len(inputs) == 1 else f"{path}:{row_no}"
-                prob = p[model.classes.index(label)]
-                if fmt == "jsonl":
-                    extra = {"unsure": True} if unsure_row else {}
-                    if density:
-                        extra["log_density"] = round(float(d), 6)
-                    line = prediction_row(fmt, rid, label, prob, model.classes, p, extra)
+            best, unsure = model.decide_array(proba)
+            prob = proba[np.arange(len(best)), best].tolist()
+            ids = [str(r) for r in frame.rows.tolist()] if len(inputs) == 1 else \
+                [f"{path}:{r}" for r in frame.rows.tolist()]
+            labels = [classes[i] for i in best.tolist()]
+            if fmt == "tsv" and len(inputs) == 1:
+                if density:
+                    lines = [f"{i}\t{lab}\t{p:.6f}\t{d:.6f}\n" for i, lab, p, d in zip(ids, labels, prob, dens.tolist())]
                 else:
-                    line = prediction_row(fmt, rid, label, prob)
-                    if density:
-                        line += ("\t" if fmt == "tsv" else ",") + density_text(d)
-                out.write(line + "\n")
+                    lines = [f"{i}\t{lab}\t{p:.6f}\n" for i, lab, p in zip(ids, labels, prob)]
+            else:
+                lines = []
+                for n, (rid, lab, p) in enumerate(zip(ids, labels, prob)):
+                    if fmt == "jsonl":
+                        extra = {"unsure": True} if unsure[n] else {}
+                        if density:
+                            extra["log_density"] = round(float(dens[n]), 6)
+                        line = prediction_row(fmt, rid, lab, p, classes, proba[n], extra)
+                    else:
+                        line = prediction_row(fmt, rid, lab, p)
+                        if density:
+                            line += ("\t" if fmt == "tsv" else ",") + density_text(dens[n])
+                    lines.append(line + "\n")
+            out.write("".join(lines))
             out.flush()
 
 

@@ -371,3 +371,52 @@ def test_cv_on_a_table(run):
     r = run("cv", FIXTURES / "iris.csv", "--label-column", "class", "--folds", "5", "--format", "json")
     d = json.loads(r.stdout)
     assert r.exit_code == 0 and d["documents"] == 150 and d["mean"]["accuracy"] > 0.9
+
+
+def test_a_table_model_file_with_a_size_that_does_not_fit_is_refused(golf, tmp_path, run):
+    from nbtext.store.atomic import write_atomically
+    from nbtext.store.tables import encode_table
+
+    m = store.load(str(golf))
+    m.stats.values[0].append("Snowy")  # the header names 4 outlook values, the counts hold 3
+    write_atomically(encode_table(m), str(tmp_path / "bad.nbm"))
+    r = run("predict", "-m", tmp_path / "bad.nbm", GOLF)
+    assert r.exit_code == 1 and "bad.nbm: corrupt model file (ValueError: cat_counts has shape [2, 10], " \
+        "the columns need [2, 11])" in r.stderr
+
+
+def test_cv_predictions_of_a_table(run, tmp_path):
+    out = tmp_path / "cv.tsv"
+    r = run("cv", GOLF, "--label-column", "Play", "--folds", "3", "--predictions", out)
+    rows = [ln.split("\t") for ln in out.read_text().splitlines()]
+    assert r.exit_code == 0 and [row[0] for row in rows] == [str(i) for i in range(1, 15)]
+    truth = [ln.rstrip().split(",")[-1] for ln in GOLF.read_text().splitlines()[1:]]
+    assert [row[3] for row in rows] == truth and {row[4] for row in rows} == {"1", "2", "3"}
+
+
+@pytest.mark.parametrize("covariance", ["shared", "full"])
+def test_a_singular_covariance_gets_a_ridge(covariance, tmp_path, run):
+    src = tmp_path / "t.csv"
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=60)
+    y = np.where(x + rng.normal(size=60) * 0.5 > 0, "p", "q")
+    src.write_text("x,twice,label\n" + "".join(f"{a!r},{2 * a!r},{b}\n" for a, b in zip(x, y)))
+    m = tmp_path / "m.nbm"
+    assert run("train", src, "--covariance", covariance, "-o", m, "-q").exit_code == 0
+    model = store.load(str(m))
+    assert all(g.ridge > 0 for g in model.estimator.gaussians)
+    r = run("predict", "-m", m, src)
+    said = [ln.split("\t")[1] for ln in r.stdout.splitlines()]
+    assert r.exit_code == 0 and np.mean(np.asarray(said) == y) > 0.7
+
+
+def test_decisions_of_a_whole_array_are_those_of_each_row(golf):
+    m = store.load(str(golf))
+    rng = np.random.default_rng(0)
+    p = rng.random(2000)
+    proba = np.stack([1 - p, p], axis=1)
+    proba[:5] = 0.5  # ties
+    for positive, threshold, unsure in ((None, None, None), ("yes", 0.7, (0.4, 0.8)), ("no", 0.2, None)):
+        m.decision.choose(m.classes, positive, threshold, unsure)
+        best, uns = m.decide_array(proba)
+        assert [(m.classes[b], bool(u)) for b, u in zip(best, uns)] == m.decide_rows(proba)

@@ -89,6 +89,20 @@ class TableModel:
     def decide_rows(self, proba: np.ndarray) -> list[tuple[str, bool]]:
         return [decide(self.classes, self.decision, row) for row in proba]
 
+    def decide_array(self, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """decide_rows for a whole array: (class index, unsure) per row, as nb.decision.decide
+        says (argmax, the first on ties; for two classes and a positive one, its threshold)."""
+        d, classes = self.decision, self.classes
+        best = proba.argmax(axis=1)
+        unsure = np.zeros(len(proba), dtype=bool)
+        if len(classes) == 2 and d.positive in classes:
+            i = classes.index(d.positive)
+            p = proba[:, i]
+            best = np.where(p >= d.threshold, i, 1 - i)
+            if d.unsure:
+                unsure = (d.unsure[0] <= p) & (p < d.unsure[1])
+        return best, unsure
+
     def linear(self) -> dict:
         """The two-class decision function, with the decision's threshold folded into b, so that
         f(x) >= 0 exactly where the model says the positive class."""
