@@ -94,7 +94,7 @@ def run(rows: int, directory: Path) -> list[str]:
         generate(csv, rows)
     nbtext = str(BIN / "nbtext")
     out = [f"\n## Tables: {rows:,} rows, 5 numeric columns, 3 classes ({csv.stat().st_size / 1e6:.0f} MB CSV)\n",
-           "Training reads the file a chunk of 65,536 rows at a time (after a first pass that types the "
+           "Training reads the file a chunk of 8,192 rows at a time (after a first pass that types the "
            "columns); scikit-learn reads it whole with numpy.loadtxt. Rows/s of the whole process.\n",
            "| system | train s | train rows/s | train RSS MiB | predict s | predict rows/s | predict RSS MiB |",
            "|---|---|---|---|---|---|---|"]

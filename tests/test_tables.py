@@ -420,3 +420,26 @@ def test_decisions_of_a_whole_array_are_those_of_each_row(golf):
         m.decision.choose(m.classes, positive, threshold, unsure)
         best, uns = m.decide_array(proba)
         assert [(m.classes[b], bool(u)) for b, u in zip(best, uns)] == m.decide_rows(proba)
+
+
+def test_quoted_fields_blank_lines_and_blocks_of_any_size(tmp_path):
+    """A quoted field with a comma and a line break, across the end of a block; blank lines;
+    the same records and line numbers whatever the block size."""
+    from nbtext.table.read import raw_blocks
+
+    src = tmp_path / "q.csv"
+    src.write_text('a,b,label\n1,"x, y",p\n\n2,"two\nlines",q\n3,plain,p\n   \n4,"""quoted""",q\n')
+    expect = [(1, ["a", "b", "label"]), (2, ["1", "x, y", "p"]), (4, ["2", "two\nlines", "q"]),
+              (6, ["3", "plain", "p"]), (8, ["4", '"quoted"', "q"])]
+    for size in (1, 2, 3, 100):
+        got = [(n, row) for lines, rows in raw_blocks(str(src), None, size) for n, row in zip(lines, rows)]
+        assert got == expect, size
+    m = train_table([str(src)], TableOptions(chunk_rows=2), TableSettings())
+    assert m.kinds == ["numeric", "categorical"] and m.stats.values[0] == ["x, y", "two\nlines", "plain", '"quoted"']
+
+
+def test_a_quote_left_open_is_refused(tmp_path, run):
+    src = tmp_path / "q.csv"
+    src.write_text('a,b,label\n1,"x,p\n2,y,q\n')
+    r = run("train", src, "-o", tmp_path / "m.nbm", "--variant", "table")
+    assert r.exit_code == 1 and "q.csv:2: bad CSV (a quote opened in this record is never closed)" in r.stderr
