@@ -443,3 +443,31 @@ def test_a_quote_left_open_is_refused(tmp_path, run):
     src.write_text('a,b,label\n1,"x,p\n2,y,q\n')
     r = run("train", src, "-o", tmp_path / "m.nbm", "--variant", "table")
     assert r.exit_code == 1 and "q.csv:2: bad CSV (a quote opened in this record is never closed)" in r.stderr
+
+
+def test_table_estimator_fits_in_pieces_as_scikit_learns_gaussian_nb_and_categorical_nb():
+    from sklearn.naive_bayes import CategoricalNB, GaussianNB
+
+    from nbtext import TableNB
+
+    X, y = load_fixture("wine")
+    ours = TableNB()
+    for part in np.array_split(np.arange(len(y)), 7):
+        ours.partial_fit(X[part], y[part])
+    theirs = GaussianNB().fit(X, y)
+    assert np.array_equal(ours.predict(X), theirs.predict(X))
+    assert np.abs(ours.predict_proba(X) - theirs.predict_proba(X)).max() <= 1e-9
+    jll = ours.predict_joint_log_proba(X)
+    assert np.allclose(ours.score_samples(X), np.log(np.exp(jll).sum(axis=1)), rtol=1e-12)
+    B = (X > np.median(X, axis=0)).astype(int)
+    rows = [[str(v) for v in r] for r in B]
+    cat = TableNB(categorical=range(B.shape[1])).fit(rows, y)
+    assert np.abs(cat.predict_proba(rows) - CategoricalNB().fit(B, y).predict_proba(B)).max() <= 1e-9
+    # taking rows out again
+    ours.partial_fit(X[:10], y[:10], sample_weight=-np.ones(10))
+    rest = GaussianNB().fit(X[10:], y[10:])
+    assert np.abs(ours.predict_proba(X) - rest.predict_proba(X)).max() <= 1e-9
+    # a mixed table with missing values: rows as Python lists
+    mixed = [[r[0], None if i % 5 == 0 else r[1], "hi" if r[2] > 2.4 else "lo"] for i, r in enumerate(X.tolist())]
+    m = TableNB(categorical=[2]).fit(mixed, y)
+    assert m.predict_proba(mixed).shape == (len(y), 3) and m.stats_.n[:, 1].sum() == len(y) - len(range(0, len(y), 5))
