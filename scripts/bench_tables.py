@@ -4,7 +4,7 @@
 
 A CSV of --rows rows (five numeric columns, three classes, seeded) is generated once (kept in
 --dir, default build/). nbtext trains on it a chunk of rows at a time (`nbtext train` with its
-defaults: the columns typed by a first pass, Gaussian NB) and predicts every row; scikit-learn
+defaults: the columns typed by their values, Gaussian NB) and predicts every row; scikit-learn
 reads the same file with numpy.loadtxt, fits GaussianNB and writes the same id, label and
 probability rows. Wall time and peak RSS of each whole process (bench.measure). Then the
 chunked model's statistics are compared with the same statistics computed in one piece, the
@@ -94,8 +94,9 @@ def run(rows: int, directory: Path) -> list[str]:
         generate(csv, rows)
     nbtext = str(BIN / "nbtext")
     out = [f"\n## Tables: {rows:,} rows, 5 numeric columns, 3 classes ({csv.stat().st_size / 1e6:.0f} MB CSV)\n",
-           "Training reads the file a chunk of 8,192 rows at a time (after a first pass that types the "
-           "columns); scikit-learn reads it whole with numpy.loadtxt. Rows/s of the whole process.\n",
+           "Training reads the file a chunk of 8,192 rows at a time (the columns typed by the first "
+           "chunk, checked on the rest); scikit-learn reads it whole with numpy.loadtxt. Rows/s of "
+           "the whole process.\n",
            "| system | train s | train rows/s | train RSS MiB | predict s | predict rows/s | predict RSS MiB |",
            "|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory(prefix="nbtext-bench-tables-") as tmp:

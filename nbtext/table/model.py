@@ -6,7 +6,7 @@ per-class covariance), in one model: the joint log-likelihood sums each family's
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -166,33 +166,56 @@ def table_sources(sources: list[str]) -> None:
         raise NbtextError("give a table (a CSV or TSV file, or - for stdin)")
 
 
+class Retype(Exception):
+    """A column typed by the first block of rows turned out otherwise: train again, typed by all."""
+
+
 def train_table(sources: list[str], opts: TableOptions, settings: TableSettings,
                 decision: Decision | None = None, progress=None) -> TableModel:
     """A table model from CSV/TSV files with a header (the first file's columns; the others'
-    found by name), a chunk of rows at a time."""
+    found by name), a chunk of rows at a time. Columns not typed by the options are typed by the
+    first block of rows, and checked as the rest is read: when one turns out otherwise (text
+    after numbers; numbers after a first block without values), the files are read again,
+    typed by a first pass over them all (stdin is spooled to a temporary file for that)."""
     table_sources(sources)
     spooled = Spooled() if "-" in sources else None
     stream = (lambda p: spooled.stream() if p == "-" else None)
-    header, rows = open_table(sources[0], opts, stdin=stream(sources[0]))
-    kinds = infer_kinds(header, rows, opts, settings.variant)
+    header, blocks = open_table(sources[0], opts, stdin=stream(sources[0]))
     names = header.feature_names
-    label_name = header.names[header.label]
-    model = TableModel.empty(settings, label_name, names, kinds)
-    for path in sources:
-        o = TableOptions(format=opts.format, label_column=label_name, chunk_rows=opts.chunk_rows)
-        h, rows = open_table(path, o, features=names, stdin=stream(path))
-        for frame in frames(h, rows, [kinds[names.index(h.names[i])] for i in h.features], opts.chunk_rows):
-            model.stats.add(frame)
-            if progress:
-                progress(len(frame))
+    forced = set(opts.categorical) | set(opts.numeric)
+    auto = [j for j, n in enumerate(names) if n not in forced] if settings.variant == "table" else []
+    kinds = infer_kinds(header, iter([next(blocks, ([], []))]), opts, settings.variant)
+    del blocks
+    try:
+        model = _one_pass(sources, opts, settings, header, kinds, auto, stream, progress)
+    except Retype:
+        header, blocks = open_table(sources[0], opts, stdin=stream(sources[0]))
+        kinds = infer_kinds(header, blocks, opts, settings.variant)
+        model = _one_pass(sources, opts, settings, header, kinds, [], stream, None)
     model.stats.check_trainable()
     model.decision = decision or Decision(positive=default_positive(model.classes))
     return model
 
 
-def table_rows(model: TableModel, paths: Iterable[str], opts: TableOptions, labelled: bool = False
-               ) -> Iterator[tuple[str, Frame]]:
-    """(path, frame) of every input table, in order ("-": stdin)."""
-    for path in paths:
-        for frame in model.frames_of(path, opts, labelled=labelled):
-            yield path, frame
+def _one_pass(sources, opts, settings, header, kinds, auto, stream, progress) -> TableModel:
+    """Train on every source with these column types; Retype when a column of ``auto`` (typed
+    by the first block) is not of its type."""
+    from .read import is_number
+
+    names = header.feature_names
+    label_name = header.names[header.label]
+    model = TableModel.empty(settings, label_name, names, kinds)
+    provisional = {j for j in auto if kinds[j] == NUMERIC}
+    for path in sources:
+        o = TableOptions(format=opts.format, label_column=label_name, chunk_rows=opts.chunk_rows)
+        h, blocks = open_table(path, o, features=names, stdin=stream(path))
+        for frame in frames(h, blocks, kinds, opts.chunk_rows, provisional=provisional):
+            model.stats.add(frame)
+            if progress:
+                progress(len(frame))
+    cat_of = [j for j, k in enumerate(kinds) if k == CATEGORICAL]
+    for c, j in enumerate(cat_of):
+        values = model.stats.values[c]
+        if j in auto and values and all(map(is_number, values)):
+            raise Retype()
+    return model

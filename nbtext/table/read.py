@@ -2,9 +2,11 @@
 
 A table is read a chunk of rows at a time (``TableOptions.chunk_rows``), so a file larger than
 memory trains in bounded memory. Column types: given (``categorical``, ``numeric``, or the
-variant: categorical or gaussian makes every feature column that kind), else found by a first
-pass over the file: a column whose every value parses as a number is numeric (stdin is spooled
-to a temporary file for the two passes). A cell that is empty, ``NA`` or ``?`` is missing, and
+variant: categorical or gaussian makes every feature column that kind), else a column whose
+every value parses as a finite number is numeric: training types the columns by the first block
+of rows and checks the rest (nbtext.table.model.train_table reads the file again, typed by
+infer_kinds over all of it, when a column turns out otherwise; stdin is spooled to a temporary
+file so that it can be read twice). A cell that is empty, ``NA`` or ``?`` is missing, and
 skipped in training and scoring. Every bad table is an NbtextError naming the file, the line
 (FILE:LINE, as text line files are named) and the column.
 """
@@ -242,9 +244,11 @@ def ragged(path: str, width: int, lines: list[int], cells) -> None:
                 raise NbtextError(f"{path}:{n}: expected {width} columns, found {len(row)} (a ragged row)")
 
 
-def frames(header: Header, blocks: Blocks, kinds: list[str], chunk_rows: int, labelled: bool = True
-           ) -> Iterator[Frame]:
-    """A Frame per block of records, every row checked (its width, its label)."""
+def frames(header: Header, blocks: Blocks, kinds: list[str], chunk_rows: int, labelled: bool = True,
+           provisional: set = frozenset()) -> Iterator[Frame]:
+    """A Frame per block of records, every row checked (its width, its label). A numeric column
+    of ``provisional`` (feature positions) that holds a cell that is not a finite number raises
+    nbtext.table.model.Retype instead of an error."""
     path, width = header.path, len(header.names)
     cat_idx = [i for i, k in zip(header.features, kinds) if k == CATEGORICAL]
     num_idx = [i for i, k in zip(header.features, kinds) if k == NUMERIC]
@@ -270,7 +274,14 @@ def frames(header: Header, blocks: Blocks, kinds: list[str], chunk_rows: int, la
         cat = [[category(c) for c in cols[i]] for i in cat_idx]
         num = np.empty((len(lines), len(num_idx)))
         for j, i in enumerate(num_idx):
-            num[:, j] = parse_numbers(cols[i], path, lines, header.names[i])
+            try:
+                num[:, j] = parse_numbers(cols[i], path, lines, header.names[i])
+            except NbtextError:
+                if header.features.index(i) in provisional:
+                    from .model import Retype
+
+                    raise Retype() from None
+                raise
         yield Frame(lines, np.arange(start, start + len(lines)), labels, cat, num)
         start += len(lines)
 
