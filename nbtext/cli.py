@@ -328,13 +328,15 @@ def train(**kw):
 
     SOURCE is a directory whose subdirectories are the labels (corpus/spam, corpus/ham), or a
     line file: TSV (label<TAB>text), CSV, JSONL ({"label": ..., "text": ...}) or fastText
-    (__label__spam text); - reads a line file from stdin.
+    (__label__spam text); - reads a line file from stdin. A CSV/TSV table of categorical and
+    numeric columns (no text column, or --variant table|categorical|gaussian) makes a table model.
 
     \b
     Examples:
       nbtext train corpus/ -o spam.nbm
       nbtext train --label spam junk.mbox --label ham ~/Maildir -o spam.nbm
       nbtext train reviews.tsv --ngrams 2 -o reviews.nbm
+      nbtext train golf.csv --label-column Play -o golf.nbm
     """
     from . import store
     from .batch.train import train_model
@@ -475,6 +477,7 @@ def classify(ctx, unsure, **kw):
     Examples:
       nbtext classify -m spam.nbm < message.eml
       nbtext classify -m spam.nbm --exit-code message.eml; echo $?
+      nbtext classify -m golf.nbm --row Outlook=Sunny,Temp=Hot,Humidity=High,Windy=false
     """
     from .quick import run_classify
 
@@ -605,8 +608,9 @@ def info(model_path, fmt, top, linear):
     """What a model holds: classes, counts, vocabulary, settings, top tokens per class.
 
     \b
-    Example:
+    Examples:
       nbtext info -m spam.nbm --format json
+      nbtext info -m golf.nbm --linear
     """
     import json
 
