@@ -487,3 +487,33 @@ def test_columns_typed_by_the_first_block_are_retyped_by_the_whole_file(tmp_path
         # a: text at row 31; b: no value in the first block, numbers after
         assert m.kinds == ["categorical", "numeric"], chunk
         assert m.stats.n[:, 0].sum() == 35 and len(m.stats.values[0]) == 40
+
+
+def test_classify_exit_code_of_a_table_row(golf, run):
+    r = run("classify", "-m", golf, "--exit-code", "--row", "Outlook=Overcast,Temp=Hot,Humidity=High,Windy=true")
+    assert r.exit_code == 0 and r.stdout.startswith("yes\t")  # two classes: the second is the positive one
+    r = run("classify", "-m", golf, "--exit-code", "--row", "Outlook=Rainy,Temp=Hot,Humidity=High,Windy=true")
+    assert r.exit_code == 1 and r.stdout.startswith("no\t")
+    r = run("classify", "-m", golf, "--exit-code", "--row", "Outlook=Rainy,Wind=true")
+    assert r.exit_code == 3 and "--row: no column 'Wind' in the model" in r.stderr
+
+
+def test_tables_from_stdin_tsv_and_gzip(tmp_path, run):
+    import gzip
+
+    text = GOLF.read_text()
+    tsv = tmp_path / "golf.tsv"
+    tsv.write_text(text.replace(",", "\t"))
+    gz = tmp_path / "golf.csv.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    exports = []
+    for source, stdin, extra in ((GOLF, None, []), ("-", text, ["--variant", "table"]), (tsv, None, []),
+                                 (gz, None, [])):
+        m = tmp_path / "m.nbm"
+        r = run("train", source, "--label-column", "Play", "-o", m, "-q", *extra, input=stdin)
+        assert r.exit_code == 0, (source, r.stderr)
+        exports.append(run("export", "-m", m).stdout)
+    assert exports[1:] == exports[:1] * 3
+    days = "Outlook,Temp,Humidity,Windy\nOvercast,Hot,High,true\nRainy,Cool,?,false\n"
+    r = run("predict", "-m", tmp_path / "m.nbm", "-", input=days)
+    assert r.exit_code == 0 and [ln.split("\t")[:2] for ln in r.stdout.splitlines()] == [["1", "yes"], ["2", "yes"]]
