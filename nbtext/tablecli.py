@@ -406,6 +406,7 @@ def learn(model_path: str, inputs: list[str], label: str, forget: bool) -> int:
                 labels = [label] * len(frame)
                 stats = stats.plus(frame, labels, -1.0) if forget else (stats.add(frame, labels) or stats)
                 n += len(frame)
+        stats.check_finite(model.numeric_columns)
         model.stats = stats
         if n:
             store.save(model, model_path)

@@ -329,6 +329,8 @@ def test_export_import_is_exact_and_the_file_is_checked(tmp_path, run):
     ("a,b,label\n1,2,x\n3,inf,y\n", ["--numeric", "a,b"], "t.csv:3: column 'b': 'inf' is not a finite number"),
     ("a,b,label\n1,2,x\n3,4,\n", [], "t.csv:3: column 'label': the label is missing"),
     ("a,b,label\n1,2,x\n3,4,x\n", [], "need rows of at least two classes to train, got ['x']"),
+    ("x,label\n1e200,a\n-1e200,b\n3,a\n4,b\n", [], "column 'x': values too large for Gaussian statistics"),
+    ("a,a,label\n1,2,x\n3,4,y\n", [], "t.csv:1: column 'a' appears twice in the header"),
 ])
 def test_bad_tables_are_refused_naming_the_row_and_column(tmp_path, run, content, args, message):
     src = tmp_path / "t.csv"
@@ -404,10 +406,11 @@ def test_a_singular_covariance_gets_a_ridge(covariance, tmp_path, run):
     rng = np.random.default_rng(1)
     x = rng.normal(size=60)
     y = np.where(x + rng.normal(size=60) * 0.5 > 0, "p", "q")
-    src.write_text("x,twice,label\n" + "".join(f"{a!r},{2 * a!r},{b}\n" for a, b in zip(x, y)))
+    src.write_text("x,twice,label\n" + "".join(f"{float(a)!r},{float(2 * a)!r},{b}\n" for a, b in zip(x, y)))
     m = tmp_path / "m.nbm"
     assert run("train", src, "--covariance", covariance, "-o", m, "-q").exit_code == 0
     model = store.load(str(m))
+    assert model.kinds == ["numeric", "numeric"] and len(model.estimator.gaussians) == 2
     assert all(g.ridge > 0 for g in model.estimator.gaussians)
     r = run("predict", "-m", m, src)
     said = [ln.split("\t")[1] for ln in r.stdout.splitlines()]
@@ -517,3 +520,15 @@ def test_tables_from_stdin_tsv_and_gzip(tmp_path, run):
     days = "Outlook,Temp,Humidity,Windy\nOvercast,Hot,High,true\nRainy,Cool,?,false\n"
     r = run("predict", "-m", tmp_path / "m.nbm", "-", input=days)
     assert r.exit_code == 0 and [ln.split("\t")[:2] for ln in r.stdout.splitlines()] == [["1", "yes"], ["2", "yes"]]
+
+
+def test_an_unnamed_column_is_named_by_its_number_and_a_huge_value_is_refused_in_scoring(tmp_path, run):
+    src = tmp_path / "t.csv"
+    src.write_text(",size,label\n0,1.5,x\n1,2.5,y\n2,1.4,x\n3,2.6,y\n")  # as pandas writes its index
+    m = tmp_path / "m.nbm"
+    assert run("train", src, "-o", m, "-q").exit_code == 0
+    assert store.load(str(m)).columns == ["1", "size"]
+    assert run("predict", "-m", m, src).stdout.splitlines()[1].split("\t")[1] == "y"
+    (tmp_path / "s.csv").write_text(",size\n0,1.5\n1,1e300\n")
+    r = run("predict", "-m", m, tmp_path / "s.csv")
+    assert r.exit_code == 1 and "row 2 (line 3): a value too large to score" in r.stderr

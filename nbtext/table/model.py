@@ -73,7 +73,14 @@ class TableModel:
 
     # -- scoring ----------------------------------------------------------------------------
     def joint_log_likelihood(self, frame: Frame) -> np.ndarray:
-        return self.estimator.joint_log_likelihood(frame.cat, frame.num)
+        with np.errstate(over="ignore", invalid="ignore"):
+            jll = self.estimator.joint_log_likelihood(frame.cat, frame.num)
+        bad = np.isnan(jll).any(axis=1) | ~np.isfinite(jll).any(axis=1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise NbtextError(f"row {frame.rows[i]} (line {frame.lines[i]}): a value too large to score "
+                              "(its square overflows)")
+        return jll
 
     def log_proba(self, frame: Frame) -> np.ndarray:
         return log_posteriors(self.joint_log_likelihood(frame), self.decision.temperature)
@@ -154,6 +161,7 @@ def merge_tables(models: list) -> TableModel:
     stats = first.stats.copy()
     for _, m in rest:
         stats.merge(m.stats)
+    stats.check_finite(first.numeric_columns)
     out = TableModel(first.settings, first.label_column, first.columns, first.kinds, stats,
                      Decision.from_dict(first.decision.to_dict()))
     if out.decision.positive not in out.classes:
@@ -193,6 +201,7 @@ def train_table(sources: list[str], opts: TableOptions, settings: TableSettings,
         kinds = infer_kinds(header, blocks, opts, settings.variant)
         model = _one_pass(sources, opts, settings, header, kinds, [], stream, None)
     model.stats.check_trainable()
+    model.stats.check_finite(model.numeric_columns)
     model.decision = decision or Decision(positive=default_positive(model.classes))
     return model
 

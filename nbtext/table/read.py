@@ -133,7 +133,8 @@ class Header:
 
     def __init__(self, path: str, names: list[str], opts: TableOptions, labelled: bool = True,
                  features: list[str] | None = None):
-        self.path, self.names = path, [n.strip() for n in names]
+        # (a column without a name, as pandas writes its index, is named by its number)
+        self.path, self.names = path, [n.strip() or str(i) for i, n in enumerate(names, 1)]
         seen = set()
         for n in self.names:
             if n in seen:

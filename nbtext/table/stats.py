@@ -20,19 +20,20 @@ from .read import Frame
 
 
 def chan(na, ma, m2a, nb, mb, m2b, outer: bool = False):
-    """(n, mean, M2) of two parts' statistics together; ``outer``: M2s are scatter matrices."""
-    n = na + nb
-    with np.errstate(invalid="ignore", divide="ignore"):
+    """(n, mean, M2) of two parts' statistics together; ``outer``: M2s are scatter matrices.
+    (Overflow is not warned of here: TableStats.check_finite refuses it, naming the column.)"""
+    with np.errstate(all="ignore"):
+        n = na + nb
         f = np.where(n > 0, nb / np.where(n > 0, n, 1), 0.0)
-    if outer:
-        f = f[:, None]
-    d = mb - ma
-    mean = ma + d * f
-    w = na * (f[:, 0] if outer else f)
-    if outer:
-        m2 = m2a + m2b + w[:, None, None] * (d[:, :, None] * d[:, None, :])
-    else:
-        m2 = m2a + m2b + w * d * d
+        if outer:
+            f = f[:, None]
+        d = mb - ma
+        mean = ma + d * f
+        w = na * (f[:, 0] if outer else f)
+        if outer:
+            m2 = m2a + m2b + w[:, None, None] * (d[:, :, None] * d[:, None, :])
+        else:
+            m2 = m2a + m2b + w * d * d
     return n, mean, m2
 
 
@@ -127,6 +128,15 @@ class TableStats:
             raise NbtextError(f"{where + ': ' if where else ''}unknown label {unknown[0]!r}: the model's "
                               f"classes are {', '.join(self.classes)}")
 
+    def check_finite(self, numeric_columns: list[str]) -> None:
+        """Refuse statistics that overflowed (values near 1e154 and beyond square to infinity)."""
+        # (|S_ij| <= sqrt(S_ii S_jj): an overflow off the diagonal is one on it too)
+        for a in (self.mean, self.m2, self.jmean, np.diagonal(self.jm2, axis1=1, axis2=2)):
+            bad = ~np.isfinite(a).all(axis=0)
+            if bad.any():
+                raise NbtextError(f"column {numeric_columns[int(np.flatnonzero(bad)[0])]!r}: values too large "
+                                  "for Gaussian statistics (their squares overflow); scale the column")
+
     def check_trainable(self) -> None:
         present = [c for c, n in zip(self.classes, self.class_count) if n > 0]
         if len(present) < 2:
@@ -151,7 +161,11 @@ class TableStats:
         part.n, part.mean, part.m2 = np.zeros((k, p)), np.zeros((k, p)), np.zeros((k, p))
         part.jn, part.jmean, part.jm2 = np.zeros(k), np.zeros((k, p)), np.zeros((k, p, p))
         if p:
-            X = frame.num
+            return self._numeric_part(part, idx, frame.num)
+        return part
+
+    def _numeric_part(self, part: "TableStats", idx: np.ndarray, X: np.ndarray) -> "TableStats":
+        with np.errstate(over="ignore", invalid="ignore"):  # (overflow is refused by check_finite)
             obs = ~np.isnan(X)
             complete = obs.all(axis=1)
             for c in np.unique(idx):
