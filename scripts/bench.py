@@ -17,6 +17,9 @@ per document is kept, so memory stays flat as the corpus grows); scikit-learn's
 CountVectorizer + MultinomialNB (scripts/bench_sklearn.py, skipped without scikit-learn);
 bogofilter (Debian package, skipped with a note when absent), trained with -s/-n in bulk
 mode and scored with -T.
+
+Then the table row (scripts/bench_tables.py): nbtext's Gaussian NB beside scikit-learn's
+GaussianNB on a generated table of --table-rows rows (kept in build/ at the default 2 million).
 """
 from __future__ import annotations
 
@@ -164,6 +167,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="runs of train and predict at 1x (median)")
     ap.add_argument("--runs", type=int, default=21, help="whole-process classify runs (median)")
     ap.add_argument("--message", type=Path, default=ROOT / "data" / "example-spam.eml")
+    ap.add_argument("--table-rows", type=int, default=2_000_000,
+                    help="rows of the generated table (scripts/bench_tables.py; 0: no table row)")
     args = ap.parse_args()
     if not args.corpus.is_dir():
         raise SystemExit(f"bench: {args.corpus}: no such corpus (the shared data lives in ../shared/data)")
@@ -246,6 +251,12 @@ def main():
             print(f"| {s.name} | " + " | ".join(f"{r['train']:.2f}" for r in rows)
                   + f" | {rows[-1]['train'] / rows[0]['train']:.1f} | "
                   + " | ".join(f"{r['train_rss']:.0f}" for r in rows) + f" | {rows[-1]['predict']:.2f} |")
+    if args.table_rows:
+        from bench_tables import run as table_bench
+
+        with tempfile.TemporaryDirectory(prefix="nbtext-bench-table-") as tmp:
+            directory = ROOT / "build" if args.table_rows == 2_000_000 else Path(tmp)
+            print("\n".join(table_bench(args.table_rows, directory)))
 
 
 if __name__ == "__main__":

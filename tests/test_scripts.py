@@ -11,7 +11,7 @@ from conftest import DATA, ROOT, need_shared
 
 def test_bench_script_prints_its_tables():
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--corpus", str(DATA / "corpus"),
-                        "--scales", "1,2", "--repeat", "1", "--runs", "1"],
+                        "--scales", "1,2", "--repeat", "1", "--runs", "1", "--table-rows", "3000"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -20,6 +20,8 @@ def test_bench_script_prints_its_tables():
     rows = [ln.split(" | ")[0].lstrip("| ") for ln in lines if ln.startswith("| ") and "---" not in ln]
     assert rows.count("nbtext") == 2 and rows.count("nbtext --no-calibrate") == 2  # 1x and growth tables
     assert "## Growth with the corpus" in r.stdout and "2x / 1x time" in r.stdout
+    assert "## Tables: 3,000 rows" in r.stdout and rows.count("nbtext (Gaussian NB)") == 1
+    assert "(under 1e-9)" in r.stdout
 
 
 def test_mail_ablation_script_turns_each_rule_off():
