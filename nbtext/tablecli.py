@@ -211,8 +211,7 @@ def cross_validate(kw: dict, folds: int, seed: int, want_predictions: bool = Fal
     """Eval figures of each of k stratified folds (the table read into memory), each scored by
     the statistics of the other folds. Returns the figures, each row's id and label, and (when
     wanted) each row's out-of-fold (label, probability of it, fold 1..k)."""
-    from .nb.calibrate import can_split, stratified_folds
-    from .errors import literal
+    from .nb.calibrate import check_folds, stratified_folds
     from .report import evaluate as figures
 
     sources = list(kw["sources"])
@@ -226,11 +225,7 @@ def cross_validate(kw: dict, folds: int, seed: int, want_predictions: bool = Fal
             ids += [str(r) if len(sources) == 1 else f"{path}:{r}" for r in f.rows]
     data = concat(frames)
     y = np.asarray(data.labels)
-    if not can_split(y, folds):
-        classes, counts = np.unique(y, return_counts=True)
-        few = ", ".join(f"{c}: {n}" for c, n in zip(classes, counts) if n < folds) or "only one class"
-        raise SettingError("folds", None, f"{folds} needs at least {folds} rows of each of two or more classes "
-                           f"({literal(few)})")
+    check_folds(y, folds, "rows")
     assign = stratified_folds(y, folds, seed)
     predictions = [None] * len(y) if want_predictions else None
     results = []
