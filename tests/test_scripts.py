@@ -57,8 +57,9 @@ def test_floor_script_prints_its_tables():
     lines = r.stdout.splitlines()
     assert lines[0].startswith("# Floors: corpus, 432 documents")
     steps = [ln.split(" | ")[0].lstrip("| ") for ln in lines if ln.startswith("| ") and "---" not in ln]
-    assert steps[1:4] == ["parse (stdlib email, compat32)", "tokenize (parsing included)",
-                          "count (a worker's whole job)"]
+    assert steps[1:5] == ["parse (stdlib email, compat32)", "tokenize (parsing included)",
+                          "count, Python path (a worker's whole job)",
+                          "mail rules, Python's part (Tokenizer.parts)"]
     rss = {ln.split(" | ")[0].lstrip("| "): int(ln.split(" | ")[1].rstrip(" |")) for ln in lines
            if ln.startswith("| ") and ln.split(" | ")[1].rstrip(" |").isdigit()}
     assert rss["python"] < rss["+ numpy"] < rss["+ joblib (worker processes)"]
