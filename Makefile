@@ -7,7 +7,8 @@ BUILD  := build
 
 .PHONY: demo test bench accuracy floor clean
 
-$(STAMP): pyproject.toml
+# (setup.py builds the optional compiled kernel, nbtext/_kernel.c, in place: docs/kernel.md)
+$(STAMP): pyproject.toml setup.py nbtext/_kernel.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' --config-settings editable_mode=compat
 	$(BIN)/python -m compileall -q nbtext
@@ -44,3 +45,4 @@ floor: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(BUILD) .pytest_cache
+	rm -f nbtext/_kernel.*.so

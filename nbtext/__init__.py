@@ -17,7 +17,7 @@ _LAZY = {
     "Counts": "nb.counts", "Tokenizer": "text.tokenizer", "TokenizerSettings": "settings",
     "ModelSettings": "settings", "FeatureOptions": "settings", "DecisionOptions": "settings",
     "Model": "model", "Vocabulary": "features.vocabulary", "count_rows": "features.counting",
-    "train_model": "batch.train", "load": "store", "save": "store", "NbtextError": "errors",
+    "train_model": "batch.train", "TableNB": "table.estimators", "TableSettings": "settings", "load": "store", "save": "store", "NbtextError": "errors",
 }
 __all__ = sorted(_LAZY)
 

@@ -16,7 +16,8 @@ from .errors import NbtextError
 from .nb.decision import Decision
 from .quick import CLASSIFY_OPTIONS, MODEL_OPTION, QUIET_OPTION, THRESHOLD_OPTION, UNSURE_OPTION
 from .read import LineOptions
-from .settings import AUTO, CRITERIA, VARIANTS, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
+from .settings import (AUTO, COVARIANCES, CRITERIA, TABLE_VARIANTS, VARIANTS, DecisionOptions, FeatureOptions,
+                       ModelSettings, TableSettings, TokenizerSettings)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -114,6 +115,13 @@ def engine_options(f):
                              "pip install 'nbtext[dask]').")(f)
 
 
+def tables_run_locally(engine: str | None) -> None:
+    """--engine dask counts text models' statistics; a table model's (docs/cluster.md) not yet."""
+    if engine == "dask":
+        raise click.UsageError("--engine dask trains and scores text models; table models run locally "
+                               "(leave out --engine)")
+
+
 def dask_cluster(kw: dict, quiet: bool):
     """The Dask cluster --engine dask asks for (None for local), which the command closes."""
     if kw.get("engine") != "dask":
@@ -153,11 +161,26 @@ def labelled_sources_for_eval(f):
 
 def training_options(f):
     for opt in reversed([
-        click.option("--variant", type=click.Choice((AUTO,) + VARIANTS), default=ModelSettings.variant,
-                     show_default=True, help="Naive Bayes event model; auto chooses multinomial or "
-                                             "complement on internal folds."),
-        click.option("--alpha", type=float, default=ModelSettings.alpha, show_default=True,
-                     help="Lidstone smoothing (1 = Laplace)."),
+        click.option("--variant", type=click.Choice((AUTO,) + VARIANTS + TABLE_VARIANTS),
+                     default=ModelSettings.variant, show_default=True,
+                     help="Naive Bayes event model; auto chooses multinomial or complement on internal "
+                          "folds; for tables: table (each column categorical or numeric by its values), "
+                          "categorical or gaussian."),
+        click.option("--alpha", type=float, default=None,
+                     help=f"Lidstone smoothing (1 = Laplace; default {ModelSettings.alpha:g} for text, "
+                          f"{TableSettings.alpha:g} for tables)."),
+        click.option("--columns", default=None, metavar="COL,...", help="Tables: the feature columns "
+                     "(default: every column but the label)."),
+        click.option("--categorical", default=None, metavar="COL,...",
+                     help="Tables: these columns are categorical."),
+        click.option("--numeric", default=None, metavar="COL,...", help="Tables: these columns are numeric."),
+        click.option("--covariance", type=click.Choice(COVARIANCES), default=None,
+                     help="Tables, numeric columns: diagonal (Gaussian NB, the default), shared "
+                          "(linear boundary, as LDA) or full (per class, quadratic, as QDA)."),
+        click.option("--reg", type=float, default=None,
+                     help="Tables, shared/full covariance: (1-reg) covariance + reg identity (default 0)."),
+        click.option("--chunk-rows", type=click.IntRange(min=1), default=None, hidden=True,
+                     help="Tables: rows read at a time."),
         click.option("--tf", is_flag=True, help="Complement NB: log term frequency, log(1 + n)."),
         click.option("--idf", is_flag=True, help="Complement NB: inverse document frequency weights."),
         click.option("--length-norm", is_flag=True, help="Complement NB: unit-length documents."),
@@ -243,7 +266,8 @@ def build_settings(kw: dict):
                             mail_char_ngrams=kw["mail_char_ngrams"],
                             max_word_length=kw["max_word_length"],
                             mail_rules_off=frozenset(filter(None, kw["mail_rules_off"].split(","))))
-    model = ModelSettings(variant=kw["variant"], alpha=kw["alpha"], norm=kw["norm"], tf=kw["tf"],
+    model = ModelSettings(variant=kw["variant"], alpha=ModelSettings.alpha if kw["alpha"] is None else kw["alpha"],
+                          norm=kw["norm"], tf=kw["tf"],
                           idf=kw["idf"], length_norm=kw["length_norm"])
     feats = FeatureOptions(min_df=kw["min_df"], max_df=kw["max_df"], max_features=kw["max_features"],
                            select=kw["select"])
@@ -339,19 +363,30 @@ def train(**kw):
 
     SOURCE is a directory whose subdirectories are the labels (corpus/spam, corpus/ham), or a
     line file: TSV (label<TAB>text), CSV, JSONL ({"label": ..., "text": ...}) or fastText
-    (__label__spam text); - reads a line file from stdin.
+    (__label__spam text); - reads a line file from stdin. A CSV/TSV table of categorical and
+    numeric columns (no text column, or --variant table|categorical|gaussian) makes a table model.
 
     \b
     Examples:
       nbtext train corpus/ -o spam.nbm
       nbtext train --label spam junk.mbox --label ham ~/Maildir -o spam.nbm
       nbtext train reviews.tsv --ngrams 2 -o reviews.nbm
+      nbtext train golf.csv --label-column Play -o golf.nbm
     """
     from . import store
     from .batch.train import train_model
     from .process import map_large_arrays, release_free_memory
     from .store.atomic import check_target
+    from .tablecli import is_table_run
 
+    if is_table_run(kw):
+        from . import tablecli
+
+        tables_run_locally(kw.get("engine"))
+        progress = Progress("training", kw["quiet"])
+        tablecli.train(kw, progress, info_line, parse_pair(kw["unsure"], "--unsure", float))
+        progress.done()
+        return
     tok, settings, feats = build_settings(kw)
     decisions = build_decisions(kw)
     check_target(kw["output"], [*kw["sources"], *(p for _, p in kw["label_paths"])])
@@ -400,11 +435,13 @@ def output_options(f):
 @click.option("--text-column", default=LineOptions.text_column, show_default=True, help="JSONL/CSV text field.")
 @click.option("--explain", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --format jsonl: the N tokens that pushed hardest for and against each label.")
+@click.option("--density", is_flag=True, help="Table models: add log p(x), the row's log-density under "
+              "the model (low: unlike anything seen in training).")
 @override_options
 @jobs_option
 @engine_options
 @quiet_option
-def predict(model_path, inputs, fmt, header, lines, input_format, text_column, explain, threshold,
+def predict(model_path, inputs, fmt, header, lines, input_format, text_column, explain, density, threshold,
             unsure, jobs, quiet, engine, scheduler):
     """Score documents: one row per document, in input order, as it goes.
 
@@ -415,6 +452,7 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     Examples:
       nbtext predict -m spam.nbm ~/Maildir/new
       cat lines.txt | nbtext predict -m lang.nbm --lines - --format jsonl
+      nbtext predict -m golf.nbm days.csv --density   # a table model: one row per table row
     """
     from . import store
     from .batch.chunks import CHUNK
@@ -427,6 +465,15 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
         raise click.UsageError("--explain needs --format jsonl")
     model = store.load(model_path)
     apply_overrides(model.decision, model.classes, threshold, unsure)
+    if getattr(model, "kind", None) == "table":
+        from . import tablecli
+
+        tables_run_locally(engine)
+        if explain or lines:
+            raise click.UsageError("--explain and --lines are for text models; a table model scores table rows")
+        return tablecli.predict(model, list(inputs) or ["-"], fmt, header, input_format, density, stdout())
+    if density:
+        raise click.UsageError("--density needs a table model")
     unread = Unread()
     streaming = bool(lines or input_format) and "-" in (inputs or ["-"])  # a pipe: answer per line
     out = stdout()
@@ -499,6 +546,7 @@ def classify(ctx, unsure, **kw):
     Examples:
       nbtext classify -m spam.nbm < message.eml
       nbtext classify -m spam.nbm --exit-code message.eml; echo $?
+      nbtext classify -m golf.nbm --row Outlook=Sunny,Temp=Hot,Humidity=High,Windy=false
     """
     from .quick import run_classify
 
@@ -533,6 +581,15 @@ def eval_cmd(model_path, fmt, threshold, unsure, jobs, quiet, **kw):
 
     model = store.load(model_path)
     apply_overrides(model.decision, model.classes, threshold, unsure)
+    if getattr(model, "kind", None) == "table":
+        from . import tablecli
+
+        if not kw["sources"] or kw["label_paths"]:
+            raise click.UsageError("a table model is evaluated on tables: give them as SOURCE")
+        result = tablecli.evaluate(model, list(kw["sources"]), kw)
+        answer(json.dumps(result, indent=2) if fmt == "json" else
+               format_eval(result) + tablecli.format_density(result["density"]))
+        return
     progress = Progress("evaluating", quiet)
     unread = Unread()
     result = evaluate_documents(model, read_labelled(kw, unread), n_jobs=jobs or n_jobs({}), progress=progress)
@@ -577,6 +634,21 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
         from .store.atomic import check_target
 
         check_target(predictions_path, [*kw["sources"], *(p for _, p in kw["label_paths"])])
+    from .tablecli import is_table_run
+
+    if is_table_run(kw):
+        from . import tablecli
+
+        tables_run_locally(kw.get("engine"))
+        results, ids, y, predictions = tablecli.cross_validate(kw, folds, seed, predictions_path is not None)
+        if predictions_path is not None:
+            from .store.atomic import write_atomically
+
+            write_atomically([f"{prediction_row('tsv', i, label, p)}\t{true}\t{fold}\n".encode("utf-8")
+                              for i, true, (label, p, fold) in zip(ids, y, predictions)], predictions_path)
+        r = aggregate(results, seed)
+        answer(json.dumps(r, indent=2) if fmt == "json" else format_cv(r).replace("documents", "rows", 1))
+        return
     tok, settings, feats = build_settings(kw)
     progress = Progress("reading", quiet)
     ids: list | None = [] if predictions_path is not None else None
@@ -633,6 +705,9 @@ def calibrate(model_path, **kw):
     unread = Unread()
     with store.locked(model_path):
         model = store.load(model_path)
+        if getattr(model, "kind", None) == "table":
+            raise NbtextError(f"{model_path}: a table model; its probabilities are not calibrated "
+                              "(they are scikit-learn's), so there is nothing to refit")
         n, fit = recalibrate(model, read_labelled(kw, unread), decisions, n_jobs=n_jobs(kw), progress=progress,
                              release=release_free_memory)
         progress.done()
@@ -664,12 +739,15 @@ def describe_calibration(d) -> str:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="Most informative tokens per class.")
-def info(model_path, fmt, top):
+@click.option("--linear", is_flag=True, help="Two classes: print the decision function f(x) = b + w.x "
+              "(+ x'Qx for per-class variances), f(x) >= 0 for the positive class.")
+def info(model_path, fmt, top, linear):
     """What a model holds: classes, counts, vocabulary, settings, top tokens per class.
 
     \b
-    Example:
+    Examples:
       nbtext info -m spam.nbm --format json
+      nbtext info -m golf.nbm --linear
     """
     import json
 
@@ -677,7 +755,20 @@ def info(model_path, fmt, top):
     from .report import describe, format_info
 
     header, payload = store.read_container(model_path)
-    d = describe(store.decode(header, payload, model_path), header, top)
+    model = store.decode(header, payload, model_path)
+    if linear:
+        from . import tablecli
+
+        view = model.linear() if getattr(model, "kind", None) == "table" else tablecli.text_linear(model)
+        answer(json.dumps(view, indent=2, ensure_ascii=False) if fmt == "json" else tablecli.format_linear(view))
+        return
+    if getattr(model, "kind", None) == "table":
+        from . import tablecli
+
+        d = tablecli.describe(model, header)
+        answer(json.dumps(d, indent=2, ensure_ascii=False) if fmt == "json" else tablecli.format_info(d))
+        return
+    d = describe(model, header, top)
     answer(json.dumps(d, indent=2, ensure_ascii=False) if fmt == "json" else format_info(d))
 
 
@@ -700,7 +791,15 @@ def learn(model_path, label, forget, inputs, quiet):
     """
     from .operations import learn_in_place
     from .read import input_documents
+    from .store import read_container
+    from .store.tables import is_table_header
 
+    if is_table_header(read_container(model_path)[0]):
+        from .tablecli import learn as learn_rows
+
+        n = learn_rows(model_path, list(inputs) or ["-"], label, forget)
+        info_line(quiet, f"nbtext: {'forgot' if forget else 'learned'} {n} row{'' if n == 1 else 's'} as {label}")
+        return
     changed, skipped = learn_in_place(model_path, input_documents(list(inputs) or ["-"]), label, forget)
     verb = "forgot" if forget else "learned"
     info_line(quiet, f"nbtext: {verb} {changed} document{'' if changed == 1 else 's'} as {label}"
@@ -721,6 +820,8 @@ def merge(output, models):
 
     merged = merge_files(output, list(models))
     d = merged.decision
+    if getattr(merged, "kind", None) == "table":  # (not calibrated: nothing to refit)
+        return
     info_line(False, f"nbtext: merged {len(models)} models into {output}; kept the decision of {models[0]} "
                      f"({describe_calibration(d)}, threshold {d.threshold:g}): to refit it on all their "
                      f"documents, run: nbtext calibrate -m {output} CORPUS...")

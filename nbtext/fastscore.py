@@ -22,9 +22,18 @@ from .store.vocabfile import vocabulary_index
 from .text.tokenizer import Tokenizer
 
 
+class TableFile(Exception):
+    """The model is a table model (nbtext.table), which this text scorer does not score."""
+
+    def __init__(self, header: dict, payload):
+        self.header, self.payload = header, payload
+
+
 class FastScorer:
     def __init__(self, path: str):
         header, payload = read_container(path)
+        if header.get("kind") == "table":
+            raise TableFile(header, payload)
         try:
             tokenizer, self.settings, self.classes, self.class_count, self.decision = meta(header)
             self.tokenizer = Tokenizer(tokenizer)

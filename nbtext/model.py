@@ -15,7 +15,7 @@ from .features.counting import count_rows
 from .features.vocabulary import Vocabulary
 from .nb.counts import Counts
 from .nb.decision import Decision, decide, default_positive
-from .nb.estimators import log_posteriors, make_estimator
+from .nb.estimators import make_estimator
 from .settings import AUTO, AUTO_CANDIDATES, ModelSettings, TokenizerSettings
 from .text.tokenizer import Tokenizer
 

@@ -52,6 +52,12 @@ def merge(models: list[tuple[str, Model]]) -> Model:
     a document in common are refused: its counts would be added twice while the ledger lists
     it once, so it could never be forgotten."""
     (first_path, first), rest = models[0], models[1:]
+    if any(getattr(m, "kind", None) == "table" for _, m in models):
+        from .table.model import merge_tables
+
+        if getattr(first, "kind", None) != "table":
+            raise NbtextError(f"{first_path}: a text model; it cannot be merged with table models")
+        return merge_tables(models)
     for path, m in rest:
         for name, a, b in (("tokenizer", first.tokenizer_settings, m.tokenizer_settings),
                            ("model", first.settings, m.settings)):

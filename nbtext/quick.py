@@ -31,6 +31,7 @@ CLASSIFY_OPTIONS = [
      "Write the message back with X-Nbtext-Class and X-Nbtext-Score headers."),
     (("-u", "--learn"), "learn_verdict", "flag",
      "Also learn the message as its verdict (not when unsure), as bogofilter -u."),
+    (("--row",), "row", "str", "A table model's row as COLUMN=VALUE,... (instead of a CSV line in FILE)."),
     QUIET_OPTION,
 ]
 
@@ -73,14 +74,29 @@ def parse(argv: list[str]) -> dict | None:
 
 def run_classify(model_path: str, file: str, exit_code: bool = False, positive: str | None = None,
                  threshold: float | None = None, unsure: tuple | None = None, explain: int | None = None,
-                 passthrough: bool = False, learn_verdict: bool = False, quiet: bool = False) -> int:
-    """Classify one document and print the verdict; returns the exit status."""
-    from .fastscore import FastScorer
+                 passthrough: bool = False, learn_verdict: bool = False, quiet: bool = False,
+                 row: str | None = None) -> int:
+    """Classify one document (or a table model's row) and print the verdict; returns the exit status."""
+    from .fastscore import FastScorer, TableFile
     from .process import stdout
     from .read import MAX_DOCUMENT_BYTES, Document, read_bytes
 
     out = stdout()
-    scorer = FastScorer(model_path)
+    try:
+        scorer = FastScorer(model_path)
+    except TableFile as table:
+        from .errors import NbtextError
+        from .tablecli import classify_row
+
+        if explain or passthrough or learn_verdict:
+            raise NbtextError(f"{model_path} is a table model: --explain, --passthrough and --learn are "
+                              "for text models") from None
+        return classify_row(table.header, table.payload, model_path, file, row, exit_code, positive,
+                            threshold, unsure, out)
+    if row is not None:
+        from .errors import NbtextError
+
+        raise NbtextError(f"--row: {model_path} is a text model; --row is for table models")
     scorer.decision.choose(scorer.classes, positive, threshold, unsure)
     data = read_bytes(file, limit=None if passthrough else MAX_DOCUMENT_BYTES)  # (passthrough: all of it)
     if explain:

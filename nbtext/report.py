@@ -195,6 +195,12 @@ def evaluate(classes: Sequence[str], y_true: Sequence[str], y_pred: Sequence[str
     return out
 
 
+def format_confusion(title: str, labels: list, matrix: list, w: int) -> list[str]:
+    """A confusion matrix as text lines, columns ``w`` wide."""
+    return (["", f"{title} (rows: true label, columns: predicted)", " " * w + "".join(f"{c:>{w}}" for c in labels)]
+            + [f"{c:<{w}}" + "".join(f"{v:>{w}}" for v in row) for c, row in zip(labels, matrix)])
+
+
 def format_eval(r: dict) -> str:
     lines = [
         f"documents     {r['documents']}",
@@ -218,10 +224,7 @@ def format_eval(r: dict) -> str:
     lines += ["", f"{'class':<{w}}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>10}"]
     for c, m in r["classes"].items():
         lines.append(f"{c:<{w}}{m['precision']:>10.4f}{m['recall']:>10.4f}{m['f1']:>10.4f}{m['support']:>10}")
-    lines += ["", "confusion matrix (rows: true label, columns: predicted)",
-              " " * w + "".join(f"{c:>{w}}" for c in labels)]
-    for c, row in zip(labels, r["confusion_matrix"]["matrix"]):
-        lines.append(f"{c:<{w}}" + "".join(f"{v:>{w}}" for v in row))
+    lines += format_confusion("confusion matrix", labels, r["confusion_matrix"]["matrix"], w)
     lines += ["", *format_reliability(r["reliability"], "reliability (documents by the printed probability "
                                       "of the label they were called)")]
     return "\n".join(lines)
@@ -269,10 +272,7 @@ def format_cv(r: dict) -> str:
     for c, m in r["classes"].items():
         cells = "".join(f"{m[k]['mean']:>9.4f} ± {m[k]['std']:.4f}"[-18:].rjust(18) for k in ("precision", "recall", "f1"))
         lines.append(f"{c:<{w}}{cells}{m['support']:>9}")
-    lines += ["", "confusion matrix, summed over folds (rows: true label, columns: predicted)",
-              " " * w + "".join(f"{c:>{w}}" for c in labels)]
-    for c, row in zip(labels, r["confusion_matrix"]["matrix"]):
-        lines.append(f"{c:<{w}}" + "".join(f"{v:>{w}}" for v in row))
+    lines += format_confusion("confusion matrix, summed over folds", labels, r["confusion_matrix"]["matrix"], w)
     lines += ["", *format_reliability(r["reliability"], "reliability, pooled over folds (out-of-fold documents "
                                       "by the printed probability of the label they were called)")]
     return "\n".join(lines)

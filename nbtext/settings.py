@@ -210,3 +210,28 @@ class DecisionOptions(Record):
     @property
     def needs_matrix(self) -> bool:
         return self.calibrate or self.max_fpr is not None
+
+
+# -- tables (nbtext/table/) ------------------------------------------------------------------
+TABLE_VARIANTS = ("table", "categorical", "gaussian")  # table: each column typed by its values
+COVARIANCES = ("diagonal", "shared", "full")
+MISSING_VALUES = ("", "NA", "?")  # a cell holding one of these (after stripping) is skipped
+
+
+class TableSettings(Record):
+    """How a table model derives its probabilities from its statistics (stored in table model
+    files). Defaults are scikit-learn's: CategoricalNB's alpha 1, GaussianNB's var_smoothing
+    1e-9, QuadraticDiscriminantAnalysis's reg_param 0."""
+
+    variant: str = "table"         # table: categorical NB and Gaussian columns by their values
+    alpha: float = 1.0             # categorical columns: Lidstone (1 = Laplace, as CategoricalNB)
+    covariance: str = "diagonal"   # numeric columns: diagonal (Gaussian NB), shared (LDA), full (QDA)
+    reg: float = 0.0               # shared/full: (1 - reg) * covariance + reg * identity
+    var_smoothing: float = 1e-9    # added to variances: this times the largest column variance
+
+    def __post_init__(self):
+        choice("variant", self.variant, TABLE_VARIANTS)
+        choice("covariance", self.covariance, COVARIANCES)
+        number("alpha", self.alpha, 0, 1e6, lo_open=True)
+        number("reg", self.reg, 0, 1)
+        number("var_smoothing", self.var_smoothing, 0, 1)

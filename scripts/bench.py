@@ -12,11 +12,15 @@ runs on one message. Wall time is measured around each process, peak RSS from wa
 largest of the process and its children). Runs alternate between systems so that a noisy
 neighbour hurts all of them alike. Medians of --repeat runs at 1x; one run at larger scales.
 
-Systems: nbtext with its defaults; nbtext --no-calibrate (the pure streaming path: nothing
-per document is kept, so memory stays flat as the corpus grows); scikit-learn's
+Systems: nbtext with its defaults (on its compiled kernel when built, docs/kernel.md); nbtext
+--no-calibrate (the pure streaming path: nothing per document is kept, so memory stays flat as
+the corpus grows); both again on the pure-Python path (NBTEXT_KERNEL=python); scikit-learn's
 CountVectorizer + MultinomialNB (scripts/bench_sklearn.py, skipped without scikit-learn);
 bogofilter (Debian package, skipped with a note when absent), trained with -s/-n in bulk
 mode and scored with -T.
+
+Then the table row (scripts/bench_tables.py): nbtext's Gaussian NB beside scikit-learn's
+GaussianNB on a generated table of --table-rows rows (kept in build/ at the default 2 million).
 """
 from __future__ import annotations
 
@@ -38,7 +42,7 @@ BIN = Path(sys.executable).parent
 GNU_TIME = shutil.which("time") if os.path.exists("/usr/bin/time") else None
 
 
-def measure(cmd: list[str], stdin_text: str | None = None) -> tuple[float, float]:
+def measure(cmd: list[str], stdin_text: str | None = None, env: dict | None = None) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one whole process.
 
     The peak RSS comes from GNU time (Debian package `time`), which starts the command from
@@ -49,7 +53,8 @@ def measure(cmd: list[str], stdin_text: str | None = None) -> tuple[float, float
         start = time.perf_counter()
         p = subprocess.run(wrapped, input=stdin_text.encode() if stdin_text is not None else None,
                            stdin=None if stdin_text is not None else subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           env={**os.environ, **env} if env else None)
         wall = time.perf_counter() - start
         if p.returncode != 0:
             raise SystemExit(f"bench: {' '.join(cmd)} failed ({p.returncode}): "
@@ -77,17 +82,18 @@ def scaled(src: Path, k: int, dst: Path) -> Path:
 
 
 class Nbtext:
-    def __init__(self, name: str, extra: list[str]):
-        self.name, self.extra = name, extra
+    def __init__(self, name: str, extra: list[str], env: dict | None = None):
+        self.name, self.extra, self.env = name, extra, env
 
     def train(self, corpus: Path, model: Path):
-        return measure([str(BIN / "nbtext"), "train", str(corpus), "-o", str(model), "-q", *self.extra])
+        return measure([str(BIN / "nbtext"), "train", str(corpus), "-o", str(model), "-q", *self.extra],
+                       env=self.env)
 
     def predict(self, corpus: Path, model: Path):
-        return measure([str(BIN / "nbtext"), "predict", "-m", str(model), str(corpus), "-q"])
+        return measure([str(BIN / "nbtext"), "predict", "-m", str(model), str(corpus), "-q"], env=self.env)
 
     def classify(self, msg: Path, model: Path):
-        return measure([str(BIN / "nbtext"), "classify", "-m", str(model), str(msg)])
+        return measure([str(BIN / "nbtext"), "classify", "-m", str(model), str(msg)], env=self.env)
 
     def size(self, model: Path) -> int:
         return model.stat().st_size
@@ -139,6 +145,12 @@ class Bogofilter:
 def systems() -> tuple[list, list[str]]:
     found = [Nbtext("nbtext", []), Nbtext("nbtext --no-calibrate", ["--no-calibrate"])]
     notes = []
+    if importlib.util.find_spec("nbtext._kernel"):
+        python = {"NBTEXT_KERNEL": "python"}
+        found += [Nbtext("nbtext, Python path", [], python),
+                  Nbtext("nbtext --no-calibrate, Python path", ["--no-calibrate"], python)]
+    else:
+        notes.append("nbtext: the compiled kernel is not built (docs/kernel.md): every nbtext row is the Python path")
     if importlib.util.find_spec("sklearn"):  # not imported: this process stays small
         found.append(Sklearn())
     else:
@@ -225,6 +237,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="runs of train and predict at 1x (median)")
     ap.add_argument("--runs", type=int, default=21, help="whole-process classify runs (median)")
     ap.add_argument("--message", type=Path, default=ROOT / "data" / "example-spam.eml")
+    ap.add_argument("--table-rows", type=int, default=2_000_000,
+                    help="rows of the generated table (scripts/bench_tables.py; 0: no table row)")
     ap.add_argument("--only-dask", action="store_true", help="only the Dask engine's section")
     args = ap.parse_args()
     if not args.corpus.is_dir():
@@ -289,18 +303,20 @@ def main():
         print(f"| {s.name} | {r['train']:.2f} | {r['predict']:.2f} | {mb / r['predict']:.1f} | "
               f"{r['classify'] * 1000:.0f} | {r['train_rss']:.0f} | {r['predict_rss']:.0f} | "
               f"{r['classify_rss']:.0f} | {r['size'] / 1e6:.2f} |")
-    base = results.get(("nbtext", 1))
-    if base:
+    bases = [s.name for s in peers if s.name in ("nbtext", "nbtext, Python path") and (s.name, 1) in results]
+    if bases:
         print("\n## Ratios at 1x: nbtext / peer (below 1.0: nbtext is faster or smaller)\n")
-        print("| peer | train | predict | classify | train RSS | model size |")
+        print("| nbtext / peer | train | predict | classify | train RSS | model size |")
         print("|---|---|---|---|---|---|")
-        for s in peers:
-            if s.name.startswith("nbtext") or (s.name, 1) not in results:
-                continue
-            r = results[(s.name, 1)]
-            print(f"| {s.name} | {ratio(base['train'], r['train'])} | {ratio(base['predict'], r['predict'])} | "
-                  f"{ratio(base['classify'], r['classify'])} | {ratio(base['train_rss'], r['train_rss'])} | "
-                  f"{ratio(base['size'], r['size'])} |")
+        for name in bases:
+            base = results[(name, 1)]
+            for s in peers:
+                if s.name.startswith("nbtext") or (s.name, 1) not in results:
+                    continue
+                r = results[(s.name, 1)]
+                print(f"| {name} / {s.name} | {ratio(base['train'], r['train'])} | {ratio(base['predict'], r['predict'])} | "
+                      f"{ratio(base['classify'], r['classify'])} | {ratio(base['train_rss'], r['train_rss'])} | "
+                      f"{ratio(base['size'], r['size'])} |")
     if len(scales) > 1:
         print("\n## Growth with the corpus\n")
         head = " | ".join(f"train s {k}x" for k in scales)
@@ -312,6 +328,12 @@ def main():
             print(f"| {s.name} | " + " | ".join(f"{r['train']:.2f}" for r in rows)
                   + f" | {rows[-1]['train'] / rows[0]['train']:.1f} | "
                   + " | ".join(f"{r['train_rss']:.0f}" for r in rows) + f" | {rows[-1]['predict']:.2f} |")
+    if args.table_rows:
+        from bench_tables import run as table_bench
+
+        with tempfile.TemporaryDirectory(prefix="nbtext-bench-table-") as tmp:
+            directory = ROOT / "build" if args.table_rows == 2_000_000 else Path(tmp)
+            print("\n".join(table_bench(args.table_rows, directory)))
     with tempfile.TemporaryDirectory(prefix="nbtext-bench-") as tmp:
         dask_section(args.corpus, n_docs, mb, args.repeat, Path(tmp))
 

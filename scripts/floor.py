@@ -8,7 +8,11 @@ of the corpus (default ../shared/data/spamassassin-2002):
   - parse: nbtext.text.mail.parse_message, the standard library's email package (compat32) with
     nbtext's shortcut for single-part messages;
   - tokenize: the whole default tokenizer (parsing included);
-  - count: what a worker process does per chunk (tokenize, then count and hash the tokens).
+  - count: what a worker process does per chunk (tokenize, then count and hash the tokens), on
+    the pure-Python path;
+  - mail rules, Python's part (Tokenizer.parts: parsing, header, URL and HTML rules), what the
+    compiled kernel leaves in Python (docs/kernel.md);
+  - count on the kernel: a worker's whole job with the compiled kernel (when it is built).
 Divided by the number of cores, these are lower bounds on the wall time of any train or
 batch predict built on this tokenizer, before start-up, merging or scoring. Then the resident
 memory of a fresh interpreter after importing what train imports, step by step (MiB, from
@@ -95,7 +99,8 @@ def main():
     from nbtext.read import label_directory
     from nbtext.settings import TokenizerSettings
     from nbtext.text.tokenizer import Tokenizer
-    from nbtext.features.counting import count_documents
+    from nbtext.features import kernel
+    from nbtext.features.counting import Batch
 
     docs = list(label_directory(str(args.corpus)))
     datas = [d.data for d in docs]
@@ -107,8 +112,14 @@ def main():
     figures = [
         ("parse (stdlib email, compat32)", cpu(lambda: [parse_message(d.lstrip(b"\r\n")) for d in mail], args.repeat)),
         ("tokenize (parsing included)", cpu(lambda: [tok(d) for d in datas], args.repeat)),
-        ("count (a worker's whole job)", cpu(lambda: [count_documents(c, settings) for c in chunks], args.repeat)),
+        ("count, Python path (a worker's whole job)",
+         cpu(lambda: [Batch.of_tokens([tok(d) for d in c]) for c in chunks], args.repeat)),
+        ("mail rules, Python's part (Tokenizer.parts)", cpu(lambda: [tok.parts(d) for d in datas], args.repeat)),
     ]
+    compiled = kernel.compiled()
+    if compiled is not None:
+        figures.append(("count on the compiled kernel (a worker's whole job)",
+                        cpu(lambda: [kernel.count(compiled, tok, c) for c in chunks], args.repeat)))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     mb = sum(map(len, datas)) / 1e6
     print(f"# Floors: {args.corpus.name}, {len(docs)} documents ({len(mail)} read as mail), {mb:.1f} MB, "

@@ -263,3 +263,12 @@ def test_a_server_that_is_not_a_scheduler_is_an_error_naming_it():
             C.Cluster(address, timeout=3)
     finally:
         server.close()
+
+
+def test_a_table_model_is_refused_with_engine_dask(run, tmp_path):
+    from conftest import ROOT
+
+    table = ROOT / "tests" / "fixtures" / "play_golf.csv"
+    r = run("train", table, "--label-column", "Play", "-o", tmp_path / "g.nbm", "--engine", "dask")
+    assert r.exit_code == 2 and "--engine dask trains and scores text models" in r.stderr
+    assert not (tmp_path / "g.nbm").exists()

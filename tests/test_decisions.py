@@ -267,8 +267,8 @@ def test_merge_then_calibrate_predicts_as_training_on_everything(run, tmp_path):
     def decision(name):
         return json.loads(run("info", "-m", tmp_path / name, "--format", "json").stdout)["decision"]
 
-    def predicted(name):
-        return run("predict", "-m", tmp_path / name, DATA / "corpus", "--format", "jsonl").stdout
+    def predicted(name):  # as printed (the unrounded log scores agree to about 1e-13)
+        return run("predict", "-m", tmp_path / name, DATA / "corpus").stdout
 
     assert decision("merged.nbm") == decision("a.nbm") != decision("whole.nbm")
     assert predicted("merged.nbm") != predicted("whole.nbm")
@@ -343,3 +343,15 @@ def test_auto_is_stored_and_merges_across_the_chosen_variants(tmp_path):
     with pytest.raises(Exception, match=r"setting auto differs \(a: True, c: False\)"):
         merge([("a", a), ("c", explicit)])
     assert "auto" not in explicit.settings.to_dict()  # an explicit variant is stored as before
+
+
+def test_calibrate_refuses_a_table_model(run, tmp_path):
+    from conftest import ROOT
+
+    model = tmp_path / "golf.nbm"
+    assert run("train", ROOT / "tests" / "fixtures" / "play_golf.csv", "--label-column", "Play", "-q",
+               "-o", model).exit_code == 0
+    before = model.read_bytes()
+    r = run("calibrate", "-m", model, ROOT / "tests" / "fixtures" / "play_golf.csv", "--label-column", "Play")
+    assert r.exit_code == 1 and "a table model; its probabilities are not calibrated" in r.stderr
+    assert model.read_bytes() == before

@@ -469,7 +469,16 @@ def test_a_stopped_parallel_train_leaves_no_workers(tmp_path, how):
     import signal
     import time
 
-    p = subprocess.Popen([sys.executable, "-m", "nbtext", "train", str(DATA / "corpus"), "-j", "2", "-q",
+    # Eight copies of the sample (links): with the compiled kernel one copy was trained before
+    # both workers could be seen.
+    corpus = tmp_path / "corpus"
+    for f in sorted((DATA / "corpus").rglob("*")):
+        if f.is_file():
+            for i in range(8):
+                link = corpus / f.parent.name / f"{i}-{f.name}"
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.symlink_to(f)
+    p = subprocess.Popen([sys.executable, "-m", "nbtext", "train", str(corpus), "-j", "2", "-q",
                           "-o", str(tmp_path / "m.nbm")], cwd=ROOT, stderr=subprocess.PIPE,
                          start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline, workers = time.time() + 20, []

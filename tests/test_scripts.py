@@ -11,7 +11,7 @@ from conftest import DATA, ROOT, need_shared
 
 def test_bench_script_prints_its_tables():
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--corpus", str(DATA / "corpus"),
-                        "--scales", "1,2", "--repeat", "1", "--runs", "1"],
+                        "--scales", "1,2", "--repeat", "1", "--runs", "1", "--table-rows", "3000"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -20,6 +20,8 @@ def test_bench_script_prints_its_tables():
     rows = [ln.split(" | ")[0].lstrip("| ") for ln in lines if ln.startswith("| ") and "---" not in ln]
     assert rows.count("nbtext") == 2 and rows.count("nbtext --no-calibrate") == 2  # 1x and growth tables
     assert "## Growth with the corpus" in r.stdout and "2x / 1x time" in r.stdout
+    assert "## Tables: 3,000 rows" in r.stdout and rows.count("nbtext (Gaussian NB)") == 1
+    assert "(under 1e-9)" in r.stdout
 
 
 def test_mail_ablation_script_turns_each_rule_off():
@@ -55,8 +57,9 @@ def test_floor_script_prints_its_tables():
     lines = r.stdout.splitlines()
     assert lines[0].startswith("# Floors: corpus, 432 documents")
     steps = [ln.split(" | ")[0].lstrip("| ") for ln in lines if ln.startswith("| ") and "---" not in ln]
-    assert steps[1:4] == ["parse (stdlib email, compat32)", "tokenize (parsing included)",
-                          "count (a worker's whole job)"]
+    assert steps[1:5] == ["parse (stdlib email, compat32)", "tokenize (parsing included)",
+                          "count, Python path (a worker's whole job)",
+                          "mail rules, Python's part (Tokenizer.parts)"]
     rss = {ln.split(" | ")[0].lstrip("| "): int(ln.split(" | ")[1].rstrip(" |")) for ln in lines
            if ln.startswith("| ") and ln.split(" | ")[1].rstrip(" |").isdigit()}
     assert rss["python"] < rss["+ numpy"] < rss["+ joblib (worker processes)"]
@@ -88,7 +91,8 @@ def test_accuracy_script_reports_the_split_and_the_same_folds_for_both_systems()
     assert cv_rows["nbtext"][:4] == [f"{(direct[0][0] + direct[1][1]) / 3250:.2%}", f"{direct[0][1] / 2750:.2%}",
                                      str(direct[0][1]), str(direct[1][0])]
     for system in ("nbtext", "bogofilter") if shutil.which("bogofilter") else ("nbtext",):
-        accuracy, fpr, fp, fn, best, best_accuracy = cv_rows[system]
+        accuracy, fpr, fp, fn, best, best_accuracy, auc, extremes = cv_rows[system]
+        assert 0.9 < float(auc) <= 1 and sum(int(n) for n in extremes.split(" / ")) <= 3250
         assert fpr == f"{int(fp) / 2750:.2%}" and accuracy == f"{1 - (int(fp) + int(fn)) / 3250:.2%}"
         assert best_accuracy == f"{1 - int(best) / 3250:.2%}"
         if int(fp) <= 5:  # then the 0.5 threshold is one of those the best case looked at

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import NbtextError, SettingError, literal
+from ..errors import NbtextError, SettingError
 from ..features.rows import Rows
 from ..features.selection import select
 from ..features.vocabulary import Vocabulary
@@ -167,7 +167,6 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y) -> ThresholdFit | No
     sample of them), a given threshold and unsure band; and the variant, when auto chooses it."""
     classes = model.classes
     model.decision.choose(classes, d.positive, d.threshold, d.unsure, d.max_fpr)
-    pos = model.decision.positive
     fit = None
     if X is not None and (d.needs_matrix or model.settings.choosing):
         from ..nb.calibrate import can_split
@@ -279,14 +278,10 @@ def cross_validate(X, y, vocab: Vocabulary, tokenizer: TokenizerSettings, settin
     """Eval figures of each of k stratified folds, each scored by a model trained (with the
     same options, calibration included) on the other k-1. With ``predictions`` (a list as long
     as y), each document's out-of-fold (label, probability of it, fold 1..k) is put at its row."""
-    from ..nb.calibrate import can_split, stratified_folds
+    from ..nb.calibrate import check_folds, stratified_folds
     from ..report import evaluate
 
-    if not can_split(y, k):
-        classes, counts = np.unique(y, return_counts=True)
-        few = ", ".join(f"{c}: {n}" for c, n in zip(classes, counts) if n < k) or "only one class"
-        raise SettingError("folds", None, f"{k} needs at least {k} documents of each of two or more classes "
-                           f"({literal(few)})")
+    check_folds(y, k)
     folds = stratified_folds(y, k, seed)
     results = []
     for f in range(k):

@@ -40,9 +40,14 @@ def count_documents(datas: list, settings: TokenizerSettings) -> "Batch":
     """The map step, run by worker processes: a chunk of documents tokenized and counted.
     numpy only (a worker never imports scipy: 0.2 s of each one's start-up)."""
     from ..text.tokenizer import Tokenizer
+    from . import kernel
 
     tok = Tokenizer(settings)
-    return Batch.of_tokens([tok(d) for d in datas])
+    compiled = kernel.compiled()
+    if compiled is None:
+        return Batch.of_tokens([tok(d) for d in datas])
+    blob, keys, data, indices, indptr, n_cols = kernel.count(compiled, tok, datas)
+    return Batch(blob, keys, Rows(data, indices, indptr, n_cols))
 
 
 def count_rows(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool) -> Rows:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SettingError
+from ..errors import SettingError, literal
 from ..features.rows import Rows
 from ..settings import DecisionOptions
 from .counts import Counts
@@ -38,6 +38,15 @@ def can_split(y: np.ndarray, k: int) -> bool:
     """Every class has at least k documents, so every fold's training part has them all."""
     _, counts = np.unique(y, return_counts=True)
     return len(counts) >= 2 and counts.min() >= k
+
+
+def check_folds(y: np.ndarray, k: int, what: str = "documents") -> None:
+    """Refuse a k-fold split that would leave a fold's training part without some class."""
+    if not can_split(y, k):
+        classes, counts = np.unique(y, return_counts=True)
+        few = ", ".join(f"{c}: {n}" for c, n in zip(classes, counts) if n < k) or "only one class"
+        raise SettingError("folds", None, f"{k} needs at least {k} {what} of each of two or more classes "
+                           f"({literal(few)})")
 
 
 def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, seed: int = 0,

@@ -138,6 +138,10 @@ def encode_pieces(model) -> list:
     from .. import __version__
     from ..nb.estimators import make_estimator
 
+    if getattr(model, "kind", None) == "table":
+        from .tables import encode_table
+
+        return encode_table(model)
     fc, heads, order = front_code(model.vocab.buffer())
     # The columns in the file's (sorted) order, so that the summary, too, depends only on the
     # counts per token and not on the order tokens were first seen in. (The vocabulary is only
@@ -176,7 +180,10 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
     from ..features.vocabulary import Vocabulary
     from ..model import Model
     from ..nb.counts import Counts
+    from .tables import decode_table, is_table_header
 
+    if is_table_header(header):
+        return decode_table(header, payload, path)
     try:
         tokenizer, settings, classes, class_count, decision = meta(header)
         n_tokens = check_header(header)

@@ -27,8 +27,9 @@ import zlib
 from ..errors import ModelFileError
 
 MAGIC = b"NBTEXT\x1a\n"
-# 4: the decision's calibration map has length_power, soft and floor (an older nbtext would
-#    refuse those keys; the version says why);
+# 4: table models too (header "kind": "table", nbtext.store.tables), and a text model's decision
+#    has the calibration map's length_power, soft and floor: an older nbtext must refuse both
+#    as newer rather than call them corrupt;
 # 3: the header's "derived" sums are each estimator's summary() (nbtext.nb.estimators);
 # 2: a sorted, front-coded vocabulary; 1: a hashed one. Every older format is still read.
 FORMAT_VERSION = 4

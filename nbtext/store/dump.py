@@ -21,6 +21,11 @@ def _num(x: float) -> str:
 
 
 def export_lines(model) -> Iterator[str]:
+    if getattr(model, "kind", None) == "table":
+        from .tables import export_table
+
+        yield from export_table(model)
+        return
     yield DUMP_MAGIC
     yield json.dumps({
         "tokenizer": model.tokenizer_settings.to_dict(), "model": model.settings.to_dict(),
@@ -39,8 +44,12 @@ def import_lines(lines: Iterable[str], source: str):
     from ..nb.counts import Counts
     from .codec import meta
 
+    from .tables import TABLE_DUMP_MAGIC, import_table
+
     it = iter(lines)
     first = next(it, "").rstrip("\n")
+    if first == TABLE_DUMP_MAGIC:
+        return import_table(first, it, source)
     if first != DUMP_MAGIC:
         raise NbtextError(f"{source}: not an nbtext dump (first line should be {DUMP_MAGIC!r})")
     try:

@@ -19,7 +19,7 @@ import email.message
 import re
 
 from ..settings import TokenizerSettings
-from .words import add_ngrams, decode_text, words
+from .words import add_ngrams, decode_text, text_words, words
 
 MAX_DEPTH = 30  # MIME nesting beyond this is abuse, not mail: one "mime:too-deep" token
 MAX_PARTS = 500
@@ -417,7 +417,8 @@ class BoundedMessage(email.message.Message):
 
 
 def body_tokens(msg: email.message.Message, s: TokenizerSettings) -> tuple[list[str], list[str]]:
-    """(namespaced tokens, body words) from every part, walked without recursion."""
+    """(namespaced tokens, body texts) from every part, walked without recursion: the body's
+    words are the words of each text in turn."""
     off = s.mail_rules_off
     meta: list[str] = []
     body: list[str] = []
@@ -477,7 +478,7 @@ def body_tokens(msg: email.message.Message, s: TokenizerSettings) -> tuple[list[
                 if t.startswith("url:"):
                     meta.append(t)
                 else:
-                    body += words(t, s)
+                    body.append(t)
         # One scan: each URL becomes tokens (the first MAX_URLS) and a space in the text.
         rest, last = [], 0
         for n, m in enumerate(URL_RE.finditer(text) if "urls" not in off else ()):
@@ -488,7 +489,7 @@ def body_tokens(msg: email.message.Message, s: TokenizerSettings) -> tuple[list[
         if rest:
             rest.append(text[last:])
             text = " ".join(rest)
-        body += words(text, s)
+        body.append(text)
         if budget <= 0:
             meta.append("mime:truncated")
             break
@@ -540,6 +541,12 @@ def parse_message(data: bytes) -> email.message.Message:
 
 
 def mail_tokens(data: bytes | str, s: TokenizerSettings) -> list[str]:
+    tokens, texts, chars = mail_parts(data, s)
+    return tokens + add_ngrams(text_words(texts, s), s, chars)
+
+
+def mail_parts(data: bytes | str, s: TokenizerSettings) -> tuple[list[str], list[str], bool]:
+    """A message as nbtext.text.tokenizer.Tokenizer.parts gives a document."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogateescape")
     data = data.lstrip(b"\r\n")
@@ -552,11 +559,11 @@ def mail_tokens(data: bytes | str, s: TokenizerSettings) -> list[str]:
     except RecursionError:
         # The standard parser recurses once per MIME level; a message nested deeper than
         # Python's stack is an attack, not mail: read its bytes as plain words.
-        return ["mime:too-deep"] + add_ngrams(words(decode_text(data), s), s, s.mail_char_ngrams)
+        return ["mime:too-deep"], [decode_text(data)], s.mail_char_ngrams
     out = head + meta
     # Header names and URLs come from raw bytes; a NUL must never reach a token (the model
     # file separates tokens with NUL, and the fuzz tests found one inside a "www." URL).
     # Body words are word-pattern matches, which never hold one.
     if any("\x00" in t for t in out):
         out = [t.replace("\x00", "\ufffd") for t in out]
-    return out + add_ngrams(body, s, s.mail_char_ngrams)
+    return out, body, s.mail_char_ngrams

@@ -97,6 +97,13 @@ def words(text: str, settings: TokenizerSettings, prefix: str = "") -> list[str]
     return out
 
 
+def text_words(texts: list[str], settings: TokenizerSettings) -> list[str]:
+    """The words of each text in turn (a document's body, as Tokenizer.parts gives it)."""
+    if len(texts) == 1:
+        return words(texts[0], settings)
+    return [w for t in texts for w in words(t, settings)]
+
+
 def words_split_cjk(w: str, limit: int, prefix: str) -> list[str]:
     out = []
     for piece in unicode_patterns()[2].findall(w):

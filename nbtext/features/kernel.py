@@ -1,0 +1,71 @@
+"""The compiled kernel: a chunk of documents tokenized and counted in C (nbtext/_kernel.c).
+
+The pure-Python path (nbtext.text.tokenizer.Tokenizer, then Batch.of_tokens) is the reference;
+the kernel gives the same Batch: the same tokens in the same first-seen order, the same 64-bit
+keys and the same rows (tests/test_kernel.py checks on arbitrary bytes and on real mail; why C
+and not numba, and what each path costs: docs/kernel.md).
+
+Python still reads the mail (parsing, header, URL and HTML rules: Tokenizer.parts); the kernel
+takes each document's tokens and texts and does the per-word work: the words of ASCII runs of
+text, word n-grams, character n-grams, hashing and counting in one hash table a chunk. A run of
+text (between ASCII whitespace) holding a non-ASCII character goes back to
+nbtext.text.words.words, which knows Unicode's letters and case folding.
+
+The environment variable NBTEXT_KERNEL selects the implementation and never changes a token:
+unset or empty, the kernel when it was built, else Python; "python", Python; "c", the kernel
+(an error when it was not built: CI uses it to know it runs both).
+"""
+from __future__ import annotations
+
+import os
+from functools import partial
+from types import ModuleType
+
+import numpy as np
+
+from ..errors import NbtextError
+from ..settings import TokenizerSettings
+
+CHOICES = ("", "c", "python")
+
+
+def compiled() -> ModuleType | None:
+    """The compiled kernel module, or None for the pure-Python path."""
+    choice = os.environ.get("NBTEXT_KERNEL", "")
+    if choice not in CHOICES:
+        raise NbtextError(f"NBTEXT_KERNEL must be one of c, python or empty, got {choice!r}")
+    if choice == "python":
+        return None
+    try:
+        from .. import _kernel
+    except ImportError:
+        if choice == "c":
+            raise NbtextError("NBTEXT_KERNEL=c, but nbtext's compiled kernel was not built "
+                              "(reinstall nbtext where a C compiler is found)") from None
+        return None
+    return _kernel
+
+
+def count(kernel: ModuleType, tokenizer, datas: list) -> tuple:
+    """(blob, keys, data, indices, indptr, n_cols) of a chunk: Batch.of_tokens's arrays for
+    [tokenizer(d) for d in datas], counted by the kernel."""
+    from ..text.words import words
+
+    s: TokenizerSettings = tokenizer.settings
+    counter = kernel.Counter(s.lowercase, s.max_word_length, s.ngram_max, s.char_ngram_min,
+                             s.char_ngram_max, partial(words, settings=s))
+    for d in datas:
+        tokens, texts, chars = tokenizer.parts(d)
+        try:
+            counter.add_tokens(tokens)
+        except ValueError as e:  # (a NUL: never one of the tokenizer's tokens)
+            raise NbtextError(str(e)) from None
+        for text in texts:
+            counter.add_text(text)
+        counter.end_document(chars)
+    blob, keys, data, indices, indptr, n_cols = counter.result()
+    from .rows import index_dtype
+
+    return (blob, np.frombuffer(keys, dtype=np.uint64), np.frombuffer(data, dtype=np.float64),
+            np.frombuffer(indices, dtype=np.int64).astype(index_dtype(max(n_cols, 1))),
+            np.frombuffer(indptr, dtype=np.int64), n_cols)

@@ -1,0 +1,341 @@
+"""The table input edge: a CSV or TSV file with a header row becomes chunks of typed columns.
+
+A table is read a chunk of rows at a time (``TableOptions.chunk_rows``), so a file larger than
+memory trains in bounded memory. Column types: given (``categorical``, ``numeric``, or the
+variant: categorical or gaussian makes every feature column that kind), else a column whose
+every value parses as a finite number is numeric: training types the columns by the first block
+of rows and checks the rest (nbtext.table.model.train_table reads the file again, typed by
+infer_kinds over all of it, when a column turns out otherwise; stdin is spooled to a temporary
+file so that it can be read twice). A cell that is empty, ``NA`` or ``?`` is missing, and
+skipped in training and scoring. Every bad table is an NbtextError naming the file, the line
+(FILE:LINE, as text line files are named) and the column.
+"""
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..errors import NbtextError
+from ..read import EXTENSIONS, _Input, _label_chars
+from ..record import Record
+from ..settings import MISSING_VALUES
+
+CATEGORICAL, NUMERIC = "categorical", "numeric"
+_MISSING = frozenset(MISSING_VALUES)
+
+
+class TableOptions(Record):
+    """How to read a table: its format (None: by extension, .tsv/.tab is TSV, else CSV), the
+    label column, the feature columns (None: every other column) and forced column types."""
+
+    format: str | None = None
+    label_column: str = "label"
+    columns: tuple | None = None
+    categorical: tuple = ()
+    numeric: tuple = ()
+    chunk_rows: int = 1 << 13  # (65,536 rows took 168 MiB peak to 8,192 rows' 53, and no less time)
+
+    def __post_init__(self):
+        both = sorted(set(self.categorical) & set(self.numeric))
+        if both:
+            raise NbtextError(f"column {both[0]!r} is given as both categorical and numeric")
+        if not isinstance(self.chunk_rows, int) or self.chunk_rows < 1:
+            raise NbtextError(f"chunk_rows must be a whole number of at least 1, got {self.chunk_rows!r}")
+
+
+def split_names(value: str | None) -> tuple:
+    """COL,COL,... as a tuple of names (None or empty: none)."""
+    return tuple(n.strip() for n in value.split(",") if n.strip()) if value else ()
+
+
+def table_format(path: str, fmt: str | None) -> str:
+    if fmt in ("csv", "tsv"):
+        return fmt
+    name = path[:-3] if path.endswith(".gz") else path
+    return "tsv" if EXTENSIONS.get(os.path.splitext(name)[1].lower()) == "tsv" else "csv"
+
+
+MAX_QUOTED = 1 << 20  # characters a quoted CSV field may run on past the end of a block of lines
+
+
+def raw_blocks(path: str, fmt: str | None, size: int = 1 << 16, stdin=None
+               ) -> Iterator[tuple[list[int], list[list[str]]]]:
+    """(line numbers, records) of a CSV/TSV file, ``size`` lines at a time, blank lines left
+    out; the header is the first record. Text is UTF-8 (a byte-order mark dropped, bytes that are
+    not UTF-8 replaced). Lines without a quote are split at the separator (each is one record);
+    a block with quotes goes through the csv module, extended to the line that closes a quoted
+    field left open at its end."""
+    import csv
+    import itertools
+
+    with _Input(path, stdin) as inp:
+        text = io.TextIOWrapper(inp.stream, encoding="utf-8-sig", errors="replace", newline="")
+        tsv = table_format(path, fmt) == "tsv"
+        sep = "\t" if tsv else ","
+        n = 0
+        try:
+            while True:
+                chunk = list(itertools.islice(text, size))
+                if not chunk:
+                    return
+                joined = "" if tsv else "".join(chunk)
+                if '"' in joined:
+                    quotes, extra = joined.count('"'), 0
+                    while quotes % 2:
+                        line = text.readline()
+                        if not line:
+                            break
+                        chunk.append(line)
+                        quotes += line.count('"')
+                        extra += len(line)
+                        if extra > MAX_QUOTED:
+                            raise NbtextError(f"{path}:{n + len(chunk)}: bad CSV (a quoted field runs on for "
+                                              f"more than {MAX_QUOTED} characters: is a quote left open?)")
+                    joined = ""
+                    reader = csv.reader(chunk)
+                    lines, rows = [], []
+                    start = 0
+                    try:
+                        for row in reader:  # (a record is named by the line it starts on)
+                            if row and (row[0].strip() or (len(row) > 1 and any(c.strip() for c in row))):
+                                lines.append(n + start + 1)
+                                rows.append(row)
+                            start = reader.line_num
+                    except csv.Error as e:
+                        raise NbtextError(f"{path}:{n + start + 1}: bad CSV ({e})") from None
+                    if quotes % 2:
+                        raise NbtextError(f"{path}:{lines[-1] if lines else n + 1}: bad CSV (a quote opened "
+                                          "in this record is never closed)")
+                else:
+                    rows = [ln.rstrip("\r\n").split(sep) for ln in chunk]
+                    lines = list(range(n + 1, n + 1 + len(chunk)))
+                    if not all(map(str.strip, chunk)):
+                        keep = [i for i, ln in enumerate(chunk) if ln.strip()]
+                        rows, lines = [rows[i] for i in keep], [lines[i] for i in keep]
+                n += len(chunk)
+                del chunk, joined  # (only the records stay while the block is used)
+                yield lines, rows
+        except inp.errors as e:
+            raise inp.error(e) from None
+
+
+def raw_rows(path: str, fmt: str | None, stdin=None) -> Iterator[tuple[int, list[str]]]:
+    """(line number, cells) of every record that is not blank, the header first."""
+    for lines, rows in raw_blocks(path, fmt, 1 << 10, stdin):
+        yield from zip(lines, rows)
+
+
+class Header:
+    """A table's header: the label column's place, the feature columns' places and names."""
+
+    def __init__(self, path: str, names: list[str], opts: TableOptions, labelled: bool = True,
+                 features: list[str] | None = None):
+        # (a column without a name, as pandas writes its index, is named by its number)
+        self.path, self.names = path, [n.strip() or str(i) for i, n in enumerate(names, 1)]
+        seen = set()
+        for n in self.names:
+            if n in seen:
+                raise NbtextError(f"{path}:1: column {n!r} appears twice in the header")
+            seen.add(n)
+        self.label = self.find(opts.label_column, "label") if labelled else None
+        if features is not None:  # a model's columns: each must be here (the label need not)
+            self.features = [self.find(c, "feature") for c in features]
+        elif opts.columns:
+            self.features = [self.find(c, "feature") for c in opts.columns]
+        else:
+            self.features = [i for i in range(len(self.names)) if i != self.label]
+        if self.label in self.features:
+            raise NbtextError(f"{path}: column {self.names[self.label]!r} is the label; it cannot be a feature too")
+        if not self.features:
+            raise NbtextError(f"{path}: no feature columns: the only column is the label "
+                              f"{self.names[self.label]!r}")
+        for c in (*opts.categorical, *opts.numeric):
+            if c not in self.feature_names:
+                raise NbtextError(f"{path}: --categorical/--numeric column {c!r} is not a feature column "
+                                  f"(feature columns: {', '.join(self.feature_names)})")
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [self.names[i] for i in self.features]
+
+    def find(self, name: str, what: str) -> int:
+        if name in self.names:
+            return self.names.index(name)
+        if name.isdigit() and 1 <= int(name) <= len(self.names):
+            return int(name) - 1
+        raise NbtextError(f"{self.path}: no {what} column {name!r} (columns: {', '.join(self.names)})")
+
+
+Blocks = Iterator[tuple[list[int], list[list[str]]]]
+
+
+def open_table(path: str, opts: TableOptions, labelled: bool = True, features: list[str] | None = None,
+               stdin=None) -> tuple[Header, Blocks]:
+    """A table's header and the blocks of records under it."""
+    import itertools
+
+    blocks = raw_blocks(path, opts.format, opts.chunk_rows, stdin)
+    for lines, rows in blocks:
+        if rows:
+            return Header(path, rows[0], opts, labelled, features), itertools.chain([(lines[1:], rows[1:])], blocks)
+    raise NbtextError(f"{path}: empty table (no header row)")
+
+
+class Frame:
+    """A chunk of rows, parsed: line numbers, row numbers (1 = the first row after the header),
+    labels (None when not read), each categorical column's cells (None: missing) and the numeric
+    columns as an (n, p) array (NaN: missing)."""
+
+    def __init__(self, lines: list[int], rows: np.ndarray, labels: list[str] | None, cat: list[list],
+                 num: np.ndarray):
+        self.lines, self.rows, self.labels, self.cat, self.num = lines, rows, labels, cat, num
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+
+def parse_numbers(cells, path: str, lines: list[int], column: str) -> np.ndarray:
+    """Cells as float64, NaN where missing; a cell that is not a finite number is an error
+    naming its line and column."""
+    try:
+        a = np.array(cells, dtype=np.float64)
+    except ValueError:
+        a = np.empty(len(cells))
+        for i, c in enumerate(cells):
+            s = c.strip()
+            if s in _MISSING:
+                a[i] = np.nan
+                continue
+            try:
+                a[i] = float(s)
+            except ValueError:
+                raise NbtextError(f"{path}:{lines[i]}: column {column!r}: {s[:40]!r} is not a number "
+                                  "(the column is numeric)") from None
+    if not np.isfinite(a).all():
+        bad = np.flatnonzero(np.isinf(a))
+        if len(bad):
+            raise NbtextError(f"{path}:{lines[bad[0]]}: column {column!r}: {cells[bad[0]].strip()!r} "
+                              "is not a finite number")
+    return a
+
+
+def is_number(cell: str) -> bool:
+    s = cell.strip()
+    if s in _MISSING:
+        return True
+    try:
+        return np.isfinite(float(s))
+    except ValueError:
+        return False
+
+
+def category(cell: str):
+    s = cell.strip()
+    return None if s in _MISSING else s
+
+
+def ragged(path: str, width: int, lines: list[int], cells) -> None:
+    """Refuse a block whose records are not all ``width`` cells wide, naming the first that is not."""
+    if cells and (len(cells[0]) != width or len(set(map(len, cells))) > 1):
+        for n, row in zip(lines, cells):
+            if len(row) != width:
+                raise NbtextError(f"{path}:{n}: expected {width} columns, found {len(row)} (a ragged row)")
+
+
+def frames(header: Header, blocks: Blocks, kinds: list[str], chunk_rows: int, labelled: bool = True,
+           provisional: set = frozenset()) -> Iterator[Frame]:
+    """A Frame per block of records, every row checked (its width, its label). A numeric column
+    of ``provisional`` (feature positions) that holds a cell that is not a finite number raises
+    nbtext.table.model.Retype instead of an error."""
+    path, width = header.path, len(header.names)
+    cat_idx = [i for i, k in zip(header.features, kinds) if k == CATEGORICAL]
+    num_idx = [i for i, k in zip(header.features, kinds) if k == NUMERIC]
+    label_name = header.names[header.label] if header.label is not None else None
+    start = 1
+    checked: dict = {}
+    for lines, cells in blocks:
+        if not cells:
+            continue
+        ragged(path, width, lines, cells)
+        cols = list(zip(*cells))
+        del cells
+        labels = None
+        if labelled:
+            raw = cols[header.label]
+            for cell in set(raw) - checked.keys():
+                n = lines[raw.index(cell)]
+                label = cell.strip()
+                if label in _MISSING:
+                    raise NbtextError(f"{path}:{n}: column {label_name!r}: the label is missing")
+                checked[cell] = _label_chars(label, f"{path}:{n}: column {label_name!r}")
+            labels = list(map(checked.__getitem__, raw))
+        cat = [[category(c) for c in cols[i]] for i in cat_idx]
+        num = np.empty((len(lines), len(num_idx)))
+        for j, i in enumerate(num_idx):
+            try:
+                num[:, j] = parse_numbers(cols[i], path, lines, header.names[i])
+            except NbtextError:
+                if header.features.index(i) in provisional:
+                    from .model import Retype
+
+                    raise Retype() from None
+                raise
+        yield Frame(lines, np.arange(start, start + len(lines)), labels, cat, num)
+        start += len(lines)
+
+
+def infer_kinds(header: Header, blocks: Blocks, opts: TableOptions, variant: str) -> list[str]:
+    """Each feature column's type: forced by the variant or --categorical/--numeric, else
+    numeric when every value in the file parses as a finite number (and one does), read a
+    block of rows at a time (every row's width is checked here too)."""
+    names = header.feature_names
+    forced = {n: CATEGORICAL for n in opts.categorical}
+    forced.update({n: NUMERIC for n in opts.numeric})
+    default = {"categorical": CATEGORICAL, "gaussian": NUMERIC}.get(variant)
+    kinds = [forced.get(n, default) for n in names]
+    undecided = [j for j, k in enumerate(kinds) if k is None]
+    if not undecided:
+        return kinds
+    seen = dict.fromkeys(undecided, False)
+    width = len(header.names)
+    for lines, chunk in blocks:
+        ragged(header.path, width, lines, chunk)
+        if not undecided or not chunk:
+            continue
+        cols = list(zip(*chunk))
+        for j in list(undecided):
+            cells = cols[header.features[j]]
+            try:
+                a = np.array(cells, dtype=np.float64)
+                ok = not np.isinf(a).any()
+                seen[j] = seen[j] or not np.isnan(a).all()
+            except ValueError:
+                ok = all(map(is_number, cells))
+                seen[j] = seen[j] or any(c.strip() not in _MISSING for c in cells)
+            if not ok:
+                kinds[j] = CATEGORICAL
+                undecided.remove(j)
+    for j in undecided:
+        kinds[j] = NUMERIC if seen[j] else CATEGORICAL
+    return kinds
+
+
+class Spooled:
+    """stdin copied to a temporary file, so that it can be read twice (typing, then training)."""
+
+    def __init__(self):
+        import shutil
+        import sys
+        import tempfile
+
+        if sys.stdin is None:
+            raise NbtextError("-: standard input is closed")
+        self.file = tempfile.TemporaryFile()
+        shutil.copyfileobj(sys.stdin.buffer, self.file, 1 << 20)
+
+    def stream(self):
+        self.file.seek(0)
+        return self.file

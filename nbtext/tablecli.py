@@ -1,0 +1,416 @@
+"""The table halves of the commands (nbtext.cli hands a command here when it is about a table).
+
+How a run is about a table: `train`/`cv` when --variant is table, categorical or gaussian, when
+--columns, --categorical, --numeric or --covariance is given, or when every source is a CSV/TSV
+file whose header has the label column and no text column (a text line file needs one); every
+other command when its model is a table model.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from .errors import NbtextError, SettingError
+from .table.model import TableModel, train_table
+from .table.read import Frame, TableOptions, raw_rows, split_names, table_format
+
+
+def is_table_run(kw: dict) -> bool:
+    from .settings import TABLE_VARIANTS
+
+    if kw.get("variant") in TABLE_VARIANTS or any(kw.get(k) for k in ("columns", "categorical", "numeric", "covariance")):
+        return True
+    sources = kw.get("sources") or ()
+    if kw.get("label_paths") or not sources:
+        return False
+    return all(_looks_like_table(s, kw) for s in sources)
+
+
+def _looks_like_table(path: str, kw: dict) -> bool:
+    fmt = kw.get("line_format")
+    name = path[:-3] if path.endswith(".gz") else path
+    ext = os.path.splitext(name)[1].lower()
+    if path == "-" or not os.path.isfile(path) or (fmt not in ("csv", "tsv") and ext not in (".csv", ".tsv", ".tab")):
+        return False
+    try:
+        first = next(raw_rows(path, fmt), None)
+    except NbtextError:
+        return False
+    if first is None:
+        return False
+    header = [c.strip() for c in first[1]]
+    return kw["label_column"] in header and kw["text_column"] not in header and len(header) >= 2
+
+
+def table_options(kw: dict) -> TableOptions:
+    fmt = kw.get("line_format")
+    return TableOptions(format=fmt if fmt in ("csv", "tsv") else None, label_column=kw["label_column"],
+                        columns=split_names(kw.get("columns")) or None,
+                        categorical=split_names(kw.get("categorical")), numeric=split_names(kw.get("numeric")),
+                        chunk_rows=kw.get("chunk_rows") or TableOptions.chunk_rows)
+
+
+def table_settings(kw: dict):
+    from .settings import TableSettings
+
+    variant = kw.get("variant")
+    return TableSettings(variant=variant if variant in ("categorical", "gaussian") else "table",
+                         alpha=TableSettings.alpha if kw.get("alpha") is None else kw["alpha"],
+                         covariance=kw.get("covariance") or TableSettings.covariance,
+                         reg=TableSettings.reg if kw.get("reg") is None else kw["reg"])
+
+
+def table_decision(kw: dict, classes: list[str]):
+    from .nb.decision import Decision, default_positive
+
+    if kw.get("max_fpr") is not None:
+        raise SettingError("max_fpr", None, "is not available for table models (they are not calibrated)")
+    unsure = kw.get("unsure")
+    if isinstance(unsure, str):
+        from .quick import parse_pair
+
+        try:
+            unsure = parse_pair(unsure)
+        except ValueError:
+            raise SettingError("unsure", unsure, "must be two numbers LOW,HIGH") from None
+    decision = Decision(positive=default_positive(classes))
+    decision.choose(classes, kw.get("positive"), kw.get("threshold"), unsure)
+    return decision
+
+
+def train(kw: dict, progress, info_line, unsure) -> None:
+    from . import store
+    from .store.atomic import check_target
+
+    sources = list(kw["sources"])
+    check_target(kw["output"], sources)
+    model = train_table(sources, table_options(kw), table_settings(kw), progress=progress)
+    model.decision = table_decision({**kw, "unsure": unsure}, model.classes)
+    store.save(model, kw["output"])
+    counts = ", ".join(f"{int(n)} {c}" for c, n in zip(model.classes, model.class_count))
+    kinds = f"{len(model.categorical_columns)} categorical, {len(model.numeric_columns)} numeric"
+    info_line(kw["quiet"], f"nbtext: trained on {model.n_documents} rows ({counts}), {len(model.columns)} "
+                           f"columns ({kinds}); wrote {kw['output']}")
+
+
+# -- scoring -------------------------------------------------------------------------------
+
+def density_text(x: float) -> str:
+    return f"{x:.6f}"
+
+
+def predict(model: TableModel, inputs: list[str], fmt: str, header: bool, input_format: str | None,
+            density: bool, out) -> None:
+    """One row per input row, in order: id (the row number; FILE:ROW with several inputs),
+    label, probability (and log p(x) with --density); written a chunk of rows at a time."""
+    from .report import header_row, prediction_row
+
+    if header and header_row(fmt):
+        out.write(header_row(fmt) + ({"tsv": "\tlog_density", "csv": ",log_density"}[fmt] if density else "") + "\n")
+    opts = TableOptions(format=input_format if input_format in ("csv", "tsv") else None)
+    classes = model.classes
+    for path in inputs:
+        for frame in model.frames_of(path, opts, labelled=False):
+            proba, dens = model.scores(frame)
+            best, unsure = model.decide_array(proba)
+            prob = proba[np.arange(len(best)), best].tolist()
+            ids = [str(r) for r in frame.rows.tolist()] if len(inputs) == 1 else \
+                [f"{path}:{r}" for r in frame.rows.tolist()]
+            labels = [classes[i] for i in best.tolist()]
+            if fmt == "tsv" and len(inputs) == 1:
+                if density:
+                    lines = [f"{i}\t{lab}\t{p:.6f}\t{d:.6f}\n" for i, lab, p, d in zip(ids, labels, prob, dens.tolist())]
+                else:
+                    lines = [f"{i}\t{lab}\t{p:.6f}\n" for i, lab, p in zip(ids, labels, prob)]
+            else:
+                lines = []
+                for n, (rid, lab, p) in enumerate(zip(ids, labels, prob)):
+                    if fmt == "jsonl":
+                        extra = {"unsure": True} if unsure[n] else {}
+                        if density:
+                            extra["log_density"] = round(float(dens[n]), 6)
+                        line = prediction_row(fmt, rid, lab, p, classes, proba[n], extra)
+                    else:
+                        line = prediction_row(fmt, rid, lab, p)
+                        if density:
+                            line += ("\t" if fmt == "tsv" else ",") + density_text(dens[n])
+                    lines.append(line + "\n")
+            out.write("".join(lines))
+            out.flush()
+
+
+def labelled_frames(model: TableModel, sources: list[str], kw: dict):
+    """(labels, posteriors, log densities) of labelled tables, the label column as given or,
+    when a table has no such column, the model's."""
+    opts = TableOptions(format=kw.get("line_format") if kw.get("line_format") in ("csv", "tsv") else None,
+                        label_column=kw.get("label_column") or model.label_column)
+    y, probas, dens = [], [], []
+    for path in sources:
+        o = opts
+        header = next(raw_rows(path, opts.format), None) if path != "-" else None
+        if header is not None and opts.label_column not in [c.strip() for c in header[1]]:
+            o = TableOptions(format=opts.format, label_column=model.label_column)
+        for frame in model.frames_of(path, o, labelled=True):
+            p, d = model.scores(frame)
+            y += frame.labels
+            probas.append(p)
+            dens.append(d)
+    if not y:
+        raise NbtextError("no rows found in the evaluation sources")
+    return y, np.vstack(probas), np.concatenate(dens)
+
+
+def evaluate(model: TableModel, sources: list[str], kw: dict) -> dict:
+    """eval's figures on the rows of known classes; rows of a class the model never saw are
+    novel, and how well log p(x) tells them from the rest is reported (ROC-AUC of -log p(x))."""
+    from .nb.decision import decide
+    from .report import evaluate as figures, roc_auc
+
+    y, proba, dens = labelled_frames(model, sources, kw)
+    known = np.asarray([label in model.classes for label in y])
+    if not known.any():
+        raise NbtextError(f"no row has one of the model's classes ({', '.join(model.classes)})")
+    yk = [label for label, k in zip(y, known) if k]
+    pred = [decide(model.classes, model.decision, row)[0] for row in proba[known]]
+    r = figures(model.classes, yk, pred, proba[known], model.decision.positive)
+    r["documents"] = int(known.sum())
+    r["density"] = {"mean_log_density": float(dens[known].mean()), "novel_rows": int((~known).sum())}
+    if (~known).any():
+        r["density"].update({
+            "novel_classes": sorted(set(y) - set(model.classes)),
+            "novel_mean_log_density": float(dens[~known].mean()),
+            "novelty_roc_auc": roc_auc(~known, -dens),
+        })
+    return r
+
+
+def format_density(d: dict) -> str:
+    lines = ["", f"log p(x)      {d['mean_log_density']:.4f} mean over rows of known classes"]
+    if d["novel_rows"]:
+        lines += [f"novel rows    {d['novel_rows']} (classes not in the model: {', '.join(d['novel_classes'])}), "
+                  f"mean log p(x) {d['novel_mean_log_density']:.4f}",
+                  f"novelty       ROC-AUC {d['novelty_roc_auc']:.4f} of -log p(x) telling novel rows from known"]
+    return "\n".join(lines)
+
+
+def concat(frames: list[Frame]) -> Frame:
+    return Frame([n for f in frames for n in f.lines], np.concatenate([f.rows for f in frames]),
+                 [label for f in frames for label in f.labels], [sum((f.cat[j] for f in frames), [])
+                                                                for j in range(len(frames[0].cat))],
+                 np.vstack([f.num for f in frames]))
+
+
+def subset(frame: Frame, idx: np.ndarray) -> Frame:
+    return Frame([frame.lines[i] for i in idx], frame.rows[idx], [frame.labels[i] for i in idx],
+                 [[col[i] for i in idx] for col in frame.cat], frame.num[idx])
+
+
+def cross_validate(kw: dict, folds: int, seed: int, want_predictions: bool = False) -> tuple:
+    """Eval figures of each of k stratified folds (the table read into memory), each scored by
+    the statistics of the other folds. Returns the figures, each row's id and label, and (when
+    wanted) each row's out-of-fold (label, probability of it, fold 1..k)."""
+    from .nb.calibrate import check_folds, stratified_folds
+    from .report import evaluate as figures
+
+    sources = list(kw["sources"])
+    model = train_table(sources, table_options(kw), table_settings(kw))
+    opts = TableOptions(format=table_options(kw).format, label_column=model.label_column,
+                        chunk_rows=table_options(kw).chunk_rows)
+    frames, ids = [], []
+    for path in sources:
+        for f in model.frames_of(path, opts, labelled=True):
+            frames.append(f)
+            ids += [str(r) if len(sources) == 1 else f"{path}:{r}" for r in f.rows]
+    data = concat(frames)
+    y = np.asarray(data.labels)
+    check_folds(y, folds, "rows")
+    assign = stratified_folds(y, folds, seed)
+    predictions = [None] * len(y) if want_predictions else None
+    results = []
+    for f in range(folds):
+        test = np.flatnonzero(assign == f)
+        train_rows = np.flatnonzero(assign != f)
+        m = TableModel.empty(model.settings, model.label_column, model.columns, model.kinds)
+        m.stats.add(subset(data, train_rows))
+        m.decision = table_decision(kw, m.classes)
+        t = subset(data, test)
+        proba = m.proba(t)
+        verdicts = [label for label, _ in m.decide_rows(proba)]
+        results.append(figures(m.classes, t.labels, verdicts, proba, m.decision.positive))
+        if predictions is not None:
+            for i, label, row in zip(test, verdicts, proba):
+                predictions[i] = (label, float(row[m.classes.index(label)]), f + 1)
+    return results, ids, list(y), predictions
+
+
+# -- info --------------------------------------------------------------------------------------
+
+def describe(model: TableModel, header: dict) -> dict:
+    s = model.stats
+    cols = []
+    cat_i = num_i = 0
+    for name, kind in zip(model.columns, model.kinds):
+        if kind == "categorical":
+            cols.append({"name": name, "kind": kind, "values": list(s.values[cat_i])})
+            cat_i += 1
+        else:
+            cols.append({"name": name, "kind": kind,
+                         "mean": {c: float(s.mean[i, num_i]) for i, c in enumerate(model.classes)},
+                         "variance": {c: float(s.m2[i, num_i] / s.n[i, num_i]) if s.n[i, num_i] else None
+                                      for i, c in enumerate(model.classes)}})
+            num_i += 1
+    return {"format_version": header["format_version"], "created_by": header.get("created_by"), "kind": "table",
+            "classes": {c: int(n) for c, n in zip(model.classes, model.class_count)},
+            "rows": model.n_documents, "label_column": model.label_column, "columns": cols,
+            "model": model.settings.to_dict(), "decision": model.decision.to_dict()}
+
+
+def format_info(d: dict) -> str:
+    lines = [f"model format   {d['format_version']} ({d['created_by']}), a table model",
+             f"rows           {d['rows']}"]
+    for c, n in d["classes"].items():
+        lines.append(f"  {c:<12} {n} rows")
+    lines.append(f"label column   {d['label_column']}")
+    for col in d["columns"]:
+        if col["kind"] == "categorical":
+            lines.append(f"  {col['name']:<12} categorical: {len(col['values'])} values "
+                         f"({', '.join(col['values'][:10])}{', ...' if len(col['values']) > 10 else ''})")
+        else:
+            means = ", ".join(f"{c} {m:.6g}" for c, m in col["mean"].items())
+            lines.append(f"  {col['name']:<12} numeric: mean {means}")
+    lines += ["model          " + ", ".join(f"{k}={v}" for k, v in d["model"].items()),
+              "decision       " + ", ".join(f"{k}={v}" for k, v in d["decision"].items())]
+    return "\n".join(lines)
+
+
+def format_linear(view: dict) -> str:
+    """The decision function as text: f(x) = b + w.x (+ x'Qx), f(x) >= 0: the positive class."""
+    quad = view.get("quadratic")
+    lines = [f"f(x) = b + w.x{' + x^T Q x' if quad else ''}; f(x) >= 0: {view['positive']}, else {view['negative']}",
+             f"b\t{view['b']:.10g}"]
+    for e in view.get("categorical", []):
+        value = "(a value not seen in training)" if e["value"] is None else e["value"]
+        lines.append(f"w\t{e['column']}={value}\t{e['w']:.10g}")
+    for e in view.get("numeric", []):
+        lines.append(f"w\t{e['column']}\t{e['w']:.10g}")
+    for e in view.get("tokens", []):
+        lines.append(f"w\t{e['token']}\t{e['w']:.10g}")
+    if quad:
+        cols = view["Q"]["columns"]
+        for i, row in enumerate(view["Q"]["matrix"]):
+            for j, q in enumerate(row):
+                if q != 0:
+                    lines.append(f"Q\t{cols[i]}\t{cols[j]}\t{q:.10g}")
+    return "\n".join(lines)
+
+
+def text_linear(model) -> dict:
+    """The linear view of a two-class text model (multinomial, Bernoulli, Complement NB):
+    f(x) = b + sum_t w_t x_t over the variant's features of a document, >= 0: the positive class."""
+    from .nb.decision import positive_of
+
+    if len(model.classes) != 2:
+        raise NbtextError(f"the linear view is for two classes; this model has {len(model.classes)}")
+    lin = model.estimator.linear()
+    pos = model.classes.index(positive_of(model.classes, model.decision.positive))
+    neg = 1 - pos
+    t, temp = model.decision.threshold, model.decision.temperature
+    if t in (0.0, 1.0):
+        raise NbtextError(f"a threshold of {t:g} calls every document one class: no decision function")
+    b = lin.b
+    w = lin.W[pos] - lin.W[neg]
+    return {"positive": model.classes[pos], "negative": model.classes[neg], "quadratic": False,
+            "b": float(b[pos] - b[neg] - temp * np.log(t / (1 - t))),
+            "features": model.settings.variant,
+            "tokens": [{"token": tok, "w": float(x)} for tok, x in zip(model.vocab.tokens, w)]}
+
+
+# -- one row ------------------------------------------------------------------------------------
+
+def parse_row(value: str) -> dict:
+    """COLUMN=VALUE,COLUMN=VALUE,... (a CSV line of such pairs)."""
+    import csv
+
+    cells = {}
+    for pair in next(csv.reader([value]), []):
+        name, eq, v = pair.partition("=")
+        if not eq or not name.strip():
+            raise NbtextError(f"--row: expected COLUMN=VALUE, got {pair!r}")
+        cells[name.strip()] = v
+    return cells
+
+
+def one_row(model: TableModel, row: str | None, data: bytes) -> Frame:
+    """The row to classify: --row's pairs, or a CSV line of the model's columns in order (a
+    header line before it names them instead)."""
+    import csv
+
+    if row is not None:
+        return model.row_frame(parse_row(row))
+    text = data.decode("utf-8", errors="replace")
+    lines = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
+    if len(lines) == 2:
+        header, values = [c.strip() for c in lines[0]], lines[1]
+        if len(header) != len(values):
+            raise NbtextError(f"expected {len(header)} values under the header, found {len(values)}")
+        return model.row_frame({h: v for h, v in zip(header, values) if h != model.label_column})
+    if len(lines) != 1:
+        raise NbtextError(f"expected one CSV row of {', '.join(model.columns)} (or a header and one row), "
+                          f"found {len(lines)} lines")
+    if len(lines[0]) != len(model.columns):
+        raise NbtextError(f"expected {len(model.columns)} values ({', '.join(model.columns)}), found {len(lines[0])}")
+    return model.row_frame(dict(zip(model.columns, lines[0])))
+
+
+def classify_row(header: dict, payload, model_path: str, file: str, row: str | None, exit_code: bool,
+                 positive: str | None, threshold: float | None, unsure: tuple | None, out) -> int:
+    """`classify` with a table model: one row, LABEL<TAB>PROBABILITY."""
+    from .quick import exit_status
+    from .read import read_bytes
+    from .store.tables import decode_table
+
+    model = decode_table(header, payload, model_path)
+    model.decision.choose(model.classes, positive, threshold, unsure)
+    frame = one_row(model, row, b"" if row is not None else read_bytes(file, limit=1 << 20))
+    proba = model.proba(frame)[0]
+    from .nb.decision import decide
+
+    label, unsure_row = decide(model.classes, model.decision, proba)
+    out.write(f"{label}\t{proba[model.classes.index(label)]:.6f}\n")
+    out.flush()
+    if exit_code:
+        class Scorer:  # (what exit_status asks of a scorer)
+            classes, decision = model.classes, model.decision
+        return exit_status(Scorer, label, unsure_row)
+    return 0
+
+
+def learn(model_path: str, inputs: list[str], label: str, forget: bool) -> int:
+    """Add (or take out) the rows of tables under ``label``, under the model's lock."""
+    from . import store
+
+    with store.locked(model_path):
+        model = store.load(model_path)
+        model.stats.check_labels([label])
+        n = 0
+        stats = model.stats
+        for path in inputs:
+            for frame in model.frames_of(path, TableOptions(), labelled=False):
+                labels = [label] * len(frame)
+                stats = stats.plus(frame, labels, -1.0) if forget else (stats.add(frame, labels) or stats)
+                n += len(frame)
+        stats.check_finite(model.numeric_columns)
+        model.stats = stats
+        if n:
+            store.save(model, model_path)
+    return n
+
+
+def dumps(d) -> str:
+    return json.dumps(d, indent=2, ensure_ascii=False)
+
+
+__all__ = ["is_table_run", "train", "predict", "evaluate", "cross_validate", "describe", "format_info",
+           "format_linear", "text_linear", "one_row", "learn", "table_format"]

@@ -1,0 +1,252 @@
+"""The compiled kernel (nbtext/_kernel.c, nbtext.features.kernel) against the pure-Python path,
+which is the reference: identical tokens, first-seen order, keys and counts on arbitrary bytes,
+arbitrary text, mail-shaped garbage and real mail; NBTEXT_KERNEL selects the path; and a fuzz
+run of a build under AddressSanitizer, bounded in time.
+
+The comparisons call both paths explicitly, so they run once: CI's second pass
+(NBTEXT_KERNEL=python, the whole suite on the Python path) skips them. Without a built kernel
+they skip, except in CI's first pass (NBTEXT_KERNEL=c), where a missing kernel fails.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import DATA, ROOT, need_shared
+from nbtext.errors import NbtextError
+from nbtext.features import kernel
+from nbtext.features.counting import Batch, count_documents
+from nbtext.features.vocabulary import token_keys
+from nbtext.settings import TokenizerSettings
+from nbtext.text.tokenizer import Tokenizer
+
+OFF = os.environ.get("NBTEXT_KERNEL") == "python"
+
+
+def compiled():
+    if OFF:
+        pytest.skip("NBTEXT_KERNEL=python: this pass runs the Python path alone (the first compared both)")
+    k = kernel.compiled()
+    if k is None:
+        pytest.skip("the compiled kernel is not built (no C compiler at install)")
+    return k
+
+
+SETTINGS = [
+    TokenizerSettings(),
+    TokenizerSettings(ngram_max=3, mail_char_ngrams=True, char_ngram_min=1, char_ngram_max=3),
+    TokenizerSettings(lowercase=False, max_word_length=4, ngram_max=1, char_ngram_min=0, char_ngram_max=0),
+    TokenizerSettings(mode="text", max_word_length=1, ngram_max=4, char_ngram_min=3, char_ngram_max=5),
+    TokenizerSettings(mode="email", max_bytes=300),
+]
+
+
+def assert_same(datas, s):
+    """The kernel's Batch of a chunk is the Python path's, array for array."""
+    tok = Tokenizer(s)
+    want = Batch.of_tokens([tok(d) for d in datas])
+    blob, keys, data, indices, indptr, n_cols = kernel.count(compiled(), tok, datas)
+    if blob != want.blob:  # the first token that differs, for the message
+        a, b = want.blob.split(b"\0"), blob.split(b"\0")
+        i = next(i for i, (x, y) in enumerate(zip(a + [None], b + [None])) if x != y)
+        raise AssertionError(f"token {i}: python {a[i:i + 3]!r}, kernel {b[i:i + 3]!r}")
+    assert keys.dtype == want.keys.dtype and np.array_equal(keys, want.keys)
+    r = want.rows
+    assert (r.shape[1], r.data.dtype, r.indices.dtype, r.indptr.dtype) == \
+        (n_cols, data.dtype, indices.dtype, indptr.dtype)
+    assert np.array_equal(r.data, data) and np.array_equal(r.indices, indices)
+    assert np.array_equal(r.indptr, indptr)
+
+
+# Characters where the two paths could part: case folding that changes length or leaves ASCII
+# (ß, ﬁ, the Kelvin sign, dotted İ), word separators of one path only (’), currency signs,
+# ideographs, marks, digits of other scripts, non-ASCII spaces, and ASCII's own edges.
+TRICKY = list("aZ_09$'.-’€£¥ßﬁKİıσςΣé\u0301中文かなカナ한국\u0663\u00a0\u2003\u0085\x1b[3m<>@:/ \t\n\r\x0b\x0c")
+WORDY = st.text(st.sampled_from(TRICKY) | st.characters(), max_size=300)
+MAILISH = st.lists(st.sampled_from([
+    b"From: Ann <a@b.example>\n", b"Subject: Caf\xc3\xa9 FREE $100 don't\n", b"Subject: =?utf-8?B?w4k=?=\n",
+    b"Content-Type: text/html; charset=utf-8\n", b"Content-Type: text/plain; charset=\"iso-8859-1\"\n",
+    b"Content-Type: multipart/alternative; boundary=\"b\"\n", b"Content-Transfer-Encoding: base64\n",
+    b"Content-Transfer-Encoding: quoted-printable\n", b"\n", b"--b\n", b"--b--\n",
+    b"<a href='http://x.example/p?q=1'>Vi<b></b>agra</a> <img alt='Gr\xc3\xbc\xc3\x9fe'>",
+    b"=C3=A9t=C3=A9 na=EFve\n", b"w4lzdMOp\n", b"\xff\xfe caf\xe9 ", b"word-word e.mail it's $5 ",
+    b"\xe4\xb8\xad\xe6\x96\x87 \xef\xac\x81ne ", b"A" * 60 + b" ", b"\r\n", b"\t",
+]), max_size=30).map(b"".join)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.binary(max_size=1500), min_size=1, max_size=4), st.sampled_from(SETTINGS))
+def test_the_kernel_counts_arbitrary_bytes_as_python_does(datas, s):
+    assert_same(datas, s)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(WORDY, min_size=1, max_size=4), st.sampled_from(SETTINGS))
+def test_the_kernel_counts_arbitrary_text_as_python_does(datas, s):
+    assert_same(datas, s)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(MAILISH, min_size=1, max_size=4), st.sampled_from(SETTINGS))
+def test_the_kernel_counts_mail_shaped_garbage_as_python_does(datas, s):
+    assert_same(datas, s)
+
+
+def test_the_kernel_counts_real_mail_as_python_does():
+    """The bundled sample under every setting above (a third of it under the two slowest), and
+    all of spamassassin-2002 (3,250 messages, 8% with non-ASCII text) with the defaults, a chunk
+    at a time as train cuts them."""
+    from nbtext.batch.chunks import chunks
+    from nbtext.read import label_directory
+
+    compiled()
+    sample = [[d.data for d in c] for c in chunks(label_directory(str(DATA / "corpus")))]
+    for s in SETTINGS:
+        for c in sample if s.ngram_max < 3 else sample[::3]:
+            assert_same(c, s)
+    for c in chunks(label_directory(str(need_shared("spamassassin-2002")))):
+        assert_same([d.data for d in c], SETTINGS[0])
+
+
+def test_the_kernel_counts_the_examples_exactly():
+    """A worked example: the words, pairs and counts of a short text, by hand."""
+    compiled()
+    s = TokenizerSettings(mode="text", char_ngram_min=0, char_ngram_max=0, max_word_length=6)
+    docs = ["Win $100 now, WIN it's e-mail\tNaïve naïve 中文 abcdefghij", "win"]
+    b = count_documents(docs, s)
+    tokens = b.blob.decode().split("\0")[:-1]
+    assert tokens == ["win", "$100", "now", "it's", "e-mail", "naïve", "中", "文", "skip:a 10",
+                      "win $100", "$100 now", "now win", "win it's", "it's e-mail", "e-mail naïve",
+                      "naïve naïve", "naïve 中", "中 文", "文 skip:a 10"]
+    assert b.rows.indptr.tolist() == [0, 19, 20]
+    assert b.rows.data[:6].tolist() == [2, 1, 1, 1, 1, 2] and b.rows.indices[19] == 0
+    assert np.array_equal(b.keys, token_keys(b.blob))
+    assert np.array_equal(np.frombuffer(compiled().keys(b.blob), np.uint64), b.keys)
+    assert_same(docs, s)
+
+
+def test_nbtext_kernel_selects_the_path_and_refuses_other_values(monkeypatch):
+    monkeypatch.setenv("NBTEXT_KERNEL", "python")
+    assert kernel.compiled() is None
+    monkeypatch.setenv("NBTEXT_KERNEL", "fast")
+    with pytest.raises(NbtextError, match="NBTEXT_KERNEL must be one of c, python or empty, got 'fast'"):
+        kernel.compiled()
+    monkeypatch.setenv("NBTEXT_KERNEL", "c")
+    try:
+        from nbtext import _kernel
+    except ImportError:
+        with pytest.raises(NbtextError, match="was not built"):
+            kernel.compiled()
+    else:
+        assert kernel.compiled() is _kernel
+
+
+def test_the_kernel_refuses_what_it_is_not_given_to_count():
+    k = compiled()
+    c = k.Counter(True, 40, 2, 0, 0, lambda t: ["ok"])
+    with pytest.raises(ValueError, match="NUL"):
+        c.add_tokens(["a\0b"])
+    with pytest.raises(TypeError):
+        c.add_tokens([b"bytes"])
+    with pytest.raises(TypeError):
+        c.add_text(b"bytes")
+    with pytest.raises(ValueError, match="bad settings"):
+        k.Counter(True, 0, 2, 0, 0, str)
+    with pytest.raises(RuntimeError, match="not initialized"):
+        k.Counter.__new__(k.Counter).add_text("x")
+    bad = k.Counter(True, 40, 2, 0, 0, lambda t: "not a list")
+    with pytest.raises(TypeError, match="must return a list"):
+        bad.add_text("é")
+    c.add_tokens(["x\udcff"])  # a lone surrogate is encoded as encode_tokens does
+    c.add_text("a é\udcff b")  # (such a text goes to the fallback whole)
+    c.end_document(False)
+    assert c.result()[0] == "x\udcff\0ok\0".encode("utf-8", "surrogatepass")
+
+
+# -- AddressSanitizer ----------------------------------------------------------------------------
+
+FUZZ = textwrap.dedent('''
+    import importlib.util, random, sys, time
+    import nbtext
+    spec = importlib.util.spec_from_file_location("nbtext._kernel", sys.argv[1])
+    k = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(k)
+    sys.modules["nbtext._kernel"] = nbtext._kernel = k
+    from nbtext.features import kernel
+    from nbtext.features.counting import Batch
+    from nbtext.settings import TokenizerSettings
+    from nbtext.text.tokenizer import Tokenizer
+    assert kernel.compiled() is k
+    rng = random.Random(int(sys.argv[3]))
+    seeds = [open(p, "rb").read() for p in sys.argv[4:]]
+    alphabet = "aZ_09$'.-’€ßﬁKİσé中かな\\u0301\\u00a0 \\t\\n\\r<>@:/=?&%"
+    def doc():
+        r = rng.random()
+        if r < 0.3:
+            return rng.randbytes(rng.randrange(3000))
+        if r < 0.5:
+            return "".join(rng.choice(alphabet) for _ in range(rng.randrange(2000)))
+        b = bytearray(rng.choice(seeds))
+        for _ in range(rng.randrange(30)):
+            i = rng.randrange(len(b) + 1)
+            op = rng.random()
+            if op < 0.4:
+                b[i:i + rng.randrange(1, 50)] = rng.randbytes(rng.randrange(50))
+            elif op < 0.7:
+                b[i:i] = rng.choice([b"a" * rng.randrange(2000), b"$", b"'", b".", b"-", b"\\xc3\\xa9", b"\\xe4\\xb8\\xad", b" "])
+            else:
+                del b[i:]
+        return bytes(b)
+    end, n = time.time() + float(sys.argv[2]), 0
+    while time.time() < end:
+        s = TokenizerSettings(lowercase=rng.random() < 0.8, max_word_length=rng.choice([1, 2, 7, 40, 1000]),
+                              ngram_max=rng.randint(1, 10), char_ngram_min=(lo := rng.randint(0, 10)),
+                              char_ngram_max=rng.randint(lo, 10), mail_char_ngrams=rng.random() < 0.5,
+                              mode=rng.choice(["auto", "text", "email"]))
+        datas = [doc() for _ in range(rng.randint(0, 5))]
+        tok = Tokenizer(s)
+        got = kernel.count(k, tok, datas)
+        want = Batch.of_tokens([tok(d) for d in datas])
+        assert got[0] == want.blob and (got[1] == want.keys).all() and (got[2] == want.rows.data).all()
+        assert (got[3] == want.rows.indices).all() and (got[4] == want.rows.indptr).all()
+        n += 1
+    print(n)
+''')
+
+
+def sanitizer_build(tmp_path):
+    """nbtext/_kernel.c compiled with AddressSanitizer, and the libasan to preload (or a skip)."""
+    cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
+    include = sysconfig.get_paths()["include"]
+    if not cc or not os.path.exists(os.path.join(include, "Python.h")):
+        pytest.skip("no C compiler or no Python headers: no sanitizer build")
+    asan = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(asan) or not os.path.exists(asan):
+        pytest.skip(f"{cc} has no libasan")
+    so = tmp_path / ("_kernel" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer",
+                    f"-I{include}", str(ROOT / "nbtext" / "_kernel.c"), "-o", str(so)], check=True)
+    return so, asan
+
+
+def test_the_kernel_under_address_sanitizer(tmp_path):
+    """Fuzz a sanitizer build for a bounded time (~15 s) on random bytes, random text and mangled
+    real mail, every setting at random, checking parity on the way; PYTHONMALLOC=malloc so that
+    the kernel's buffers are the sanitizer's to check, not pymalloc's arenas."""
+    if OFF:
+        pytest.skip("NBTEXT_KERNEL=python: the first pass fuzzed the kernel")
+    so, asan = sanitizer_build(tmp_path)
+    seeds = sorted(str(p) for p in (DATA / "corpus").rglob("*") if p.is_file())[::20]
+    env = {**os.environ, "LD_PRELOAD": asan, "PYTHONMALLOC": "malloc", "NBTEXT_KERNEL": "c",
+           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:halt_on_error=1",
+           "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-c", FUZZ, str(so), "15", "22", *seeds], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert int(r.stdout) > 20, "the fuzz loop hardly ran"
