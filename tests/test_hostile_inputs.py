@@ -314,3 +314,17 @@ def test_json_nested_too_deeply_is_refused_and_lone_surrogates_are_replaced(tmp_
         Document(f"{lone}:1", "\ufffd free", "a"), Document(f"{lone}:2", "pair \U0001f600", "b")]
     r = nb("train", lone, "-o", tmp_path / "m.nbm", "-q")
     assert r.returncode == 0 and r.stderr == b""
+
+
+def test_a_str_with_a_lone_surrogate_is_tokenized():
+    """A library caller's str may hold any lone surrogate, not only surrogateescape's
+    \\udc80-\\udcff: '\\udd00' in a message raised UnicodeEncodeError (found by Hypothesis)."""
+    from nbtext.features.counting import count_documents
+    from nbtext.settings import TokenizerSettings
+    from nbtext.text.tokenizer import Tokenizer
+
+    msg = "From: a@example.com\nTo: b@example.com\nSubject: hello \udd00\n\nbody \udd00 words \udcff\n"
+    tokens = Tokenizer(TokenizerSettings())(msg)
+    assert "body" in tokens and "words" in tokens
+    batch = count_documents([msg, "\udd00", "plain \ud800 text"], TokenizerSettings())
+    assert batch.rows.shape[0] == 3

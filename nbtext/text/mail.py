@@ -540,6 +540,16 @@ def parse_message(data: bytes) -> email.message.Message:
     return msg
 
 
+def utf8_bytes(text: str) -> bytes:
+    """A str as bytes: undecodable bytes (surrogateescape) back as they were, any other lone
+    surrogate (a library caller's str may hold one: '\udd00' raised UnicodeEncodeError) as
+    its UTF-8 form."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
 def mail_tokens(data: bytes | str, s: TokenizerSettings) -> list[str]:
     tokens, texts, chars = mail_parts(data, s)
     return tokens + add_ngrams(text_words(texts, s), s, chars)
@@ -548,7 +558,7 @@ def mail_tokens(data: bytes | str, s: TokenizerSettings) -> list[str]:
 def mail_parts(data: bytes | str, s: TokenizerSettings) -> tuple[list[str], list[str], bool]:
     """A message as nbtext.text.tokenizer.Tokenizer.parts gives a document."""
     if isinstance(data, str):
-        data = data.encode("utf-8", "surrogateescape")
+        data = utf8_bytes(data)
     data = data.lstrip(b"\r\n")
     if data.startswith(b"From "):  # an mbox separator line is not a header
         data = data.split(b"\n", 1)[1] if b"\n" in data else b""
