@@ -29,6 +29,9 @@ class Edge:
         self.error_status = 1
 
 
+WORKER_COMMANDS = ("train", "predict", "eval", "cv", "calibrate")  # the commands that may start workers
+
+
 class Group(click.Group):
     """nbtext's commands, which end through the process edge (nbtext.process.finish), as the
     click-free classify path does: usage errors as click prints them (status 2), user errors
@@ -38,7 +41,9 @@ class Group(click.Group):
         from .process import finish, interrupts_to_main_thread, terminate_cleanly
 
         terminate_cleanly()
-        interrupts_to_main_thread()
+        argv = sys.argv[1:] if args is None else list(args)
+        if next((a for a in argv if not a.startswith("-")), None) in WORKER_COMMANDS:
+            interrupts_to_main_thread()  # (they import numpy anyway; classify must not)
         edge = Edge()
         extra.pop("standalone_mode", None)
 

@@ -137,7 +137,8 @@ def interrupts_to_main_thread() -> None:
     core, at import) keep it blocked and a Ctrl-C always reaches the main thread. While train
     starts its workers, the main thread holds Ctrl-C back (nbtext.batch.chunks.sigint_ignored):
     a BLAS thread took it meanwhile, and since it was ignored then, it was lost and train ran on.
-    The click commands call this first (they all use numpy); the classify path never does."""
+    The commands that start workers call this first (they import numpy anyway); classify, which
+    must start fast without numpy, never does."""
     import signal
     import sys
 

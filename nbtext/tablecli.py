@@ -7,14 +7,13 @@ other command when its model is a table model.
 """
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 
 from .errors import NbtextError, SettingError
 from .table.model import TableModel, train_table
-from .table.read import Frame, TableOptions, raw_rows, split_names, table_format
+from .table.read import Frame, TableOptions, raw_rows, split_names
 
 
 def is_table_run(kw: dict) -> bool:
@@ -408,9 +407,5 @@ def learn(model_path: str, inputs: list[str], label: str, forget: bool) -> int:
     return n
 
 
-def dumps(d) -> str:
-    return json.dumps(d, indent=2, ensure_ascii=False)
-
-
 __all__ = ["is_table_run", "train", "predict", "evaluate", "cross_validate", "describe", "format_info",
-           "format_linear", "text_linear", "one_row", "learn", "table_format"]
+           "format_linear", "text_linear", "one_row", "learn"]

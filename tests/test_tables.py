@@ -532,3 +532,28 @@ def test_an_unnamed_column_is_named_by_its_number_and_a_huge_value_is_refused_in
     (tmp_path / "s.csv").write_text(",size\n0,1.5\n1,1e300\n")
     r = run("predict", "-m", m, tmp_path / "s.csv")
     assert r.exit_code == 1 and "row 2 (line 3): a value too large to score" in r.stderr
+
+
+def test_diagonal_statistics_hold_no_scatter_matrices():
+    """Only shared/full covariance needs p x p per class: a diagonal model of a 5 MB file with
+    100,000 numeric columns asked for 149 GiB at load (TableStats.of_arrays)."""
+    import numpy as np
+    from nbtext.table.stats import TableStats
+
+    p, k = 100_000, 2
+    gauss = (np.ones((k, p)), np.zeros((k, p)), np.ones((k, p)))
+    s = TableStats.of_arrays(["a", "b"], [1.0, 1.0], [], [], gauss, None)
+    assert s.jm2.size == 0 and s.jmean.size == 0
+    assert TableStats(0, p, joint=False).jm2.size == 0 and TableStats(0, 3, joint=True).jm2.shape == (0, 3, 3)
+
+
+def test_a_table_line_is_read_up_to_a_limit(tmp_path, monkeypatch, run):
+    """A CSV with no line break was read whole into one line, whatever its size."""
+    import nbtext.table.read as table_read
+
+    monkeypatch.setattr(table_read, "MAX_DOCUMENT_BYTES", 1000)
+    f = tmp_path / "t.csv"
+    f.write_text("a,b,label\n1,2,x\n" + "3," * 2000 + "y\n")
+    r = run("train", f, "--label-column", "label", "--variant", "table", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1 and "t.csv:3: a line longer than 1,000 characters" in r.stderr
+    assert not (tmp_path / "m.nbm").exists()

@@ -197,7 +197,8 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y) -> ThresholdFit | None
                   else [model.settings])
     best = None
     for settings in candidates:
-        estimator = make_estimator(settings, model.counts) if whole else None
+        estimator = None if not whole else model.estimator if settings == model.settings else \
+            make_estimator(settings, model.counts)
         jll = out_of_fold_jll(X, y, classes, settings, d.folds, d.seed, full=estimator, unseen=unseen)
         del estimator
         jll, for_threshold = jll if unseen == "both" else (jll, jll)

@@ -125,10 +125,6 @@ def calibrated_log(decision, jll: np.ndarray, lengths: np.ndarray) -> np.ndarray
     return logp
 
 
-def probabilities_at(jll: np.ndarray, decision, lengths: np.ndarray) -> np.ndarray:
-    return np.exp(calibrated_log(decision, jll, lengths))
-
-
 def brier_of(logp: np.ndarray, t_idx: np.ndarray) -> float:
     """Mean over documents of the squared distance between the probabilities and the truth."""
     p = np.exp(logp)
@@ -194,8 +190,9 @@ def fit_calibration(jll: np.ndarray, lengths: np.ndarray, t_idx: np.ndarray) -> 
     def soft_loss(c):
         return log_loss_of(log_posteriors(-c * np.arcsinh(-g / c)), t_idx)
     c = float(np.exp(golden_section(lambda lc: soft_loss(np.exp(lc)), np.log(0.1), np.log(1e3), xtol=1e-4)))
-    if soft_loss(c) < loss - 1e-12:
-        params["soft"], loss, g = c, soft_loss(c), -c * np.arcsinh(-g / c)
+    softened = soft_loss(c)
+    if softened < loss - 1e-12:
+        params["soft"], loss, g = c, softened, -c * np.arcsinh(-g / c)
     logp = log_posteriors(g)
     k = jll.shape[1]
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..errors import NbtextError
-from ..read import EXTENSIONS, _Input, _label_chars
+from ..read import EXTENSIONS, MAX_DOCUMENT_BYTES, _Input, _label_chars
 from ..record import Record
 from ..settings import MISSING_VALUES
 
@@ -61,6 +61,20 @@ def table_format(path: str, fmt: str | None) -> str:
 MAX_QUOTED = 1 << 20  # characters a quoted CSV field may run on past the end of a block of lines
 
 
+def _capped_lines(text, path: str) -> Iterator[str]:
+    """The lines of a text stream, each at most MAX_DOCUMENT_BYTES characters: a file with no
+    line break was read whole into one line (its size unchecked), as no other reader does."""
+    n = 0
+    while True:
+        line = text.readline(MAX_DOCUMENT_BYTES)
+        if not line:
+            return
+        n += 1
+        if len(line) == MAX_DOCUMENT_BYTES and not line.endswith(("\n", "\r")):
+            raise NbtextError(f"{path}:{n}: a line longer than {MAX_DOCUMENT_BYTES:,} characters: not a table")
+        yield line
+
+
 def raw_blocks(path: str, fmt: str | None, size: int = 1 << 16, stdin=None
                ) -> Iterator[tuple[list[int], list[list[str]]]]:
     """(line numbers, records) of a CSV/TSV file, ``size`` lines at a time, blank lines left
@@ -76,16 +90,17 @@ def raw_blocks(path: str, fmt: str | None, size: int = 1 << 16, stdin=None
         tsv = table_format(path, fmt) == "tsv"
         sep = "\t" if tsv else ","
         n = 0
+        source = _capped_lines(text, path)
         try:
             while True:
-                chunk = list(itertools.islice(text, size))
+                chunk = list(itertools.islice(source, size))
                 if not chunk:
                     return
                 joined = "" if tsv else "".join(chunk)
                 if '"' in joined:
                     quotes, extra = joined.count('"'), 0
                     while quotes % 2:
-                        line = text.readline()
+                        line = next(source, "")
                         if not line:
                             break
                         chunk.append(line)

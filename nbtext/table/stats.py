@@ -68,8 +68,9 @@ class TableStats:
         self._ids: list[dict] = [{} for _ in range(n_categorical)]
         self.cat = [np.zeros((0, 0)) for _ in range(n_categorical)]
         p = n_numeric
+        q = self.q = p if joint else 0  # the joint statistics' width: p x p per class only when kept
         self.n, self.mean, self.m2 = np.zeros((0, p)), np.zeros((0, p)), np.zeros((0, p))
-        self.jn, self.jmean, self.jm2 = np.zeros(0), np.zeros((0, p)), np.zeros((0, p, p))
+        self.jn, self.jmean, self.jm2 = np.zeros(0), np.zeros((0, q)), np.zeros((0, q, q))
         self.version = 0
         if classes:
             self._class_rows(list(classes))
@@ -159,7 +160,8 @@ class TableStats:
             part.cat[j] = np.bincount(idx[ok] * d + ids[ok], minlength=k * d).astype(np.float64).reshape(k, d)
             part.values[j] = list(self.values[j])
         part.n, part.mean, part.m2 = np.zeros((k, p)), np.zeros((k, p)), np.zeros((k, p))
-        part.jn, part.jmean, part.jm2 = np.zeros(k), np.zeros((k, p)), np.zeros((k, p, p))
+        q = self.q  # (a diagonal model allocated k p p floats a chunk: 144 MB at 3,000 columns)
+        part.jn, part.jmean, part.jm2 = np.zeros(k), np.zeros((k, q)), np.zeros((k, q, q))
         if p:
             return self._numeric_part(part, idx, frame.num)
         return part
@@ -251,6 +253,6 @@ class TableStats:
         k = len(classes)
         if joint is not None:
             out.jn, out.jmean, out.jm2 = (np.asarray(a, dtype=np.float64) for a in joint)
-        else:
-            out.jn, out.jmean, out.jm2 = np.zeros(k), np.zeros((k, p)), np.zeros((k, p, p))
+        else:  # (p x p per class for a diagonal model: a 5 MB file of 100,000 columns asked 149 GiB)
+            out.jn, out.jmean, out.jm2 = np.zeros(k), np.zeros((k, 0)), np.zeros((k, 0, 0))
         return out
