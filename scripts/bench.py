@@ -142,10 +142,12 @@ class Bogofilter:
         return sum(p.stat().st_size for p in model.iterdir())
 
 
-def systems() -> tuple[list, list[str]]:
+def systems(python_path: bool = True) -> tuple[list, list[str]]:
     found = [Nbtext("nbtext", []), Nbtext("nbtext --no-calibrate", ["--no-calibrate"])]
     notes = []
-    if importlib.util.find_spec("nbtext._kernel"):
+    if not python_path:
+        notes.append("nbtext: the Python path's rows left out (--no-python-path)")
+    elif importlib.util.find_spec("nbtext._kernel"):
         python = {"NBTEXT_KERNEL": "python"}
         found += [Nbtext("nbtext, Python path", [], python),
                   Nbtext("nbtext --no-calibrate, Python path", ["--no-calibrate"], python)]
@@ -240,11 +242,13 @@ def main():
     ap.add_argument("--table-rows", type=int, default=2_000_000,
                     help="rows of the generated table (scripts/bench_tables.py; 0: no table row)")
     ap.add_argument("--only-dask", action="store_true", help="only the Dask engine's section")
+    ap.add_argument("--no-python-path", action="store_true",
+                    help="leave out the rows of nbtext's Python path (NBTEXT_KERNEL=python), which double nbtext's runs")
     args = ap.parse_args()
     if not args.corpus.is_dir():
         raise SystemExit(f"bench: {args.corpus}: no such corpus (the shared data lives in ../shared/data)")
     scales = [int(s) for s in args.scales.split(",")]
-    peers, notes = systems()
+    peers, notes = systems(not args.no_python_path)
     corpus_bytes = sum(f.stat().st_size for f in files(args.corpus))
     n_docs = len(files(args.corpus))
     if args.only_dask:

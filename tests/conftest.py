@@ -41,6 +41,18 @@ def sample_model(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="session")
+def small_corpus(tmp_path_factory):
+    """The first 40 ham and 20 spam of the bundled sample (sorted by name), as a labelled
+    directory: for tests that check what a measuring script prints, not what it measures."""
+    root = tmp_path_factory.mktemp("small")
+    for label, n in (("ham", 40), ("spam", 20)):
+        (root / label).mkdir()
+        for f in sorted((DATA / "corpus" / label).iterdir())[:n]:
+            (root / label / f.name).write_bytes(f.read_bytes())
+    return root
+
+
 @pytest.fixture
 def sample_copy(sample_model, tmp_path):
     """A writable copy of sample_model, for a test that learns into it."""

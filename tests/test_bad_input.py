@@ -104,10 +104,17 @@ def test_bad_model_files(tmp_path, content, reason):
         assert p.read_bytes() == content
 
 
+def timed(cmd):
+    """Run nbtext cmd to its end; its wall time, the window the kills below aim into."""
+    t0 = time.monotonic()
+    assert nb(*cmd).returncode == 0, cmd
+    return time.monotonic() - t0
+
+
 def kill_loop(cmd, path, tries, window):
-    """Start cmd, kill -9 it after a random delay, and check that path is whole every time.
-    Returns how many kills hit the command while it was still running (a loop whose kills all
-    came after the command had ended would have tested nothing)."""
+    """Start cmd, kill -9 it after a random delay within window, and check that path is whole
+    every time. Returns how many kills hit the command while it was still running (a loop whose
+    kills all came after the command had ended would have tested nothing)."""
     rng = random.Random(1)
     hits = 0
     for _ in range(tries):
@@ -126,18 +133,22 @@ def kill_loop(cmd, path, tries, window):
 
 
 def test_kill_minus_nine_during_train_learn_merge(tmp_path):
+    """Each command is timed once to its end, then killed at random moments within that time,
+    over a model that exists (it must stay whole) and, for train, one that does not yet."""
     corpus = DATA / "corpus"
     model = tmp_path / "m.nbm"
-    assert kill_loop(["train", corpus, "-o", model, "-q", "-j", "1"], model, 8, 4.0) > 0
-    if not model.exists():
-        assert nb("train", corpus, "-o", model, "-q").returncode == 0
+    train = ["train", corpus, "-o", model, "-q", "-j", "1"]
+    kill_loop(train, tmp_path / "new.nbm", 2, 1.0)  # no model yet: none after a kill, or a whole one
+    assert kill_loop(train, model, 5, timed(train)) > 0
     msgs = sorted((corpus / "ham").iterdir())[:40]
-    assert kill_loop(["learn", "-m", model, "--label", "spam", "-q", *msgs], model, 8, 1.5) > 0
+    learn = ["learn", "-m", model, "--label", "spam", "-q", *msgs]
+    assert kill_loop(learn, model, 5, timed(learn)) > 0
     other = tmp_path / "o.nbm"  # (other documents: merge refuses models that share some)
     assert nb("train", "--label", "spam", DATA / "example-spam.eml", "--label", "ham", DATA / "example-ham.eml",
               "-o", other, "-q").returncode == 0
     merged = tmp_path / "merged.nbm"
-    assert kill_loop(["merge", "-o", merged, model, other], merged, 8, 1.5) > 0
+    merge = ["merge", "-o", merged, model, other]
+    assert kill_loop(merge, merged, 5, timed(merge)) > 0
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     nb("learn", "-m", model, "--label", "ham", "-q", DATA / "example-ham.eml")
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".m.nbm") and p.name.endswith(".tmp")], \
