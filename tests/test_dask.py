@@ -350,3 +350,21 @@ def test_a_csv_table_with_quotes_is_read_whole_and_errors_name_the_line(cluster,
     with pytest.raises(C.NbtextError) as remote:
         _table_model([str(bad)], "diagonal", engine)
     assert str(remote.value) == str(local.value) == f"{bad}:2601: expected 6 columns, found 7 (a ragged row)"
+
+
+def test_columns_retyped_after_the_first_block_are_typed_as_locally(cluster, table_csv, tmp_path):
+    """A column numeric in the first block with text far into the file, and one with no value in
+    the first block and numbers after: typed again over the whole first table, as locally."""
+    lines = open(table_csv, newline="").read().split("\n")
+    lines[0] = lines[0].replace(",label", ",late,label")
+    for i in range(1, len(lines)):
+        if lines[i].strip():
+            head, label = lines[i].rsplit(",", 1)
+            lines[i] = f"{head},{'NA' if i < 150 else i % 7},{label}"
+    lines[2800] = lines[2800].replace(",", ",big", 2).replace(",big", ",", 1)  # (size: text)
+    path = tmp_path / "retype.csv"
+    path.write_text("\n".join(lines), newline="")
+    engine = C.ClusterTables(cluster[0], [str(path)], None, part_bytes=TABLE_PART)
+    local = list(export_lines(_table_model([str(path)], "shared", chunk_rows=100)))
+    assert '"kinds": ["categorical", "numeric", "categorical", "categorical", "numeric", "numeric"]' in local[1]
+    assert list(export_lines(_table_model([str(path)], "shared", engine, chunk_rows=100))) == local

@@ -84,21 +84,10 @@ class TableStats:
             d = self._derived = (self.version, mean, m2, jmean, jm2)
         return d
 
-    @property
-    def mean(self) -> np.ndarray:
-        return self._derive()[1]
-
-    @property
-    def m2(self) -> np.ndarray:
-        return self._derive()[2]
-
-    @property
-    def jmean(self) -> np.ndarray:
-        return self._derive()[3]
-
-    @property
-    def jm2(self) -> np.ndarray:
-        return self._derive()[4]
+    mean = property(lambda self: self._derive()[1], doc="(k, p) per class and column: the mean")
+    m2 = property(lambda self: self._derive()[2], doc="(k, p): the sum of squared deviations from the mean")
+    jmean = property(lambda self: self._derive()[3], doc="(k, q): the complete rows' mean vector")
+    jm2 = property(lambda self: self._derive()[4], doc="(k, q, q): the complete rows' scatter matrix")
 
     def _exact(self) -> None:
         """A model file of format 4 without exact sums (or not yet read): the sums its stored
