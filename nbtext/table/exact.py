@@ -8,10 +8,11 @@ then forget (subtraction is exact too), by merge or on a cluster's workers are t
 bit for bit; the floats a model uses (mean, M2, a scatter matrix) are derived from them once,
 correctly rounded (``divided``: Python's integer true division rounds correctly).
 
-Vectorised: each value's M is cut into limbs (27 bits for sums, 18 bits for squares and
-products, whose limb products are below 2**37), and numpy.bincount sums the limbs per column
+Vectorised: for sums and squares each value's M is cut into limbs (27 bits for sums, 18 bits
+for squares, whose limb products are below 2**37), and numpy.bincount sums the limbs per column
 and binary exponent in float64, exactly, since no partial sum of a block of BLOCK rows reaches
-2**53; Python integers join the few (column, exponent) bins left.
+2**53; Python integers join the few (column, exponent) bins left. Cross products: see
+cross_products (one float64 matrix product of limbs per block of rows).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 BLOCK = 1 << 14            # rows summed by one bincount: 3 * 2**37 * 2**14 < 2**53
 LIMB, MASK = 18, (1 << 18) - 1
 HALF, HALF_MASK = 27, (1 << 27) - 1
-ELEMENTS = 1 << 19         # products formed at once (rows x column pairs) for cross products
+ELEMENTS = 1 << 18         # values of a block of rows cut into limbs at once, for cross products
 
 
 class Exact:
@@ -195,35 +196,38 @@ def column_sums(Z: np.ndarray, squares: bool = True) -> tuple[Exact, Exact]:
 
 
 def cross_products(X: np.ndarray) -> Exact:
-    """The exact p x p matrix of sums of products X[:, i] * X[:, j] (X: complete rows)."""
+    """The exact p x p matrix of sums of products X[:, i] * X[:, j] (X: complete rows). Per
+    block of rows, each column's values as whole numbers over the column's smallest binary
+    exponent in the block, cut into 18-bit limbs (as many as its exponents' spread needs): the
+    limbs' Gram matrix by one float64 matrix product is exact (each limb product below 2**36,
+    every partial sum a whole number below 2**53, in any order of summation), and Python
+    integers join each pair of columns' limb pairs."""
     n, p = X.shape
-    I, J = np.triu_indices(p)
-    q = len(I)
-    upper = Exact.zeros(q)
-    rows = max(1, min(BLOCK, ELEMENTS // max(q, 1)))
+    total = Exact.zeros((p, p))
+    rows = max(64, min(BLOCK, ELEMENTS // max(p, 1)))
     for s in range(0, n, rows):
         M, x = _split(X[s:s + rows])
-        if not (M != 0).any():
+        nz = M != 0
+        if not nz.any():
             continue
-        nzx = x[M != 0]
-        lo, hi = int(nzx.min()), int(nzx.max())
-        R = 2 * (hi - lo) + 1
-        Mi, Mj = M[:, I], M[:, J]
-        xs = np.where((Mi != 0) & (Mj != 0), x[:, I] + x[:, J] - 2 * lo, 0)
-        key = ((np.arange(q) * R)[None, :] + xs).reshape(-1)
-        sign = (np.sign(Mi) * np.sign(Mj)).reshape(-1).astype(np.float64)
-        A = np.abs(M)
-        ai, bi, ci = (t[:, I].reshape(-1) for t in _limbs(A))
-        aj, bj, cj = (t[:, J].reshape(-1) for t in _limbs(A))
-        pm, pe = _joined(q, R, key, _products(ai, bi, ci, aj, bj, cj, sign), LIMB, 2 * (lo - 53), 1)
-        upper = upper.plus(Exact(pm, np.full(q, pe, dtype=np.int64)))
-    full = Exact.zeros((p, p))
-    full.m[I, J], full.e[I, J] = upper.m, upper.e
-    full.m[J, I], full.e[J, I] = upper.m, upper.e
-    return full
-
-
-def _obj(values: list) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
+        some = nz.any(axis=0)
+        lo = np.where(some, np.where(nz, x, np.iinfo(np.int64).max).min(axis=0), 0)
+        hi = np.where(some, np.where(nz, x, np.iinfo(np.int64).min).max(axis=0), 0)
+        limbs = (hi - lo + 53 + LIMB - 1) // LIMB
+        A, sign = np.abs(M), np.sign(M).astype(np.float64)
+        up = np.where(nz, x - lo, 0)  # (how far each value's bits sit above its column's lowest)
+        k = np.arange(int(limbs.max()))
+        sh = LIMB * k[None, None, :] - up[:, :, None]  # (limb k of a value: bits sh .. sh + 17 of |M|)
+        Ab = A[:, :, None]
+        right = (Ab >> np.clip(sh, 0, 63)) & MASK
+        left = np.where(sh > -LIMB, (Ab << np.clip(-sh, 0, LIMB - 1)) & MASK, 0)
+        keep = k[None, :] < limbs[:, None]
+        G = (np.where(sh >= 0, right, left) * sign[:, :, None])[:, keep]
+        weights = [1 << (LIMB * int(i)) for i in np.broadcast_to(k, keep.shape)[keep]]
+        gram = (G.T @ G).astype(np.int64).astype(object)
+        w = np.empty(len(weights), dtype=object)
+        w[:] = weights
+        starts = np.r_[0, np.cumsum(limbs)[:-1]]
+        joined = np.add.reduceat(np.add.reduceat(gram * w[:, None] * w[None, :], starts, axis=0), starts, axis=1)
+        total = total.plus(Exact(joined, (lo - 53)[:, None] + (lo - 53)[None, :]))
+    return total
