@@ -218,11 +218,11 @@ def cross_products(X: np.ndarray) -> Exact:
         up = np.where(nz, x - lo, 0)  # (how far each value's bits sit above its column's lowest)
         k = np.arange(int(limbs.max()))
         sh = LIMB * k[None, None, :] - up[:, :, None]  # (limb k of a value: bits sh .. sh + 17 of |M|)
-        Ab = A[:, :, None]
-        right = (Ab >> np.clip(sh, 0, 63)) & MASK
-        left = np.where(sh > -LIMB, (Ab << np.clip(-sh, 0, LIMB - 1)) & MASK, 0)
+        Ab = A.astype(np.uint64)[:, :, None]  # (unsigned: bits shifted out to the left are dropped, defined)
+        right = (Ab >> np.clip(sh, 0, 63).astype(np.uint64)) & np.uint64(MASK)
+        left = np.where(sh > -LIMB, (Ab << np.clip(-sh, 0, LIMB - 1).astype(np.uint64)) & np.uint64(MASK), 0)
         keep = k[None, :] < limbs[:, None]
-        G = (np.where(sh >= 0, right, left) * sign[:, :, None])[:, keep]
+        G = (np.where(sh >= 0, right, left).astype(np.float64) * sign[:, :, None])[:, keep]
         weights = [1 << (LIMB * int(i)) for i in np.broadcast_to(k, keep.shape)[keep]]
         gram = (G.T @ G).astype(np.int64).astype(object)
         w = np.empty(len(weights), dtype=object)
