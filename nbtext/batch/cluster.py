@@ -18,8 +18,11 @@ The spine (docs/architecture.md) is what makes this a map and a reduce:
   them), the documents with the smallest keys chosen, and only those documents' rows counted
   again on the workers (a second, small map): the sample local training keeps, row for row.
 
-A new model family plugs in by its statistics: a map function from documents to its mergeable
-counts object (with ``merge(other, ids, width)``), and the same reduce. Inputs must be paths
+A new model family plugs in by its statistics: a map function from its input to its mergeable
+counts object, and the same reduce with its own join. Table models do so (the end of this
+file): byte ranges of CSV/TSV tables read by nbtext.table.read's reader on the workers into
+TableStats, whose Gaussian statistics are exact sums (nbtext.table.exact), so that the tree of
+combines gives local training's bits whatever the partitions. Inputs must be paths
 the workers can read (a shared filesystem); the model file too, for predict.
 """
 from __future__ import annotations
