@@ -330,6 +330,13 @@ def test_table_predict_and_cv_on_the_cluster_are_local(cluster, run, table_csv, 
         assert out[0].stdout == out[1].stdout and out[0].stdout.count("\n") == 6000
     cv = [run("cv", table_csv, "--folds", "3", *extra).stdout for extra in ((), dask)]
     assert cv[0] == cv[1] and "accuracy" in cv[0]
+    lines = open(table_csv, newline="").read().split("\n")
+    cells = lines[2700].split(",")
+    lines[2700] = ",".join([cells[0], "1e300", *cells[2:]])  # (x: its square overflows)
+    (tmp_path / "huge.csv").write_text("\n".join(lines), newline="")
+    err = [run("predict", "-m", tmp_path / "l.nbm", tmp_path / "huge.csv", *extra).stderr for extra in ((), dask)]
+    assert err[0].endswith("nbtext: error: row 2699 (line 2701): a value too large to score (its square overflows)\n")
+    assert err[1].endswith(err[0].splitlines()[-1] + "\n")
 
 
 def test_a_csv_table_with_quotes_is_read_whole_and_errors_name_the_line(cluster, table_csv, tmp_path):

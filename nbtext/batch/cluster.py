@@ -603,6 +603,7 @@ class TablePart:
 
     def __init__(self, path: str, names: list, start: int = 0, size: int | None = None, before: int = 0):
         self.path, self.names, self.start, self.size, self.before = path, names, start, size, before
+        self.rows_before = 0  # (records before the range, the header not counted)
         self.lines, self.quoted = None, False  # (a range's lines, and whether it holds a '"': count_table_range)
         self.source = 0  # (which of the inputs it is of)
 
@@ -611,6 +612,13 @@ class TablePart:
         from ..table.read import open_table
 
         return open_table(self.path, opts, labelled, features, part=(self.start, self.size, self.before, self.names))
+
+    def frames(self, opts, kinds: list, labelled: bool = True, features=None, provisional=frozenset()):
+        """The range's Frames as nbtext.table.read.frames makes them, rows numbered as the file's."""
+        from ..table.read import frames
+
+        header, blocks = self.open(opts, labelled, features)
+        return frames(header, blocks, kinds, opts.chunk_rows, labelled, provisional, self.rows_before + 1)
 
 
 def table_parts(cluster: Cluster, sources: list[str], fmt: str | None, part_bytes: int | None = None
@@ -636,10 +644,11 @@ def table_parts(cluster: Cluster, sources: list[str], fmt: str | None, part_byte
             starts = [0] if f.read(2) == b"\x1f\x8b" else _line_starts(f, size, part_bytes)
         ranges = [TablePart(path, names, s, e - s) for s, e in zip(starts, starts[1:] + [size])]
         if len(ranges) > 1:
-            seen = 0
-            for part, (lines, quoted) in zip(ranges, cluster.ordered(count_table_range, ranges)):
-                part.before, part.lines, part.quoted = seen, lines, quoted
+            seen = records = 0
+            for part, (lines, rows, quoted) in zip(ranges, cluster.ordered(count_table_range, ranges)):
+                part.before, part.rows_before, part.lines, part.quoted = seen, records, lines, quoted
                 seen += lines
+                records += rows - (part.start == 0)  # (the header is no row)
             if table_format(path, fmt) == "csv" and any(p.quoted for p in ranges):
                 ranges = [TablePart(path, names, 0, None)]
         else:
@@ -650,13 +659,21 @@ def table_parts(cluster: Cluster, sources: list[str], fmt: str | None, part_byte
     return parts
 
 
-def count_table_range(part: TablePart) -> tuple[int, bool]:
-    """(lines that start in the range, as the table reader's universal newlines count them:
-    the range ends after a "\n", so no "\r\n" is cut; whether it holds a '"')."""
+def count_table_range(part: TablePart) -> tuple[int, int, bool]:
+    """(lines that start in the range, as the table reader's universal newlines count them (the
+    range ends after a "\n", so no "\r\n" is cut), those that are not blank (its records, when
+    it holds no quote), whether it holds a '"')."""
+    import io
+
     with open(part.path, "rb") as f:
         f.seek(part.start)
         data = f.read(part.size)
-    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n"), b'"' in data
+    text = data.decode("utf-8-sig" if part.start == 0 else "utf-8", errors="replace")
+    lines = records = 0
+    for line in io.StringIO(text, newline=""):
+        lines += 1
+        records += bool(line.strip())
+    return lines, records, b'"' in data
 
 
 class TableResult:
@@ -681,13 +698,11 @@ def table_stats_part(part: TablePart, opts, settings, names: list, kinds: list, 
     """The map of training a table: a partition's rows added as train_table's local pass adds
     them (nbtext.table.model.LocalTables.one_pass)."""
     from ..table.model import Retype, TableModel
-    from ..table.read import frames
 
     stats = TableModel.empty(settings, opts.label_column, names, kinds).stats
-    header, blocks = part.open(opts, features=names)
     n = 0
     try:
-        for frame in frames(header, blocks, kinds, opts.chunk_rows, provisional=provisional):
+        for frame in part.frames(opts, kinds, features=names, provisional=provisional):
             stats.add(frame)
             n += len(frame)
     except Retype:
@@ -704,22 +719,15 @@ def table_flags_part(part: TablePart, opts, undecided: list) -> dict:
 
 
 def table_frames_part(part: TablePart, opts, names: list, kinds: list) -> list:
-    """cv's map: a partition's labelled Frames (row numbers counted again by the client)."""
-    from ..table.read import frames
-
-    header, blocks = part.open(opts, features=names)
-    return list(frames(header, blocks, kinds, opts.chunk_rows))
+    """cv's map: a partition's labelled Frames."""
+    return list(part.frames(opts, kinds, features=names))
 
 
 def table_score_part(part: TablePart, model_path: str, stamp: tuple, opts) -> list:
-    """predict's map: (rows, posteriors, log densities) of each chunk of a partition's rows, as
-    TableModel.scores gives them."""
-    from ..table.read import frames
-
+    """predict's map: (row numbers, posteriors, log densities) of each chunk of a partition's
+    rows, as TableModel.scores gives them."""
     model = _model_of(model_path, stamp)
-    header, blocks = part.open(opts, labelled=False, features=model.columns)
-    return [(len(frame), *model.scores(frame)) for frame in frames(header, blocks, model.kinds, opts.chunk_rows,
-                                                                      labelled=False)]
+    return [(frame.rows, *model.scores(frame)) for frame in part.frames(opts, model.kinds, False, model.columns)]
 
 
 class ClusterTables:
@@ -755,14 +763,10 @@ class ClusterTables:
         return TableModel(settings, label_name, names, kinds, result.stats)
 
     def frames(self, opts, model) -> Iterator:
-        """(path, Frame) of every table's labelled rows, in input order, rows numbered per file."""
-        rows: dict[int, int] = {}
+        """(path, Frame) of every table's labelled rows, in input order."""
         for part, part_frames in zip(self.parts, self.cluster.ordered(table_frames_part, self.parts, opts,
                                                                       model.columns, model.kinds)):
             for frame in part_frames:
-                start = rows.get(part.source, 0)
-                frame.rows = np.arange(start + 1, start + 1 + len(frame))
-                rows[part.source] = start + len(frame)
                 yield part.path, frame
 
     def _of(self, path: str) -> list[TablePart]:
@@ -778,11 +782,9 @@ def table_scores_on_cluster(cluster: Cluster, inputs: list[str], model_path: str
     calls = iter(range(len(inputs)))
 
     def scored(path: str) -> Iterator:
-        i, done = next(calls), 0  # (called once per input, in order)
+        i = next(calls)  # (called once per input, in order)
         for _ in [p for p in parts if p.source == i]:
-            for n, proba, dens in next(results):
-                yield np.arange(done + 1, done + 1 + n), proba, dens
-                done += n
+            yield from next(results)
 
     return scored
 

@@ -285,15 +285,16 @@ def ragged(path: str, width: int, lines: list[int], cells) -> None:
 
 
 def frames(header: Header, blocks: Blocks, kinds: list[str], chunk_rows: int, labelled: bool = True,
-           provisional: set = frozenset()) -> Iterator[Frame]:
+           provisional: set = frozenset(), first_row: int = 1) -> Iterator[Frame]:
     """A Frame per block of records, every row checked (its width, its label). A numeric column
     of ``provisional`` (feature positions) that holds a cell that is not a finite number raises
-    nbtext.table.model.Retype instead of an error."""
+    nbtext.table.model.Retype instead of an error. (``first_row``: the first record's row
+    number, for a byte range of a table.)"""
     path, width = header.path, len(header.names)
     cat_idx = [i for i, k in zip(header.features, kinds) if k == CATEGORICAL]
     num_idx = [i for i, k in zip(header.features, kinds) if k == NUMERIC]
     label_name = header.names[header.label] if header.label is not None else None
-    start = 1
+    start = first_row
     checked: dict = {}
     for lines, cells in blocks:
         if not cells:
