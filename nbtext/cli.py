@@ -7,6 +7,7 @@ that need them, so `nbtext classify` stays fast.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
@@ -118,13 +119,6 @@ def engine_options(f):
     return click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
                         help="Where documents are counted: here, or on a Dask cluster (docs/cluster.md; "
                              "pip install 'nbtext[dask]').")(f)
-
-
-def tables_run_locally(engine: str | None) -> None:
-    """--engine dask counts text models' statistics; a table model's (docs/cluster.md) not yet."""
-    if engine == "dask":
-        raise click.UsageError("--engine dask trains and scores text models; table models run locally "
-                               "(leave out --engine)")
 
 
 def dask_cluster(kw: dict, quiet: bool):
@@ -387,9 +381,10 @@ def train(**kw):
     if is_table_run(kw):
         from . import tablecli
 
-        tables_run_locally(kw.get("engine"))
         progress = Progress("training", kw["quiet"])
-        tablecli.train(kw, progress, info_line, parse_pair(kw["unsure"], "--unsure", float))
+        cluster = dask_cluster(kw, kw["quiet"])
+        with cluster or contextlib.nullcontext():
+            tablecli.train(kw, progress, info_line, parse_pair(kw["unsure"], "--unsure", float), cluster)
         progress.done()
         return
     tok, settings, feats = build_settings(kw)
@@ -473,10 +468,12 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     if getattr(model, "kind", None) == "table":
         from . import tablecli
 
-        tables_run_locally(engine)
         if explain or lines:
             raise click.UsageError("--explain and --lines are for text models; a table model scores table rows")
-        return tablecli.predict(model, list(inputs) or ["-"], fmt, header, input_format, density, stdout())
+        cluster = dask_cluster({"engine": engine, "scheduler": scheduler}, quiet)
+        with cluster or contextlib.nullcontext():
+            return tablecli.predict(model, list(inputs) or ["-"], fmt, header, input_format, density, stdout(),
+                                    cluster, model_path)
     if density:
         raise click.UsageError("--density needs a table model")
     unread = Unread()
@@ -644,8 +641,10 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     if is_table_run(kw):
         from . import tablecli
 
-        tables_run_locally(kw.get("engine"))
-        results, ids, y, predictions = tablecli.cross_validate(kw, folds, seed, predictions_path is not None)
+        cluster = dask_cluster(kw, quiet)
+        with cluster or contextlib.nullcontext():
+            results, ids, y, predictions = tablecli.cross_validate(kw, folds, seed, predictions_path is not None,
+                                                                   cluster)
         if predictions_path is not None:
             from .store.atomic import write_atomically
 

@@ -79,13 +79,23 @@ def table_decision(kw: dict, classes: list[str]):
     return decision
 
 
-def train(kw: dict, progress, info_line, unsure) -> None:
+def engine_of(cluster, sources: list[str], kw: dict):
+    """train_table's engine: None (here), or the cluster's (--engine dask)."""
+    if cluster is None:
+        return None
+    from .batch.cluster import ClusterTables
+
+    return ClusterTables(cluster, sources, table_options(kw).format)
+
+
+def train(kw: dict, progress, info_line, unsure, cluster=None) -> None:
     from . import store
     from .store.atomic import check_target
 
     sources = list(kw["sources"])
     check_target(kw["output"], sources)
-    model = train_table(sources, table_options(kw), table_settings(kw), progress=progress)
+    model = train_table(sources, table_options(kw), table_settings(kw), progress=progress,
+                        engine=engine_of(cluster, sources, kw))
     model.decision = table_decision({**kw, "unsure": unsure}, model.classes)
     store.save(model, kw["output"])
     counts = ", ".join(f"{int(n)} {c}" for c, n in zip(model.classes, model.class_count))
@@ -101,22 +111,29 @@ def density_text(x: float) -> str:
 
 
 def predict(model: TableModel, inputs: list[str], fmt: str, header: bool, input_format: str | None,
-            density: bool, out) -> None:
+            density: bool, out, cluster=None, model_path: str | None = None) -> None:
     """One row per input row, in order: id (the row number; FILE:ROW with several inputs),
-    label, probability (and log p(x) with --density); written a chunk of rows at a time."""
+    label, probability (and log p(x) with --density); written a chunk of rows at a time, the
+    rows scored here or (``cluster``) on a Dask cluster's workers, which read ``model_path``."""
     from .report import header_row, prediction_row
 
+    opts = TableOptions(format=input_format if input_format in ("csv", "tsv") else None)
+    if cluster is not None:
+        from .batch.cluster import table_scores_on_cluster
+
+        scored = table_scores_on_cluster(cluster, inputs, model_path, opts)
+    else:
+        def scored(path):
+            for frame in model.frames_of(path, opts, labelled=False):
+                yield (frame.rows, *model.scores(frame))
     if header and header_row(fmt):
         out.write(header_row(fmt) + ({"tsv": "\tlog_density", "csv": ",log_density"}[fmt] if density else "") + "\n")
-    opts = TableOptions(format=input_format if input_format in ("csv", "tsv") else None)
     classes = model.classes
     for path in inputs:
-        for frame in model.frames_of(path, opts, labelled=False):
-            proba, dens = model.scores(frame)
+        for rows, proba, dens in scored(path):
             best, unsure = model.decide_array(proba)
             prob = proba[np.arange(len(best)), best].tolist()
-            ids = [str(r) for r in frame.rows.tolist()] if len(inputs) == 1 else \
-                [f"{path}:{r}" for r in frame.rows.tolist()]
+            ids = [str(r) for r in rows.tolist()] if len(inputs) == 1 else [f"{path}:{r}" for r in rows.tolist()]
             labels = [classes[i] for i in best.tolist()]
             if fmt == "tsv" and len(inputs) == 1:
                 if density:
@@ -206,22 +223,25 @@ def subset(frame: Frame, idx: np.ndarray) -> Frame:
                  [[col[i] for i in idx] for col in frame.cat], frame.num[idx])
 
 
-def cross_validate(kw: dict, folds: int, seed: int, want_predictions: bool = False) -> tuple:
-    """Eval figures of each of k stratified folds (the table read into memory), each scored by
-    the statistics of the other folds. Returns the figures, each row's id and label, and (when
-    wanted) each row's out-of-fold (label, probability of it, fold 1..k)."""
+def cross_validate(kw: dict, folds: int, seed: int, want_predictions: bool = False, cluster=None) -> tuple:
+    """Eval figures of each of k stratified folds (the table read into memory: here, or by a
+    ``cluster``'s workers), each scored by the statistics of the other folds. Returns the
+    figures, each row's id and label, and (when wanted) each row's out-of-fold (label,
+    probability of it, fold 1..k)."""
     from .nb.calibrate import check_folds, stratified_folds
     from .report import evaluate as figures
 
     sources = list(kw["sources"])
-    model = train_table(sources, table_options(kw), table_settings(kw))
+    engine = engine_of(cluster, sources, kw)
+    model = train_table(sources, table_options(kw), table_settings(kw), engine=engine)
     opts = TableOptions(format=table_options(kw).format, label_column=model.label_column,
                         chunk_rows=table_options(kw).chunk_rows)
+    read = engine.frames(opts, model) if engine is not None else \
+        ((path, f) for path in sources for f in model.frames_of(path, opts, labelled=True))
     frames, ids = [], []
-    for path in sources:
-        for f in model.frames_of(path, opts, labelled=True):
-            frames.append(f)
-            ids += [str(r) if len(sources) == 1 else f"{path}:{r}" for r in f.rows]
+    for path, f in read:
+        frames.append(f)
+        ids += [str(r) if len(sources) == 1 else f"{path}:{r}" for r in f.rows]
     data = concat(frames)
     y = np.asarray(data.labels)
     check_folds(y, folds, "rows")

@@ -265,10 +265,113 @@ def test_a_server_that_is_not_a_scheduler_is_an_error_naming_it():
         server.close()
 
 
-def test_a_table_model_is_refused_with_engine_dask(run, tmp_path):
-    from conftest import ROOT
+# -- table models (CSV/TSV with a header) --------------------------------------------------------
 
-    table = ROOT / "tests" / "fixtures" / "play_golf.csv"
-    r = run("train", table, "--label-column", "Play", "-o", tmp_path / "g.nbm", "--engine", "dask")
-    assert r.exit_code == 2 and "--engine dask trains and scores text models" in r.stderr
-    assert not (tmp_path / "g.nbm").exists()
+TABLE_PART = 1 << 13  # bytes a partition: the table below in ~20 byte ranges
+
+
+@pytest.fixture(scope="module")
+def table_csv(tmp_path_factory):
+    """3,000 rows: two categorical columns (one with missing cells, values first seen in different
+    partitions), three numeric ones (one with NA cells, one of mixed magnitudes), three classes,
+    a blank line and CRLF lines in the middle."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    lines = ["colour,x,size,city,w,label"]
+    for i in range(3000):
+        c = int(rng.integers(0, 3))
+        colour = ["red", "green", "blue", "teal" if i > 2000 else "red"][int(rng.integers(0, 4))]
+        x = "NA" if i % 17 == 0 else repr(float(rng.normal(c, 1 + c)))
+        city = "?" if i % 23 == 0 else f"c{int(rng.integers(0, 5 + i // 500))}"
+        w = repr(float(rng.normal(0, 1) * 10.0 ** int(rng.integers(-6, 7))))
+        lines.append(f"{colour},{x},{int(rng.integers(1, 9)) + c},{city},{w},k{c}")
+    lines[1500] += "\r\n"  # (a blank line; and CRLF line ends from here on)
+    path = tmp_path_factory.mktemp("table") / "t.csv"
+    path.write_bytes(("\n".join(lines[:1500]) + "\n" + "\r\n".join(lines[1500:]) + "\r\n").encode())
+    return str(path)
+
+
+def _table_model(sources, covariance, engine=None, chunk_rows=8192):
+    from nbtext.settings import TableSettings
+    from nbtext.table.model import train_table
+    from nbtext.table.read import TableOptions
+
+    return train_table(sources, TableOptions(chunk_rows=chunk_rows), TableSettings(covariance=covariance),
+                       engine=engine)
+
+
+@pytest.mark.parametrize("covariance", ["diagonal", "shared", "full"])
+def test_a_table_in_byte_ranges_trains_as_locally(cluster, table_csv, covariance):
+    """Categorical and Gaussian statistics (exact sums) from ~20 byte ranges reduced on the
+    workers: the export is local training's, line for line (and local training's in chunks of
+    333 rows too: the sums do not depend on the grouping)."""
+    engine = C.ClusterTables(cluster[0], [table_csv], None, part_bytes=TABLE_PART)
+    assert len(engine.parts) > 10 and engine.parts[-1].before > 1500
+    remote = list(export_lines(_table_model([table_csv], covariance, engine)))
+    local = list(export_lines(_table_model([table_csv], covariance)))
+    assert remote == local and '"kinds": ["categorical", "numeric", "numeric", "categorical", "numeric"]' in local[1]
+    assert list(export_lines(_table_model([table_csv], covariance, chunk_rows=333))) == local
+
+
+def test_table_predict_and_cv_on_the_cluster_are_local(cluster, run, table_csv, tmp_path, monkeypatch):
+    monkeypatch.setattr(C, "PART_MIN", TABLE_PART)  # (the CLI's partitions: ranges of 8 KiB)
+    address = cluster[1].scheduler_address
+    dask = ("--engine", "dask", "--scheduler", address)
+    for name, extra in (("l", ()), ("d", dask)):
+        r = run("train", table_csv, "-o", tmp_path / f"{name}.nbm", "--covariance", "full", *extra)
+        assert r.exit_code == 0, r.stderr
+    ex = [run("export", "-m", tmp_path / f"{m}.nbm").stdout for m in ("l", "d")]
+    assert ex[0] == ex[1]
+    for fmt in ("tsv", "jsonl"):
+        out = [run("predict", "-m", tmp_path / "l.nbm", table_csv, table_csv, "--density", "--format", fmt, *extra)
+               for extra in ((), dask)]
+        assert out[1].exit_code == 0, out[1].stderr
+        assert out[0].stdout == out[1].stdout and out[0].stdout.count("\n") == 6000
+    cv = [run("cv", table_csv, "--folds", "3", *extra).stdout for extra in ((), dask)]
+    assert cv[0] == cv[1] and "accuracy" in cv[0]
+    lines = open(table_csv, newline="").read().split("\n")
+    cells = lines[2700].split(",")
+    lines[2700] = ",".join([cells[0], "1e300", *cells[2:]])  # (x: its square overflows)
+    (tmp_path / "huge.csv").write_text("\n".join(lines), newline="")
+    err = [run("predict", "-m", tmp_path / "l.nbm", tmp_path / "huge.csv", *extra).stderr for extra in ((), dask)]
+    assert err[0].endswith("nbtext: error: row 2699 (line 2701): a value too large to score (its square overflows)\n")
+    assert err[1].endswith(err[0].splitlines()[-1] + "\n")
+
+
+def test_a_csv_table_with_quotes_is_read_whole_and_errors_name_the_line(cluster, table_csv, tmp_path):
+    quoted = tmp_path / "q.csv"
+    text = open(table_csv, newline="").read()
+    quoted.write_text(text.replace("teal", '"te\nal"'), newline="")
+    engine = C.ClusterTables(cluster[0], [str(quoted)], None, part_bytes=TABLE_PART)
+    assert len(engine.parts) == 1  # (a quoted field may hold a line break)
+    assert list(export_lines(_table_model([str(quoted)], "diagonal", engine))) == \
+        list(export_lines(_table_model([str(quoted)], "diagonal")))
+    bad = tmp_path / "bad.csv"
+    lines = text.split("\n")
+    lines[2600] = lines[2600].replace(",k", ",7,k")  # (a ragged row far into the file)
+    bad.write_text("\n".join(lines), newline="")
+    engine = C.ClusterTables(cluster[0], [str(bad)], None, part_bytes=TABLE_PART)
+    with pytest.raises(C.NbtextError) as local:
+        _table_model([str(bad)], "diagonal")
+    with pytest.raises(C.NbtextError) as remote:
+        _table_model([str(bad)], "diagonal", engine)
+    assert str(remote.value) == str(local.value) == f"{bad}:2601: expected 6 columns, found 7 (a ragged row)"
+
+
+def test_columns_retyped_after_the_first_block_are_typed_as_locally(cluster, table_csv, tmp_path):
+    """A column numeric in the first block with text far into the file, and one with no value in
+    the first block and numbers after: typed again over the whole first table, as locally."""
+    lines = open(table_csv, newline="").read().split("\n")
+    lines[0] = lines[0].replace(",label", ",late,label")
+    for i in range(1, len(lines)):
+        if lines[i].strip():
+            head, label = lines[i].rsplit(",", 1)
+            lines[i] = f"{head},{'NA' if i < 150 else i % 7},{label}"
+    lines[2800] = lines[2800].replace(",", ",big", 2).replace(",big", ",", 1)  # (size: text)
+    path = tmp_path / "retype.csv"
+    path.write_text("\n".join(lines), newline="")
+    engine = C.ClusterTables(cluster[0], [str(path)], None, part_bytes=TABLE_PART)
+    local = list(export_lines(_table_model([str(path)], "shared", chunk_rows=100)))
+    assert '"kinds": ["categorical", "numeric", "categorical", "categorical", "numeric", "numeric"]' in local[1]
+    assert list(export_lines(_table_model([str(path)], "shared", engine, chunk_rows=100))) == local

@@ -263,6 +263,9 @@ def same_stats(a: TableStats, b: TableStats, tol=1e-9):
 
 @pytest.mark.parametrize("covariance", ["diagonal", "full"])
 def test_chunked_training_equals_one_piece(covariance, tmp_path):
+    """Exact sums: chunks of 777 rows give the bits of the whole file in one piece."""
+    from nbtext.store.dump import export_lines
+
     path = tmp_path / "t.csv"
     write_table(path, 30000)
     settings = TableSettings(covariance=covariance)
@@ -270,7 +273,8 @@ def test_chunked_training_equals_one_piece(covariance, tmp_path):
     chunked = train_table([str(path)], TableOptions(chunk_rows=777), settings)
     assert whole.kinds == ["numeric", "categorical", "numeric"]
     assert whole.stats.n[:, 0].sum() < 30000 < whole.class_count.sum() + 1  # NA skipped
-    same_stats(whole.stats, chunked.stats)
+    assert list(export_lines(whole)) == list(export_lines(chunked))
+    same_stats(whole.stats, chunked.stats, tol=0)
     frame = next(whole.frames_of(str(path), TableOptions(chunk_rows=10**6)))
     assert np.allclose(whole.proba(frame), chunked.proba(frame), rtol=0, atol=1e-9)
 
@@ -284,7 +288,9 @@ def test_merge_and_learn_equal_training_in_one_piece(tmp_path, run):
     for name in ("t", "a", "b"):
         assert run("train", tmp_path / f"{name}.csv", "-o", tmp_path / f"{name}.nbm", "-q").exit_code == 0
     assert run("merge", "-o", tmp_path / "ab.nbm", tmp_path / "a.nbm", tmp_path / "b.nbm").exit_code == 0
-    same_stats(store.load(str(tmp_path / "t.nbm")).stats, store.load(str(tmp_path / "ab.nbm")).stats)
+    same_stats(store.load(str(tmp_path / "t.nbm")).stats, store.load(str(tmp_path / "ab.nbm")).stats, tol=0)
+    dumps = [run("export", "-m", tmp_path / f"{name}.nbm").stdout.splitlines()[2:] for name in ("t", "ab")]
+    assert dumps[0] == dumps[1]  # (the arrays and exact sums, bit for bit)
     # learn the second half's "a" rows into the first half's model, then forget them again
     only_a = lines[0] + "".join(ln for ln in lines[2001:] if ln.rstrip().endswith(",a"))
     (tmp_path / "rows.csv").write_text(only_a)
@@ -292,7 +298,49 @@ def test_merge_and_learn_equal_training_in_one_piece(tmp_path, run):
     assert run("learn", "-m", tmp_path / "a.nbm", "--label", "a", tmp_path / "rows.csv").exit_code == 0
     assert run("learn", "-m", tmp_path / "a.nbm", "--label", "a", "--forget", tmp_path / "rows.csv").exit_code == 0
     back = store.load(str(tmp_path / "a.nbm")).stats
-    same_stats(_load_bytes(before, tmp_path).stats, back, tol=1e-7)
+    same_stats(_load_bytes(before, tmp_path).stats, back, tol=0)  # (forget subtracts exact sums)
+    assert (tmp_path / "a.nbm").read_bytes() == before
+
+
+def test_exact_sums_do_not_depend_on_the_grouping():
+    """The sums of values of any magnitude (and their squares and products) are exact: equal to
+    Fraction arithmetic, and equal when summed in other groupings or taken out again."""
+    from nbtext.table.exact import column_sums, cross_products
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(700, 3)) * np.array([1e-7, 1.0, 1e9])
+    X[::5, 0], X[7, 1], X[8, 2] = 0.0, 5e-310, -3e200
+
+    def value(E, i):
+        return Fr(int(E.m[i])) * Fr(2) ** int(E.e[i])
+
+    S, S2 = column_sums(X)
+    P = cross_products(X[:, :2])
+    for j in range(3):
+        assert value(S, j) == sum(map(Fr, X[:, j].tolist()))
+        assert value(S2, j) == sum(Fr(v) ** 2 for v in X[:, j].tolist())
+    assert value(P, (0, 1)) == value(P, (1, 0)) == sum(Fr(a) * Fr(b) for a, b in X[:, :2].tolist())
+    A, A2 = column_sums(X[:123])
+    B, B2 = column_sums(X[123:])
+    assert B.plus(A).strings() == S.strings() and A2.plus(B2).strings() == S2.strings()
+    assert S.plus(B, -1).strings() == A.strings()
+    assert list(S.divided(np.full(3, 700))) == [float(value(S, j) / 700) for j in range(3)]
+
+
+def test_a_model_file_without_exact_sums_reads_as_its_floats(tmp_path, run):
+    """A format-4 table model written before exact sums were kept: the sums its floats stand
+    for, which give the same floats again."""
+    path = tmp_path / "t.csv"
+    write_table(path, 300)
+    m = tmp_path / "m.nbm"
+    assert run("train", path, "-o", m, "--covariance", "shared", "-q").exit_code == 0
+    dump = run("export", "-m", m).stdout.splitlines(keepends=True)
+    assert dump[-1].startswith('{"exact": ')
+    (tmp_path / "old.txt").write_text("".join(dump[:-1]))
+    assert run("import", tmp_path / "old.txt", "-o", tmp_path / "old.nbm").exit_code == 0
+    old = run("export", "-m", tmp_path / "old.nbm").stdout.splitlines(keepends=True)
+    assert old[:-1] == dump[:-1]
+    same_stats(store.load(str(m)).stats, store.load(str(tmp_path / "old.nbm")).stats, tol=0)
 
 
 def _load_bytes(data: bytes, tmp_path):

@@ -18,8 +18,11 @@ The spine (docs/architecture.md) is what makes this a map and a reduce:
   them), the documents with the smallest keys chosen, and only those documents' rows counted
   again on the workers (a second, small map): the sample local training keeps, row for row.
 
-A new model family plugs in by its statistics: a map function from documents to its mergeable
-counts object (with ``merge(other, ids, width)``), and the same reduce. Inputs must be paths
+A new model family plugs in by its statistics: a map function from its input to its mergeable
+counts object, and the same reduce with its own join. Table models do so (the end of this
+file): byte ranges of CSV/TSV tables read by nbtext.table.read's reader on the workers into
+TableStats, whose Gaussian statistics are exact sums (nbtext.table.exact), so that the tree of
+combines gives local training's bits whatever the partitions. Inputs must be paths
 the workers can read (a shared filesystem); the model file too, for predict.
 """
 from __future__ import annotations
@@ -95,10 +98,12 @@ class Cluster:
     def __exit__(self, *exc):
         self.close()
 
-    def reduced(self, fn, parts: list, args: tuple, progress=None):
+    def reduced(self, fn, parts: list, args: tuple, progress=None, join=None):
         """fn(part, *args) for each part on the workers, combined pairwise in the parts' order
-        (combine) on the workers too: the client receives one result (None: no parts).
-        ``progress`` is called with each part's number of documents as it is counted."""
+        (``join``, by default combine) on the workers too: the client receives one result (None:
+        no parts). ``progress`` is called with each part's number of documents (or rows) as it
+        is counted."""
+        join = join or combine
         distributed = _distributed()
         client, tag = self.client, uuid.uuid4().hex  # (keys of their own: a run's keys are cancelled at its end)
         level = [client.submit(fn, p, *args, key=f"nbtext-{fn.__name__}-{i}-{tag}", pure=False)
@@ -108,7 +113,7 @@ class Cluster:
         depth = 0
         while len(level) > 1:
             depth += 1
-            paired = [client.submit(combine, level[i], level[i + 1], key=f"nbtext-combine-{depth}-{i}-{tag}",
+            paired = [client.submit(join, level[i], level[i + 1], key=f"nbtext-combine-{depth}-{i}-{tag}",
                                     pure=False) for i in range(0, len(level) - 1, 2)]
             level = paired + level[len(level) - len(level) % 2:]
         if not level:
@@ -225,17 +230,29 @@ def _line_parts(path: str, opts: LineOptions, labelled: bool, part_bytes: int) -
         size = os.fstat(f.fileno()).st_size
         if gz or fmt == "csv":  # (no seeking in gzip; a CSV record may span lines)
             return [Part(path=path, opts=opts, labelled=labelled, whole=True)]
-        starts = [0]
-        for cut in range(part_bytes, size, part_bytes):
-            if cut <= starts[-1]:
-                continue
-            f.seek(cut - 1)
-            at = cut - 1 + len(f.readline())  # the line after the one holding byte cut-1
-            if at < size and at > starts[-1]:
-                starts.append(at)
+        starts = _line_starts(f, size, part_bytes)
     ends = starts[1:] + [size]
     return [Part(path=path, fmt=fmt, opts=opts, labelled=labelled, start=s, size=e - s)
             for s, e in zip(starts, ends)]
+
+
+def _line_starts(f, size: int, part_bytes: int) -> list[int]:
+    """Byte offsets that cut an open binary file of ``size`` bytes into ranges of about
+    part_bytes, each at a line's start (after a "\n"), the first 0."""
+    starts = [0]
+    for cut in range(part_bytes, size, part_bytes):
+        if cut <= starts[-1]:
+            continue
+        f.seek(cut - 1)
+        at = cut - 1 + len(f.readline())  # the line after the one holding byte cut-1
+        if at < size and at > starts[-1]:
+            starts.append(at)
+    return starts
+
+
+def _part_bytes(total: int, workers: int) -> int:
+    """About a quarter of a worker's share of the input, between PART_MIN and PART_BYTES."""
+    return min(PART_BYTES, max(PART_MIN, total // (4 * max(1, workers))))
 
 
 def _planned(units: list[tuple], workers: int, part_bytes: int | None) -> list[Part]:
@@ -244,7 +261,7 @@ def _planned(units: list[tuple], workers: int, part_bytes: int | None) -> list[P
     PART_MIN and PART_BYTES, so that a small input is spread over the workers too."""
     if part_bytes is None:
         total = sum(sum(size for _, size in u[1]) if u[0] == "files" else _file_size(u[1]) for u in units)
-        part_bytes = min(PART_BYTES, max(PART_MIN, total // (4 * max(1, workers))))
+        part_bytes = _part_bytes(total, workers)
     parts: list[Part] = []
     for u in units:
         parts += _file_parts(u[1], part_bytes) if u[0] == "files" else _line_parts(*u[1:], part_bytes)
@@ -419,8 +436,21 @@ def score_part(part: Part, model_path: str, stamp: tuple, keep_batches: bool):
     """The map of predict: (document ids, their log posteriors as Model.log_proba, their Batch
     when --explain needs it) per chunk, and errors; the model read from its path once per
     worker (``stamp``: its size and mtime as the client read it)."""
-    from .. import store
     from .chunks import counted
+
+    model = _model_of(model_path, stamp)
+    errors, on_error = _errors()
+    out = []
+    for chunk, batch in counted(part.documents(on_error), model.tokenizer_settings):
+        out.append(([d.id for d in chunk], batch if keep_batches else None,
+                    model.log_proba(batch.onto(model.vocab, grow=False))))
+    return out, errors
+
+
+def _model_of(model_path: str, stamp: tuple):
+    """The model at a path, read once per worker process (``stamp``: its size and mtime as
+    the client read it)."""
+    from .. import store
 
     model = _models.get((model_path, stamp))
     if model is None:
@@ -429,12 +459,7 @@ def score_part(part: Part, model_path: str, stamp: tuple, keep_batches: bool):
                               f"(not on a shared filesystem, or changed)")
         _models.clear()
         model = _models[(model_path, stamp)] = store.load(model_path)
-    errors, on_error = _errors()
-    out = []
-    for chunk, batch in counted(part.documents(on_error), model.tokenizer_settings):
-        out.append(([d.id for d in chunk], batch if keep_batches else None,
-                    model.log_proba(batch.onto(model.vocab, grow=False))))
-    return out, errors
+    return model
 
 
 def _stamp(path: str) -> tuple:
@@ -567,6 +592,201 @@ def scored_on_cluster(cluster: Cluster, parts: list[Part], model_path: str, expl
         _report(errors, on_error)
         for doc_ids, batch, log_proba in chunks:
             yield doc_ids, batch, np.exp(log_proba), log_proba
+
+
+# -- tables: the same map and reduce over a table's statistics -----------------------------------
+
+class TablePart:
+    """Rows of a CSV/TSV table a worker reads: the whole file, or the lines that start in a byte
+    range of it (``before`` lines before it; ``names``: the file's header cells, which a range
+    after the first does not hold)."""
+
+    def __init__(self, path: str, names: list, start: int = 0, size: int | None = None, before: int = 0):
+        self.path, self.names, self.start, self.size, self.before = path, names, start, size, before
+        self.rows_before = 0  # (records before the range, the header not counted)
+        self.lines, self.quoted = None, False  # (a range's lines, and whether it holds a '"': count_table_range)
+        self.source = 0  # (which of the inputs it is of)
+
+    def open(self, opts, labelled: bool = True, features=None):
+        """(Header, blocks) as nbtext.table.read.open_table reads them, for this range."""
+        from ..table.read import open_table
+
+        return open_table(self.path, opts, labelled, features, part=(self.start, self.size, self.before, self.names))
+
+    def frames(self, opts, kinds: list, labelled: bool = True, features=None, provisional=frozenset()):
+        """The range's Frames as nbtext.table.read.frames makes them, rows numbered as the file's."""
+        from ..table.read import frames
+
+        header, blocks = self.open(opts, labelled, features)
+        return frames(header, blocks, kinds, opts.chunk_rows, labelled, provisional, self.rows_before + 1)
+
+
+def table_parts(cluster: Cluster, sources: list[str], fmt: str | None, part_bytes: int | None = None
+                ) -> list[TablePart]:
+    """Partitions of tables, in input order: byte ranges that start at a line's start, numbered
+    by a first small map (lines as the table reader counts them: "\r\n", "\n" or a lone
+    "\r"). A CSV file holding a quote anywhere is read whole by one worker (a quoted field may
+    hold a line break, so a line start need not be a record's), as is a gzip file."""
+    from ..table.read import raw_rows, table_format
+
+    files = []
+    for path in sources:
+        _no_stdin(path)
+        first = next(raw_rows(path, fmt), None)
+        if first is None:
+            raise NbtextError(f"{path}: empty table (no header row)")
+        files.append((path, first[1], _file_size(path)))
+    if part_bytes is None:
+        part_bytes = _part_bytes(sum(size for *_, size in files), cluster.workers())
+    parts: list[TablePart] = []
+    for i, (path, names, size) in enumerate(files):
+        with open(path, "rb") as f:
+            starts = [0] if f.read(2) == b"\x1f\x8b" else _line_starts(f, size, part_bytes)
+        ranges = [TablePart(path, names, s, e - s) for s, e in zip(starts, starts[1:] + [size])]
+        if len(ranges) > 1:
+            seen = records = 0
+            for part, (lines, rows, quoted) in zip(ranges, cluster.ordered(count_table_range, ranges)):
+                part.before, part.rows_before, part.lines, part.quoted = seen, records, lines, quoted
+                seen += lines
+                records += rows - (part.start == 0)  # (the header is no row)
+            if table_format(path, fmt) == "csv" and any(p.quoted for p in ranges):
+                ranges = [TablePart(path, names, 0, None)]
+        else:
+            ranges = [TablePart(path, names, 0, None)]
+        for part in ranges:
+            part.source = i
+        parts += ranges
+    return parts
+
+
+def count_table_range(part: TablePart) -> tuple[int, int, bool]:
+    """(lines that start in the range, as the table reader's universal newlines count them (the
+    range ends after a "\n", so no "\r\n" is cut), those that are not blank (its records, when
+    it holds no quote), whether it holds a '"')."""
+    import io
+
+    with open(part.path, "rb") as f:
+        f.seek(part.start)
+        data = f.read(part.size)
+    text = data.decode("utf-8-sig" if part.start == 0 else "utf-8", errors="replace")
+    lines = records = 0
+    for line in io.StringIO(text, newline=""):
+        lines += 1
+        records += bool(line.strip())
+    return lines, records, b'"' in data
+
+
+class TableResult:
+    """Consecutive partitions' table statistics (None when a column typed by the first block
+    of rows turned out otherwise: ``retype``) and their rows."""
+
+    def __init__(self, stats, n_documents: int, retype: bool = False):
+        self.stats, self.n_documents, self.retype = stats, n_documents, retype
+
+
+def combine_tables(a: TableResult, b: TableResult) -> TableResult:
+    """a's partitions' statistics followed by b's (TableStats.merge: b's new values after a's,
+    in b's first-seen order; exact sums, so any grouping gives the same bits)."""
+    if a.retype or b.retype:
+        return TableResult(None, a.n_documents + b.n_documents, True)
+    a.stats.merge(b.stats)
+    return TableResult(a.stats, a.n_documents + b.n_documents)
+
+
+def table_stats_part(part: TablePart, opts, settings, names: list, kinds: list, provisional: set
+                     ) -> TableResult:
+    """The map of training a table: a partition's rows added as train_table's local pass adds
+    them (nbtext.table.model.LocalTables.one_pass)."""
+    from ..table.model import Retype, TableModel
+
+    stats = TableModel.empty(settings, opts.label_column, names, kinds).stats
+    n = 0
+    try:
+        for frame in part.frames(opts, kinds, features=names, provisional=provisional):
+            stats.add(frame)
+            n += len(frame)
+    except Retype:
+        return TableResult(None, n, True)
+    return TableResult(stats, n)
+
+
+def table_flags_part(part: TablePart, opts, undecided: list) -> dict:
+    """The typing pass's map: nbtext.table.read.number_flags of a partition's rows."""
+    from ..table.read import number_flags
+
+    header, blocks = part.open(opts)
+    return number_flags(header, blocks, undecided)
+
+
+def table_frames_part(part: TablePart, opts, names: list, kinds: list) -> list:
+    """cv's map: a partition's labelled Frames."""
+    return list(part.frames(opts, kinds, features=names))
+
+
+def table_score_part(part: TablePart, model_path: str, stamp: tuple, opts) -> list:
+    """predict's map: (row numbers, posteriors, log densities) of each chunk of a partition's
+    rows, as TableModel.scores gives them."""
+    model = _model_of(model_path, stamp)
+    return [(frame.rows, *model.scores(frame)) for frame in part.frames(opts, model.kinds, False, model.columns)]
+
+
+class ClusterTables:
+    """train_table's passes (nbtext.table.model.LocalTables) on a cluster: partitions of the tables
+    counted on the workers into exact statistics, reduced in input order by combine_tables."""
+
+    def __init__(self, cluster: Cluster, sources: list[str], fmt: str | None, part_bytes: int | None = None):
+        self.cluster, self.sources = cluster, sources
+        self.parts = table_parts(cluster, sources, fmt, part_bytes)
+
+    def kinds(self, sources, opts, settings, header) -> list[str]:
+        from ..table.read import forced_kinds, typed
+
+        kinds = forced_kinds(header, opts, settings.variant)
+        undecided = [j for j, k in enumerate(kinds) if k is None]
+        flags = dict.fromkeys(undecided, (True, False))
+        for part_flags in self.cluster.ordered(table_flags_part, self._of(sources[0]), opts, undecided):
+            flags = {j: (flags[j][0] and part_flags[j][0], flags[j][1] or part_flags[j][1]) for j in undecided}
+        return typed(kinds, flags)
+
+    def one_pass(self, sources, opts, settings, header, kinds, auto, progress):
+        from ..table.model import Retype, TableModel
+        from ..table.read import NUMERIC, TableOptions
+
+        names = header.feature_names
+        label_name = header.names[header.label]
+        o = TableOptions(format=opts.format, label_column=label_name, chunk_rows=opts.chunk_rows)
+        provisional = {j for j in auto if kinds[j] == NUMERIC}
+        result = self.cluster.reduced(table_stats_part, self.parts, (o, settings, names, kinds, provisional),
+                                      progress, join=combine_tables)
+        if result.retype:
+            raise Retype()
+        return TableModel(settings, label_name, names, kinds, result.stats)
+
+    def frames(self, opts, model) -> Iterator:
+        """(path, Frame) of every table's labelled rows, in input order."""
+        for part, part_frames in zip(self.parts, self.cluster.ordered(table_frames_part, self.parts, opts,
+                                                                      model.columns, model.kinds)):
+            for frame in part_frames:
+                yield part.path, frame
+
+    def _of(self, path: str) -> list[TablePart]:
+        return [p for p in self.parts if p.source == self.sources.index(path)]
+
+
+def table_scores_on_cluster(cluster: Cluster, inputs: list[str], model_path: str, opts, part_bytes=None):
+    """scored(path) for nbtext.tablecli.predict: (row numbers, posteriors, log densities) of a
+    table's chunks, in order, scored on the cluster."""
+    parts = table_parts(cluster, inputs, opts.format, part_bytes)
+    stamp = _stamp(model_path)
+    results = cluster.ordered(table_score_part, parts, model_path, stamp, opts)
+    calls = iter(range(len(inputs)))
+
+    def scored(path: str) -> Iterator:
+        i = next(calls)  # (called once per input, in order)
+        for _ in [p for p in parts if p.source == i]:
+            yield from next(results)
+
+    return scored
 
 
 def say(msg: str) -> None:

@@ -8,6 +8,12 @@
                 mean, M2
     joint       (n_classes, 1 + p + p*p), models with shared or full covariance: per class the
                 complete rows, their mean vector and scatter matrix
+    exact       the state the floats of gauss and joint are derived from (nbtext.table.stats):
+                UTF-8 JSON {"sum": [...], "sumsq": [...]} (and "joint_sum", "joint_products"
+                with shared or full covariance), each a flat list of exact sums in the order of
+                the arrays, written '-0x1bp-4' (-27/16: an odd hexadecimal mantissa and a binary
+                exponent) or '0'. A file without it (written before nbtext kept exact sums) is
+                read as the sums its floats stand for, and gives the same floats.
 
 Every size is checked against the header before it is trusted, every number for being finite
 (counts and M2s not negative), as for text models. The dump is one JSON line of the header's
@@ -25,6 +31,8 @@ from .container import frame, section
 
 TABLE_DUMP_MAGIC = "# nbtext table dump 1"
 KINDS = ("categorical", "numeric")
+FLOAT_ARRAYS = ("cat_counts", "gauss", "joint")
+EXACT = ("sum", "sumsq", "joint_sum", "joint_products")
 
 
 def is_table_header(header: dict) -> bool:
@@ -55,6 +63,10 @@ def _arrays(model) -> dict:
     return out
 
 
+def _exact_strings(model) -> dict:
+    return {name: a.strings() for name, a in model.stats.exact_sums().items()}
+
+
 def encode_table(model) -> list:
     from .. import __version__
     from .codec import _array_section
@@ -66,6 +78,8 @@ def encode_table(model) -> list:
     if "joint" in arrays:
         sections.append(("joint", "<f8", arrays["joint"].shape,
                          np.ascontiguousarray(arrays["joint"], dtype="<f8").tobytes()))
+    exact = json.dumps(_exact_strings(model), separators=(",", ":")).encode("ascii")
+    sections.append(("exact", "|u1", (len(exact),), exact))
     return frame(header, sections)
 
 
@@ -138,13 +152,35 @@ def _model(d: dict, arrays: dict):
     bounds = np.cumsum([0, *widths])
     stats = TableStats.of_arrays(
         classes, cc, values, [cat[:, bounds[j]:bounds[j + 1]] for j in range(n_cat)], tuple(gauss),
-        None if joint is None else (joint[:, 0], joint[:, 1:1 + p], joint[:, 1 + p:].reshape(k, p, p)))
+        None if joint is None else (joint[:, 0], joint[:, 1:1 + p], joint[:, 1 + p:].reshape(k, p, p)),
+        _exact(arrays.get("exact"), k, p, joint is not None))
     return TableModel(settings, label, columns, kinds, stats, decision)
+
+
+def _exact(exact, k: int, p: int, joint: bool):
+    """The exact sums of a file or dump (None when it has none), each checked for its shape."""
+    from ..table.exact import Exact
+
+    if exact is None:
+        return None
+    names = EXACT if joint else EXACT[:2]
+    if not isinstance(exact, dict) or sorted(exact) != sorted(names):
+        raise ValueError(f"exact must hold {', '.join(names)}")
+    shapes = {"sum": (k, p), "sumsq": (k, p), "joint_sum": (k, p), "joint_products": (k, p, p)}
+    out = {}
+    for name in names:
+        data = exact[name]
+        if not isinstance(data, list) or len(data) != math.prod(shapes[name]):
+            raise ValueError(f"exact {name} must hold {math.prod(shapes[name])} sums")
+        out[name] = Exact.of_strings(data, shapes[name])
+    return out
 
 
 def decode_table(header: dict, payload: memoryview, path: str = "model"):
     try:
         arrays = {}
+        if "exact" in header["sections"]:
+            arrays["exact"] = json.loads(bytes(section(header, payload, "exact")).decode("ascii"))
         for name in ("cat_counts", "gauss", "joint"):
             if name in header["sections"]:
                 shape = header["sections"][name]["shape"]
@@ -153,7 +189,7 @@ def decode_table(header: dict, payload: memoryview, path: str = "model"):
             if name not in arrays:
                 raise ValueError(f"section {name} is missing")
         return _model(header, arrays)
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, RecursionError) as e:
         raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
     except NbtextError as e:
         raise ModelFileError(f"{path}: corrupt model file ({e})") from None
@@ -170,6 +206,7 @@ def export_table(model):
     yield json.dumps(_header_fields(model), sort_keys=True, ensure_ascii=False)
     for name, a in _arrays(model).items():
         yield json.dumps({"array": name, "shape": list(a.shape), "data": _floats(a)})
+    yield json.dumps({"exact": _exact_strings(model)})
 
 
 def import_table(first: str, it, source: str):
@@ -182,7 +219,10 @@ def import_table(first: str, it, source: str):
             if not line.strip():
                 continue
             row = json.loads(line)
-            if not isinstance(row, dict) or row.get("array") not in ("cat_counts", "gauss", "joint"):
+            if isinstance(row, dict) and list(row) == ["exact"]:
+                arrays["exact"] = row["exact"]
+                continue
+            if not isinstance(row, dict) or row.get("array") not in FLOAT_ARRAYS:
                 raise ValueError("expected an array line")
             shape, data = row["shape"], row["data"]
             if not (isinstance(shape, list) and all(isinstance(x, int) and x >= 0 for x in shape)

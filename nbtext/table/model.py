@@ -179,15 +179,17 @@ class Retype(Exception):
 
 
 def train_table(sources: list[str], opts: TableOptions, settings: TableSettings,
-                decision: Decision | None = None, progress=None) -> TableModel:
+                decision: Decision | None = None, progress=None, engine=None) -> TableModel:
     """A table model from CSV/TSV files with a header (the first file's columns; the others'
     found by name), a chunk of rows at a time. Columns not typed by the options are typed by the
     first block of rows, and checked as the rest is read: when one turns out otherwise (text
     after numbers; numbers after a first block without values), the files are read again,
-    typed by a first pass over them all (stdin is spooled to a temporary file for that)."""
+    typed by a first pass over them all (stdin is spooled to a temporary file for that).
+    ``engine``: where the passes run (LocalTables, or a cluster's: nbtext.batch.cluster)."""
     table_sources(sources)
     spooled = Spooled() if "-" in sources else None
     stream = (lambda p: spooled.stream() if p == "-" else None)
+    engine = engine or LocalTables(stream)
     header, blocks = open_table(sources[0], opts, stdin=stream(sources[0]))
     names = header.feature_names
     forced = set(opts.categorical) | set(opts.numeric)
@@ -195,36 +197,52 @@ def train_table(sources: list[str], opts: TableOptions, settings: TableSettings,
     kinds = infer_kinds(header, iter([next(blocks, ([], []))]), opts, settings.variant)
     del blocks
     try:
-        model = _one_pass(sources, opts, settings, header, kinds, auto, stream, progress)
+        model = needs_retype(engine.one_pass(sources, opts, settings, header, kinds, auto, progress), auto)
     except Retype:
-        header, blocks = open_table(sources[0], opts, stdin=stream(sources[0]))
-        kinds = infer_kinds(header, blocks, opts, settings.variant)
-        model = _one_pass(sources, opts, settings, header, kinds, [], stream, None)
+        kinds = engine.kinds(sources, opts, settings, header)
+        model = engine.one_pass(sources, opts, settings, header, kinds, [], None)
     model.stats.check_trainable()
     model.stats.check_finite(model.numeric_columns)
     model.decision = decision or Decision(positive=default_positive(model.classes))
     return model
 
 
-def _one_pass(sources, opts, settings, header, kinds, auto, stream, progress) -> TableModel:
-    """Train on every source with these column types; Retype when a column of ``auto`` (typed
-    by the first block) is not of its type."""
+def needs_retype(model: TableModel, auto: list[int]) -> TableModel:
+    """The model, or Retype when a column typed categorical by the first block (of ``auto``,
+    typed by their values) holds only numbers."""
     from .read import is_number
 
-    names = header.feature_names
-    label_name = header.names[header.label]
-    model = TableModel.empty(settings, label_name, names, kinds)
-    provisional = {j for j in auto if kinds[j] == NUMERIC}
-    for path in sources:
-        o = TableOptions(format=opts.format, label_column=label_name, chunk_rows=opts.chunk_rows)
-        h, blocks = open_table(path, o, features=names, stdin=stream(path))
-        for frame in frames(h, blocks, kinds, opts.chunk_rows, provisional=provisional):
-            model.stats.add(frame)
-            if progress:
-                progress(len(frame))
-    cat_of = [j for j, k in enumerate(kinds) if k == CATEGORICAL]
+    cat_of = [j for j, k in enumerate(model.kinds) if k == CATEGORICAL]
     for c, j in enumerate(cat_of):
         values = model.stats.values[c]
         if j in auto and values and all(map(is_number, values)):
             raise Retype()
     return model
+
+
+class LocalTables:
+    """Training's passes over the tables in this process (``stream``: stdin's spooled copy)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def kinds(self, sources, opts, settings, header) -> list[str]:
+        """The columns typed by every row of the first table."""
+        header, blocks = open_table(sources[0], opts, stdin=self.stream(sources[0]))
+        return infer_kinds(header, blocks, opts, settings.variant)
+
+    def one_pass(self, sources, opts, settings, header, kinds, auto, progress) -> TableModel:
+        """Train on every source with these column types; Retype when a column of ``auto``
+        (typed by the first block) holds a value that is not of its type."""
+        names = header.feature_names
+        label_name = header.names[header.label]
+        model = TableModel.empty(settings, label_name, names, kinds)
+        provisional = {j for j in auto if kinds[j] == NUMERIC}
+        for path in sources:
+            o = TableOptions(format=opts.format, label_column=label_name, chunk_rows=opts.chunk_rows)
+            h, blocks = open_table(path, o, features=names, stdin=self.stream(path))
+            for frame in frames(h, blocks, kinds, opts.chunk_rows, provisional=provisional):
+                model.stats.add(frame)
+                if progress:
+                    progress(len(frame))
+        return model

@@ -61,10 +61,10 @@ def table_format(path: str, fmt: str | None) -> str:
 MAX_QUOTED = 1 << 20  # characters a quoted CSV field may run on past the end of a block of lines
 
 
-def _capped_lines(text, path: str) -> Iterator[str]:
+def _capped_lines(text, path: str, n: int = 0) -> Iterator[str]:
     """The lines of a text stream, each at most MAX_DOCUMENT_BYTES characters: a file with no
-    line break was read whole into one line (its size unchecked), as no other reader does."""
-    n = 0
+    line break was read whole into one line (its size unchecked), as no other reader does.
+    (``n``: lines before the stream, as numbered in errors.)"""
     while True:
         line = text.readline(MAX_DOCUMENT_BYTES)
         if not line:
@@ -75,22 +75,41 @@ def _capped_lines(text, path: str) -> Iterator[str]:
         yield line
 
 
-def raw_blocks(path: str, fmt: str | None, size: int = 1 << 16, stdin=None
-               ) -> Iterator[tuple[list[int], list[list[str]]]]:
+class _Bounded(io.RawIOBase):
+    """The first ``left`` bytes of a binary stream."""
+
+    def __init__(self, stream, left: int):
+        self._stream, self._left = stream, left
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        data = self._stream.read(min(len(b), self._left)) if self._left > 0 else b""
+        self._left -= len(data)
+        b[:len(data)] = data
+        return len(data)
+
+
+def raw_blocks(path: str, fmt: str | None, size: int = 1 << 16, stdin=None, start: int = 0,
+               length: int | None = None, before: int = 0) -> Iterator[tuple[list[int], list[list[str]]]]:
     """(line numbers, records) of a CSV/TSV file, ``size`` lines at a time, blank lines left
     out; the header is the first record. Text is UTF-8 (a byte-order mark dropped, bytes that are
     not UTF-8 replaced). Lines without a quote are split at the separator (each is one record);
     a block with quotes goes through the csv module, extended to the line that closes a quoted
-    field left open at its end."""
+    field left open at its end. A byte range of the file (a cluster's partition): ``length``
+    bytes from ``start``, a line's start, with ``before`` lines before it (its first record is
+    then no header)."""
     import csv
     import itertools
 
-    with _Input(path, stdin) as inp:
-        text = io.TextIOWrapper(inp.stream, encoding="utf-8-sig", errors="replace", newline="")
+    with _Input(path, stdin, offset=start) as inp:
+        stream = inp.stream if length is None else io.BufferedReader(_Bounded(inp.stream, length), 1 << 16)
+        text = io.TextIOWrapper(stream, encoding="utf-8" if start else "utf-8-sig", errors="replace", newline="")
         tsv = table_format(path, fmt) == "tsv"
         sep = "\t" if tsv else ","
-        n = 0
-        source = _capped_lines(text, path)
+        n = before
+        source = _capped_lines(text, path, before)
         try:
             while True:
                 chunk = list(itertools.islice(source, size))
@@ -188,11 +207,16 @@ Blocks = Iterator[tuple[list[int], list[list[str]]]]
 
 
 def open_table(path: str, opts: TableOptions, labelled: bool = True, features: list[str] | None = None,
-               stdin=None) -> tuple[Header, Blocks]:
-    """A table's header and the blocks of records under it."""
+               stdin=None, part=None) -> tuple[Header, Blocks]:
+    """A table's header and the blocks of records under it. ``part``: (start, length, lines
+    before, the header's cells) of a byte range of the file (raw_blocks), a cluster's partition;
+    one after the first is given the file's header."""
     import itertools
 
-    blocks = raw_blocks(path, opts.format, opts.chunk_rows, stdin)
+    start, length, before, names = part or (0, None, 0, None)
+    blocks = raw_blocks(path, opts.format, opts.chunk_rows, stdin, start, length, before)
+    if start:
+        return Header(path, names, opts, labelled, features), blocks
     for lines, rows in blocks:
         if rows:
             return Header(path, rows[0], opts, labelled, features), itertools.chain([(lines[1:], rows[1:])], blocks)
@@ -261,15 +285,16 @@ def ragged(path: str, width: int, lines: list[int], cells) -> None:
 
 
 def frames(header: Header, blocks: Blocks, kinds: list[str], chunk_rows: int, labelled: bool = True,
-           provisional: set = frozenset()) -> Iterator[Frame]:
+           provisional: set = frozenset(), first_row: int = 1) -> Iterator[Frame]:
     """A Frame per block of records, every row checked (its width, its label). A numeric column
     of ``provisional`` (feature positions) that holds a cell that is not a finite number raises
-    nbtext.table.model.Retype instead of an error."""
+    nbtext.table.model.Retype instead of an error. (``first_row``: the first record's row
+    number, for a byte range of a table.)"""
     path, width = header.path, len(header.names)
     cat_idx = [i for i, k in zip(header.features, kinds) if k == CATEGORICAL]
     num_idx = [i for i, k in zip(header.features, kinds) if k == NUMERIC]
     label_name = header.names[header.label] if header.label is not None else None
-    start = 1
+    start = first_row
     checked: dict = {}
     for lines, cells in blocks:
         if not cells:
@@ -306,15 +331,31 @@ def infer_kinds(header: Header, blocks: Blocks, opts: TableOptions, variant: str
     """Each feature column's type: forced by the variant or --categorical/--numeric, else
     numeric when every value in the file parses as a finite number (and one does), read a
     block of rows at a time (every row's width is checked here too)."""
-    names = header.feature_names
+    kinds = forced_kinds(header, opts, variant)
+    undecided = [j for j, k in enumerate(kinds) if k is None]
+    return typed(kinds, number_flags(header, blocks, undecided)) if undecided else kinds
+
+
+def forced_kinds(header: Header, opts: TableOptions, variant: str) -> list:
+    """Each feature column's type when the variant or --categorical/--numeric decide it, else None."""
     forced = {n: CATEGORICAL for n in opts.categorical}
     forced.update({n: NUMERIC for n in opts.numeric})
     default = {"categorical": CATEGORICAL, "gaussian": NUMERIC}.get(variant)
-    kinds = [forced.get(n, default) for n in names]
-    undecided = [j for j, k in enumerate(kinds) if k is None]
-    if not undecided:
-        return kinds
-    seen = dict.fromkeys(undecided, False)
+    return [forced.get(n, default) for n in header.feature_names]
+
+
+def typed(kinds: list, flags: dict) -> list[str]:
+    """The undecided columns (None) typed by their flags {column: (all numbers, one seen)}:
+    numeric when every value is a number and one is there."""
+    return [k if k is not None else NUMERIC if all(flags[j]) else CATEGORICAL for j, k in enumerate(kinds)]
+
+
+def number_flags(header: Header, blocks: Blocks, undecided: list[int]) -> dict:
+    """{column: (every value a finite number or missing, some value not missing)} of the feature
+    columns ``undecided``, over the blocks (every row's width is checked too). Flags of parts of
+    a table join by AND and OR (a cluster's partitions: nbtext.batch.cluster)."""
+    ok, seen = dict.fromkeys(undecided, True), dict.fromkeys(undecided, False)
+    undecided = list(undecided)
     width = len(header.names)
     for lines, chunk in blocks:
         ragged(header.path, width, lines, chunk)
@@ -325,17 +366,15 @@ def infer_kinds(header: Header, blocks: Blocks, opts: TableOptions, variant: str
             cells = cols[header.features[j]]
             try:
                 a = np.array(cells, dtype=np.float64)
-                ok = not np.isinf(a).any()
+                good = not np.isinf(a).any()
                 seen[j] = seen[j] or not np.isnan(a).all()
             except ValueError:
-                ok = all(map(is_number, cells))
+                good = all(map(is_number, cells))
                 seen[j] = seen[j] or any(c.strip() not in _MISSING for c in cells)
-            if not ok:
-                kinds[j] = CATEGORICAL
+            if not good:
+                ok[j] = False
                 undecided.remove(j)
-    for j in undecided:
-        kinds[j] = NUMERIC if seen[j] else CATEGORICAL
-    return kinds
+    return {j: (ok[j], seen[j]) for j in ok}
 
 
 class Spooled:

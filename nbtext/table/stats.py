@@ -1,13 +1,16 @@
 """A table model's state: mergeable statistics, as nbtext.nb.counts.Counts is a text model's.
 
 Per class: its rows. Per categorical column: per class, how many rows hold each value. Per
-numeric column: per class, the rows holding a value, their mean and M2 (the sum of squared
-deviations from the mean). With shared or per-class covariances also, per class, over the rows
-whose every numeric value is present: their number, mean vector and scatter matrix (the sum of
-outer products of deviations). Means and M2s are merged exactly by Chan, Golub and LeVeque's
-formula (n = na + nb, d = mb - ma, mean = ma + d nb/n, M2 = M2a + M2b + d^2 na nb / n), so
-training a chunk at a time, ``learn``, ``merge`` and a cluster's reduce give the statistics of
-training in one piece (to rounding); ``plus`` with weight -1 takes rows out by the inverse.
+numeric column: per class, the rows holding a value and the exact sum and sum of squares of
+those values. With shared or per-class covariances also, per class, over the rows whose every
+numeric value is present: their number, each column's exact sum and each pair of columns' exact
+sum of products. The sums are exact (nbtext.table.exact: whole numbers times a power of two,
+Python integers), so adding is exact and associative: training a chunk at a time, ``learn``,
+``forget`` (``plus`` with weight -1 subtracts exactly), ``merge`` and a cluster's reduce, in any
+grouping, give the same statistics bit for bit. The floats the estimators use, per class and
+column the mean and M2 (the sum of squared deviations from the mean), and the complete rows'
+mean vector and scatter matrix, are derived from the sums, correctly rounded
+(mean = S / n, M2 = (n S2 - S^2) / n, scatter = (n P - S S') / n), once per change.
 """
 from __future__ import annotations
 
@@ -16,48 +19,29 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import NbtextError
+from .exact import Exact, column_sums, cross_products
 from .read import Frame
 
 
-def chan(na, ma, m2a, nb, mb, m2b, outer: bool = False):
-    """(n, mean, M2) of two parts' statistics together; ``outer``: M2s are scatter matrices.
-    (Overflow is not warned of here: TableStats.check_finite refuses it, naming the column.)"""
+def chan(na, ma, m2a, nb, mb, m2b):
+    """(n, mean, M2) of two parts' statistics together by Chan, Golub and LeVeque's formula
+    (n = na + nb, d = mb - ma, mean = ma + d nb/n, M2 = M2a + M2b + d^2 na nb / n): the
+    estimators pool the classes' derived floats with it."""
     with np.errstate(all="ignore"):
         n = na + nb
         f = np.where(n > 0, nb / np.where(n > 0, n, 1), 0.0)
-        if outer:
-            f = f[:, None]
         d = mb - ma
-        mean = ma + d * f
-        w = na * (f[:, 0] if outer else f)
-        if outer:
-            m2 = m2a + m2b + w[:, None, None] * (d[:, :, None] * d[:, None, :])
-        else:
-            m2 = m2a + m2b + w * d * d
-    return n, mean, m2
+        return n, ma + d * f, m2a + m2b + na * f * d * d
 
 
-def unchan(n, mean, m2, nb, mb, m2b, outer: bool = False):
-    """(n, mean, M2) of the rest when a part (nb, mb, M2b) is taken out of the whole."""
-    na = n - nb
-    with np.errstate(invalid="ignore", divide="ignore"):
-        safe = np.where(na > 0, na, 1)
-        if outer:
-            ma = np.where((na > 0)[:, None], (n[:, None] * mean - nb[:, None] * mb) / safe[:, None], 0.0)
-        else:
-            ma = np.where(na > 0, (n * mean - nb * mb) / safe, 0.0)
-        w = np.where(n > 0, na * nb / np.where(n > 0, n, 1), 0.0)
-    d = mb - ma
-    if outer:
-        m2a = m2 - m2b - w[:, None, None] * (d[:, :, None] * d[:, None, :])
-    else:
-        m2a = m2 - m2b - w * d * d
-    return na, ma, m2a
+def _deviations(n: np.ndarray, S: Exact, S2: Exact) -> np.ndarray:
+    """(n S2 - S^2) / n as floats, correctly rounded, and not below 0."""
+    return np.maximum(S2.scaled(n).plus(S.times(S), -1).divided(n), 0.0) if n.size else np.zeros(n.shape)
 
 
 class TableStats:
     """The statistics of a table model (see the module's doc). ``n_categorical`` categorical
-    columns, ``n_numeric`` numeric ones; ``joint``: keep the joint (scatter-matrix) statistics
+    columns, ``n_numeric`` numeric ones; ``joint``: keep the joint (cross-product) statistics
     that shared and per-class covariances need."""
 
     def __init__(self, n_categorical: int, n_numeric: int, joint: bool, classes: Sequence[str] = ()):
@@ -69,9 +53,11 @@ class TableStats:
         self.cat = [np.zeros((0, 0)) for _ in range(n_categorical)]
         p = n_numeric
         q = self.q = p if joint else 0  # the joint statistics' width: p x p per class only when kept
-        self.n, self.mean, self.m2 = np.zeros((0, p)), np.zeros((0, p)), np.zeros((0, p))
-        self.jn, self.jmean, self.jm2 = np.zeros(0), np.zeros((0, q)), np.zeros((0, q, q))
+        self.n, self.S, self.S2 = np.zeros((0, p)), Exact.zeros((0, p)), Exact.zeros((0, p))
+        self.jn, self.jS, self.jP = np.zeros(0), Exact.zeros((0, q)), Exact.zeros((0, q, q))
         self.version = 0
+        self._derived: tuple | None = None  # (version, mean, M2, joint mean, scatter)
+        self._floats = None  # (a model file's stored floats, until its exact sums are needed)
         if classes:
             self._class_rows(list(classes))
 
@@ -83,23 +69,64 @@ class TableStats:
     def n_rows(self) -> int:
         return int(round(self.class_count.sum()))
 
+    # -- the derived floats -----------------------------------------------------------------
+    def _derive(self) -> tuple:
+        d = self._derived
+        if d is None or d[0] != self.version:
+            self._exact()
+            with np.errstate(all="ignore"):
+                mean, m2 = self.S.divided(self.n), _deviations(self.n, self.S, self.S2)
+                jmean = self.jS.divided(self.jn[:, None])
+                jm2 = (self.jP.scaled(np.broadcast_to(self.jn[:, None, None], self.jP.shape))
+                       .plus(Exact(self.jS.m[:, :, None] * self.jS.m[:, None, :],
+                                   self.jS.e[:, :, None] + self.jS.e[:, None, :]), -1)
+                       .divided(self.jn[:, None, None]))
+            d = self._derived = (self.version, mean, m2, jmean, jm2)
+        return d
+
+    mean = property(lambda self: self._derive()[1], doc="(k, p) per class and column: the mean")
+    m2 = property(lambda self: self._derive()[2], doc="(k, p): the sum of squared deviations from the mean")
+    jmean = property(lambda self: self._derive()[3], doc="(k, q): the complete rows' mean vector")
+    jm2 = property(lambda self: self._derive()[4], doc="(k, q, q): the complete rows' scatter matrix")
+
+    def _exact(self) -> None:
+        """A model file of format 4 without exact sums (or not yet read): the sums its stored
+        floats stand for (S = n mean, S2 = M2 + n mean^2, P = scatter + n mean mean', exact), from
+        which the same floats derive again."""
+        if self._floats is None:
+            return
+        mean, m2, jmean, jm2 = self._floats
+        self._floats = None
+        M = Exact.of_floats(mean)
+        self.S, self.S2 = M.scaled(self.n), Exact.of_floats(m2).plus(M.times(M).scaled(self.n))
+        if self.joint:
+            J = Exact.of_floats(jmean)
+            k, q = jmean.shape
+            outer = Exact(J.m[:, :, None] * J.m[:, None, :], J.e[:, :, None] + J.e[:, None, :])
+            self.jS = J.scaled(np.broadcast_to(self.jn[:, None], (k, q)))
+            self.jP = Exact.of_floats(jm2).plus(outer.scaled(np.broadcast_to(self.jn[:, None, None], (k, q, q))))
+
     # -- classes and values ----------------------------------------------------------------
     def _class_rows(self, labels: Sequence[str]) -> np.ndarray:
         new = sorted(set(labels) - set(self.classes))
         if new:
+            self._exact()
             classes = sorted(self.classes + new)
             where = np.asarray([classes.index(c) for c in self.classes], dtype=np.int64)
 
             def grown(a):
+                if isinstance(a, Exact):
+                    return a.grown((len(classes),) + a.shape[1:], where)
                 out = np.zeros((len(classes),) + a.shape[1:])
                 out[where] = a
                 return out
 
             self.class_count = grown(self.class_count)
             self.cat = [grown(a) for a in self.cat]
-            self.n, self.mean, self.m2 = grown(self.n), grown(self.mean), grown(self.m2)
-            self.jn, self.jmean, self.jm2 = grown(self.jn), grown(self.jmean), grown(self.jm2)
+            self.n, self.S, self.S2 = grown(self.n), grown(self.S), grown(self.S2)
+            self.jn, self.jS, self.jP = grown(self.jn), grown(self.jS), grown(self.jP)
             self.classes = classes
+            self.version += 1
         index = {c: i for i, c in enumerate(self.classes)}
         return np.fromiter((index[lab] for lab in labels), dtype=np.int64, count=len(labels))
 
@@ -130,7 +157,7 @@ class TableStats:
                               f"classes are {', '.join(self.classes)}")
 
     def check_finite(self, numeric_columns: list[str]) -> None:
-        """Refuse statistics that overflowed (values near 1e154 and beyond square to infinity)."""
+        """Refuse statistics beyond float64 (values near 1e154 and beyond: their squares)."""
         # (|S_ij| <= sqrt(S_ii S_jj): an overflow off the diagonal is one on it too)
         for a in (self.mean, self.m2, self.jmean, np.diagonal(self.jm2, axis1=1, axis2=2)):
             bad = ~np.isfinite(a).all(axis=0)
@@ -159,31 +186,27 @@ class TableStats:
             ok = ids >= 0
             part.cat[j] = np.bincount(idx[ok] * d + ids[ok], minlength=k * d).astype(np.float64).reshape(k, d)
             part.values[j] = list(self.values[j])
-        part.n, part.mean, part.m2 = np.zeros((k, p)), np.zeros((k, p)), np.zeros((k, p))
         q = self.q  # (a diagonal model allocated k p p floats a chunk: 144 MB at 3,000 columns)
-        part.jn, part.jmean, part.jm2 = np.zeros(k), np.zeros((k, q)), np.zeros((k, q, q))
+        part.n, part.S, part.S2 = np.zeros((k, p)), Exact.zeros((k, p)), Exact.zeros((k, p))
+        part.jn, part.jS, part.jP = np.zeros(k), Exact.zeros((k, q)), Exact.zeros((k, q, q))
         if p:
             return self._numeric_part(part, idx, frame.num)
         return part
 
     def _numeric_part(self, part: "TableStats", idx: np.ndarray, X: np.ndarray) -> "TableStats":
-        with np.errstate(over="ignore", invalid="ignore"):  # (overflow is refused by check_finite)
-            obs = ~np.isnan(X)
-            complete = obs.all(axis=1)
-            for c in np.unique(idx):
-                rows = idx == c
-                Xc, oc = X[rows], obs[rows]
-                n = oc.sum(axis=0).astype(np.float64)
-                Z = np.where(oc, Xc, 0.0)
-                mean = np.where(n > 0, Z.sum(axis=0) / np.where(n > 0, n, 1), 0.0)
-                D = np.where(oc, Xc - mean, 0.0)
-                part.n[c], part.mean[c], part.m2[c] = n, mean, (D * D).sum(axis=0)
-                if self.joint:
-                    Xf = Xc[complete[rows]]
-                    if len(Xf):
-                        m = Xf.mean(axis=0)
-                        D = Xf - m
-                        part.jn[c], part.jmean[c], part.jm2[c] = len(Xf), m, D.T @ D
+        obs = ~np.isnan(X)
+        complete = obs.all(axis=1)
+        for c in np.unique(idx):
+            rows = idx == c
+            Xc, oc = X[rows], obs[rows]
+            part.n[c] = oc.sum(axis=0)
+            part.S[c], part.S2[c] = column_sums(np.where(oc, Xc, 0.0))
+            if self.joint:
+                Xf = Xc[complete[rows]]
+                if len(Xf):
+                    part.jn[c] = len(Xf)
+                    part.jS[c] = column_sums(Xf, squares=False)[0]
+                    part.jP[c] = cross_products(Xf)
         return part
 
     # -- adding -------------------------------------------------------------------------------
@@ -195,21 +218,23 @@ class TableStats:
         """Add another model's statistics (same columns; its values matched by name)."""
         if len(other.values) != len(self.values) or other.n_numeric != self.n_numeric:
             raise NbtextError("the tables' columns differ")
+        self._exact()
+        other._exact()
         rows = self._class_rows(other.classes)
         self.class_count[rows] += other.class_count
         for j, values in enumerate(other.values):
             ids = self._value_ids(j, values)
             np.add.at(self.cat[j], (rows[:, None], ids[None, :]), other.cat[j])
-        self.n[rows], self.mean[rows], self.m2[rows] = chan(
-            self.n[rows], self.mean[rows], self.m2[rows], other.n, other.mean, other.m2)
+        self.n[rows] += other.n
+        self.S[rows], self.S2[rows] = self.S[rows].plus(other.S), self.S2[rows].plus(other.S2)
         if self.joint and other.joint:
-            self.jn[rows], self.jmean[rows], self.jm2[rows] = chan(
-                self.jn[rows], self.jmean[rows], self.jm2[rows], other.jn, other.jmean, other.jm2, outer=True)
+            self.jn[rows] += other.jn
+            self.jS[rows], self.jP[rows] = self.jS[rows].plus(other.jS), self.jP[rows].plus(other.jP)
         self.version += 1
 
     def plus(self, frame: Frame, labels: Sequence[str], weight: float = -1.0) -> "TableStats":
-        """New statistics: these with the frame's rows added (weight 1) or taken out (-1).
-        Refused when a count would go below zero (those rows were not learned)."""
+        """New statistics: these with the frame's rows added (weight 1) or taken out (-1),
+        exactly. Refused when a count would go below zero (those rows were not learned)."""
         self.check_labels(labels)
         out = self.copy()
         part = out.of_frame(frame, labels)
@@ -220,39 +245,61 @@ class TableStats:
             raise NbtextError("table rows are added (weight 1) or taken out (weight -1)")
         out.class_count = out.class_count - part.class_count
         out.cat = [a - b for a, b in zip(out.cat, part.cat)]
-        if any((a < 0).any() for a in [out.class_count, *out.cat]) or (out.n - part.n < 0).any():
+        out.n, out.jn = out.n - part.n, out.jn - part.jn
+        if any((a < 0).any() for a in [out.class_count, *out.cat, out.n, out.jn]):
             raise NbtextError("that would take counts below zero: those rows were not learned")
-        out.n, out.mean, out.m2 = unchan(out.n, out.mean, out.m2, part.n, part.mean, part.m2)
-        out.m2 = np.maximum(out.m2, 0.0)
+        out.S, out.S2 = out.S.plus(part.S, -1), out.S2.plus(part.S2, -1)
         if self.joint:
-            out.jn, out.jmean, out.jm2 = unchan(out.jn, out.jmean, out.jm2, part.jn, part.jmean, part.jm2,
-                                                outer=True)
+            out.jS, out.jP = out.jS.plus(part.jS, -1), out.jP.plus(part.jP, -1)
         out.version += 1
         return out
 
     def copy(self) -> "TableStats":
+        self._exact()
         out = TableStats(len(self.values), self.n_numeric, self.joint)
         out.classes, out.class_count = list(self.classes), self.class_count.copy()
         out.values = [list(v) for v in self.values]
         out._ids = [dict(d) for d in self._ids]
         out.cat = [a.copy() for a in self.cat]
-        out.n, out.mean, out.m2 = self.n.copy(), self.mean.copy(), self.m2.copy()
-        out.jn, out.jmean, out.jm2 = self.jn.copy(), self.jmean.copy(), self.jm2.copy()
+        out.n, out.S, out.S2 = self.n.copy(), self.S.copy(), self.S2.copy()
+        out.jn, out.jS, out.jP = self.jn.copy(), self.jS.copy(), self.jP.copy()
+        out.version, out._derived = self.version, self._derived
+        return out
+
+    def exact_sums(self) -> dict:
+        """The exact sums by name (a model file's and a dump's ``exact`` section)."""
+        self._exact()
+        out = {"sum": self.S, "sumsq": self.S2}
+        if self.joint:
+            out.update({"joint_sum": self.jS, "joint_products": self.jP})
         return out
 
     @classmethod
-    def of_arrays(cls, classes, class_count, values, cat, gauss, joint) -> "TableStats":
-        """Statistics holding these arrays (a model file's or a dump's, already checked)."""
+    def of_arrays(cls, classes, class_count, values, cat, gauss, joint, exact: dict | None = None
+                  ) -> "TableStats":
+        """Statistics holding these arrays (a model file's or a dump's, already checked): the
+        counts, the derived floats as stored, and the exact sums (None: a file written before
+        they were kept, whose sums are those its floats stand for)."""
         p = gauss[0].shape[1]
         out = cls(len(values), p, joint is not None)
         out.classes, out.class_count = list(classes), np.asarray(class_count, dtype=np.float64)
         out.values = [list(v) for v in values]
         out._ids = [{v: i for i, v in enumerate(vs)} for vs in values]
         out.cat = [np.asarray(a, dtype=np.float64) for a in cat]
-        out.n, out.mean, out.m2 = (np.asarray(a, dtype=np.float64) for a in gauss)
+        n, mean, m2 = (np.asarray(a, dtype=np.float64) for a in gauss)
         k = len(classes)
         if joint is not None:
-            out.jn, out.jmean, out.jm2 = (np.asarray(a, dtype=np.float64) for a in joint)
+            jn, jmean, jm2 = (np.asarray(a, dtype=np.float64) for a in joint)
         else:  # (p x p per class for a diagonal model: a 5 MB file of 100,000 columns asked 149 GiB)
-            out.jn, out.jmean, out.jm2 = np.zeros(k), np.zeros((k, 0)), np.zeros((k, 0, 0))
+            jn, jmean, jm2 = np.zeros(k), np.zeros((k, 0)), np.zeros((k, 0, 0))
+        out.n, out.jn = n, jn
+        out.S, out.S2, out.jS, out.jP = Exact.zeros((k, p)), Exact.zeros((k, p)), Exact.zeros(jmean.shape), \
+            Exact.zeros(jm2.shape)
+        if exact is None:
+            out._floats = (mean, m2, jmean, jm2)
+        else:
+            out.S, out.S2 = exact["sum"], exact["sumsq"]
+            if joint is not None:
+                out.jS, out.jP = exact["joint_sum"], exact["joint_products"]
+        out._derived = (out.version, mean, m2, jmean, jm2)
         return out
