@@ -10,14 +10,15 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import NbtextError, SettingError
+from .errors import NbtextError, SettingError, shown
 
 
 def error_line(message: str) -> None:
-    """The one line of a failure, on stderr (nowhere when stderr is closed: never on stdout)."""
+    """The one line of a failure, on stderr (nowhere when stderr is closed: never on stdout),
+    with whatever in it came from a file made visible (``shown``)."""
     if sys.stderr is not None:
         try:
-            print(f"nbtext: error: {message}", file=sys.stderr, flush=True)
+            print(f"nbtext: error: {shown(message)}", file=sys.stderr, flush=True)
         except (OSError, ValueError):
             pass
 

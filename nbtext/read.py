@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Iterator
 
-from .errors import NbtextError
+from .errors import BAD_NAME_CHAR, NbtextError
 from .record import Record
 from .text.words import decode_text
 
@@ -624,9 +624,6 @@ def _column(row: dict | list, name: str, where: str, what: str):
     return row[name]
 
 
-# Characters no label may hold: they break TSV rows (tab, newline, CR), end strings (NUL) or make
-# classes that print alike (other C0/C1 controls, DEL, line/paragraph separators, lone surrogates).
-_BAD_LABEL_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -636,7 +633,7 @@ def _short_repr(value) -> str:
 
 
 def _label_chars(label: str, where: str) -> str:
-    if _BAD_LABEL_CHAR.search(label):
+    if BAD_NAME_CHAR.search(label):
         raise NbtextError(f"{where}: bad label {_short_repr(label)}: a label cannot hold control "
                           f"characters (tab, newline, NUL, ...) or invalid Unicode")
     return label

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from .errors import NbtextError, SettingError
+from .errors import NbtextError, SettingError, shown
 from .table.model import TableModel, train_table
 from .table.read import Frame, TableOptions, raw_rows, split_names
 
@@ -275,7 +275,7 @@ def format_info(d: dict) -> str:
     for col in d["columns"]:
         if col["kind"] == "categorical":
             lines.append(f"  {col['name']:<12} categorical: {len(col['values'])} values "
-                         f"({', '.join(col['values'][:10])}{', ...' if len(col['values']) > 10 else ''})")
+                         f"({', '.join(map(shown, col['values'][:10]))}{', ...' if len(col['values']) > 10 else ''})")
         else:
             means = ", ".join(f"{c} {m:.6g}" for c, m in col["mean"].items())
             lines.append(f"  {col['name']:<12} numeric: mean {means}")
@@ -290,12 +290,12 @@ def format_linear(view: dict) -> str:
     lines = [f"f(x) = b + w.x{' + x^T Q x' if quad else ''}; f(x) >= 0: {view['positive']}, else {view['negative']}",
              f"b\t{view['b']:.10g}"]
     for e in view.get("categorical", []):
-        value = "(a value not seen in training)" if e["value"] is None else e["value"]
+        value = "(a value not seen in training)" if e["value"] is None else shown(e["value"])
         lines.append(f"w\t{e['column']}={value}\t{e['w']:.10g}")
     for e in view.get("numeric", []):
         lines.append(f"w\t{e['column']}\t{e['w']:.10g}")
     for e in view.get("tokens", []):
-        lines.append(f"w\t{e['token']}\t{e['w']:.10g}")
+        lines.append(f"w\t{shown(e['token'])}\t{e['w']:.10g}")
     if quad:
         cols = view["Q"]["columns"]
         for i, row in enumerate(view["Q"]["matrix"]):

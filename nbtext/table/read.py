@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..errors import NbtextError
+from ..errors import BAD_NAME_CHAR, NbtextError
 from ..read import EXTENSIONS, MAX_DOCUMENT_BYTES, _Input, _label_chars
 from ..record import Record
 from ..settings import MISSING_VALUES
@@ -162,6 +162,10 @@ class Header:
             self.features = [self.find(c, "feature") for c in opts.columns]
         else:
             self.features = [i for i in range(len(self.names)) if i != self.label]
+        if features is None:  # (training: these names go into the model file and its output)
+            for i in (*([self.label] if labelled else []), *self.features):
+                if BAD_NAME_CHAR.search(self.names[i]):
+                    raise NbtextError(f"{path}:1: column name {self.names[i]!r} holds a control character")
         if self.label in self.features:
             raise NbtextError(f"{path}: column {self.names[self.label]!r} is the label; it cannot be a feature too")
         if not self.features:

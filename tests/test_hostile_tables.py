@@ -1,0 +1,122 @@
+"""Issue 18's classes of defect looked for again in what came after it: table models and their
+dumps, the table reader, names that reach a terminal or an output row. Each test is a
+regression test of a defect an attacker's probe found (docs/hostile.md)."""
+import copy
+import json
+
+import pytest
+
+from nbtext.errors import NbtextError
+from nbtext.store.dump import import_lines
+
+from conftest import ROOT
+
+GOLF = ROOT / "tests" / "fixtures" / "play_golf.csv"
+
+
+@pytest.fixture(scope="module")
+def golf_dump(tmp_path_factory):
+    from click.testing import CliRunner
+
+    from nbtext.cli import cli
+
+    path = tmp_path_factory.mktemp("golf") / "golf.nbm"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["train", str(GOLF), "--label-column", "Play", "-q", "-o", str(path)]).exit_code == 0
+    lines = runner.invoke(cli, ["export", "-m", str(path)]).stdout.splitlines()
+    return lines
+
+
+def crafted(lines, change=None, arrays=None):
+    head = json.loads(lines[1])
+    rows = [json.loads(x) for x in lines[2:]]
+    if change:
+        change(head)
+    if arrays:
+        arrays(rows)
+    return [lines[0], json.dumps(head), *map(json.dumps, rows)]
+
+
+def setter(key, value):
+    return lambda h: h.__setitem__(key, copy.deepcopy(value))
+
+
+@pytest.mark.parametrize("change, arrays, message", [
+    # names that split output rows or drive a terminal
+    (setter("classes", ["n\to", "yes"]), None, r"classes: 'n\\to' holds a control character"),
+    (setter("classes", ["\x1b[31mno", "yes"]), None, "holds a control character"),
+    (lambda h: h["columns"].__setitem__(0, "Out\nlook"), None, "columns: 'Out\\\\nlook' holds"),
+    (setter("label_column", "Pl\x00ay"), None, "label_column: 'Pl\\\\x00ay' holds"),
+    # counts: not numbers, not whole, beyond what a float holds exactly, above the class's rows
+    (setter("class_count", [True, 9]), None, "class_count must hold whole numbers"),
+    (setter("class_count", [1e308, 1e308]), None, "class_count must hold whole numbers"),
+    (setter("class_count", [0, 0]), None, "counts of a column exceed its rows"),
+    (None, lambda a: a[0].update(data=[1e308] * 20), "counts must be whole numbers"),
+    (None, lambda a: a[0].update(data=[0.5] * 20), "counts must be whole numbers"),
+    (None, lambda a: a[0].update(data=[1000] * 20), "counts of a column exceed its rows"),
+    # the dump's own shape: an array twice, fields it never writes, settings that disagree
+    (None, lambda a: a.append(copy.deepcopy(a[0])), "array cat_counts given twice"),
+    (setter("ledger", ["ab"]), None, "unknown field 'ledger'"),
+    (setter("kind", "text"), None, 'kind must be "table"'),
+    (lambda h: h["table"].update(variant="gaussian"), None, "a gaussian model's columns must all be numeric"),
+])
+def test_import_refuses_hostile_table_dumps(golf_dump, change, arrays, message):
+    """Each of these was imported, and then split predict's rows, printed escape sequences,
+    made every classify an internal error (OverflowError, math domain error) or called every
+    row one class."""
+    with pytest.raises(NbtextError, match=message):
+        import_lines(crafted(golf_dump, change, arrays), "d")
+
+
+def test_an_untouched_table_dump_imports(golf_dump):
+    assert import_lines(crafted(golf_dump), "d").class_count.tolist() == [5, 9]
+
+
+def test_a_text_model_class_with_a_tab_is_refused(tmp_path):
+    from nbtext.store.dump import export_lines
+    from nbtext.model import Model  # noqa: F401  (the text model's dump, as export writes it)
+    from click.testing import CliRunner
+
+    from nbtext.cli import cli
+    from nbtext import store
+
+    tsv = tmp_path / "t.tsv"
+    tsv.write_text("spam\tbuy cheap\nham\tlunch\n")
+    assert CliRunner().invoke(cli, ["train", str(tsv), "-q", "--no-calibrate", "-o", str(tmp_path / "m.nbm")]).exit_code == 0
+    lines = list(export_lines(store.load(str(tmp_path / "m.nbm"))))
+    head = json.loads(lines[1])
+    head["classes"] = ["h\tam", "spam"]
+    with pytest.raises(NbtextError, match="holds a control character"):
+        import_lines([lines[0], json.dumps(head), *lines[2:]], "d")
+    head["classes"], head["class_count"] = ["ham", "spam"], [True, "1"]
+    with pytest.raises(NbtextError, match="class_count must hold whole numbers"):
+        import_lines([lines[0], json.dumps(head), *lines[2:]], "d")
+
+
+def test_a_table_model_with_every_row_forgotten_is_refused_not_a_crash(run, tmp_path):
+    model = tmp_path / "g.nbm"
+    assert run("train", GOLF, "--label-column", "Play", "-q", "-o", model).exit_code == 0
+    assert run("learn", "-m", model, "--forget", "--label", "no", GOLF, "-q").exit_code == 1  # (yes rows too)
+    rows = GOLF.read_text().splitlines()
+    for label in ("no", "yes"):
+        part = tmp_path / f"{label}.csv"
+        part.write_text("\n".join([rows[0], *(r for r in rows[1:] if r.endswith("," + label))]) + "\n")
+        assert run("learn", "-m", model, "--forget", "--label", label, part, "-q").exit_code == 0
+    r = run("predict", "-m", model, GOLF)
+    assert r.exit_code == 1 and r.stderr == ("nbtext: error: the table model holds no rows (every row was "
+                                             "forgotten): learn rows before scoring with it\n")
+
+
+def test_error_messages_show_control_characters_escaped(run, tmp_path):
+    """A column name (or a file name, a header) with an escape sequence was printed raw in the
+    error line: a hostile file drove the terminal."""
+    bad = tmp_path / "esc.csv"
+    bad.write_text("a\x1b[31m,b,label\n1,2,x\n3,4,y\n")
+    r = run("train", bad, "--variant", "categorical", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1 and "\x1b" not in r.stderr
+    assert r.stderr == f"nbtext: error: {bad}:1: column name 'a\\x1b[31m' holds a control character\n"
+    r = run("train", bad, "--label-column", "lab", "--variant", "categorical", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1 and "\x1b" not in r.stderr and "(columns: a\\x1b[31m, b, label)" in r.stderr
+    from nbtext.errors import shown
+
+    assert shown("a\tb\x9b\udce9\u2028 c") == "a\\x09b\\x9b\\xe9\\u2028 c"
