@@ -123,9 +123,10 @@ class _Input:
     gzip's magic bytes. read(n) and readline(limit) raise NbtextError naming the path."""
 
     def __init__(self, path: str, stdin: BinaryIO | None = None, offset: int = 0):
-        """``offset``: start there (a file's byte range: never gzip)."""
+        """``offset``: start there (a file's byte range: never gzip). ``stdin``: the stream to read
+        in place of stdin, or of the file ``path`` names (a copy of a pipe read before)."""
         self.path, self._file, self.gzip = path, None, False
-        if path == "-":
+        if path == "-" or stdin is not None:
             if stdin is None:
                 if sys.stdin is None:
                     raise NbtextError("-: standard input is closed")

@@ -13,7 +13,7 @@ import numpy as np
 
 from .errors import NbtextError, SettingError, shown
 from .table.model import TableModel, train_table
-from .table.read import Frame, TableOptions, raw_rows, split_names
+from .table.read import Frame, TableOptions, raw_blocks, split_names, spooled
 
 
 def is_table_run(kw: dict) -> bool:
@@ -33,13 +33,13 @@ def _looks_like_table(path: str, kw: dict) -> bool:
     ext = os.path.splitext(name)[1].lower()
     if path == "-" or not os.path.isfile(path) or (fmt not in ("csv", "tsv") and ext not in (".csv", ".tsv", ".tab")):
         return False
-    try:
-        first = next(raw_rows(path, fmt), None)
-    except NbtextError:
-        return False
+    # Its header record alone (a block of one line, longer only while a quote is open). A header
+    # that cannot be read is reported: the text reader fails on it as well, and falling back to
+    # it said only "no documents found" (for a binary .csv), or named the wrong column.
+    first = next((rows for _, rows in raw_blocks(path, fmt, 1) if rows), None)
     if first is None:
         return False
-    header = [c.strip() for c in first[1]]
+    header = [c.strip() for c in first[0]]
     return kw["label_column"] in header and kw["text_column"] not in header and len(header) >= 2
 
 
@@ -147,11 +147,7 @@ def labelled_frames(model: TableModel, sources: list[str], kw: dict):
                         label_column=kw.get("label_column") or model.label_column)
     y, probas, dens = [], [], []
     for path in sources:
-        o = opts
-        header = next(raw_rows(path, opts.format), None) if path != "-" else None
-        if header is not None and opts.label_column not in [c.strip() for c in header[1]]:
-            o = TableOptions(format=opts.format, label_column=model.label_column)
-        for frame in model.frames_of(path, o, labelled=True):
+        for frame in model.frames_of(path, opts, labelled=True):
             p, d = model.scores(frame)
             y += frame.labels
             probas.append(p)
@@ -214,12 +210,13 @@ def cross_validate(kw: dict, folds: int, seed: int, want_predictions: bool = Fal
     from .report import evaluate as figures
 
     sources = list(kw["sources"])
-    model = train_table(sources, table_options(kw), table_settings(kw))
+    stream = spooled(sources)  # (read twice: a pipe read again was empty)
+    model = train_table(sources, table_options(kw), table_settings(kw), stream=stream)
     opts = TableOptions(format=table_options(kw).format, label_column=model.label_column,
                         chunk_rows=table_options(kw).chunk_rows)
     frames, ids = [], []
     for path in sources:
-        for f in model.frames_of(path, opts, labelled=True):
+        for f in model.frames_of(path, opts, labelled=True, stdin=stream(path)):
             frames.append(f)
             ids += [str(r) if len(sources) == 1 else f"{path}:{r}" for r in f.rows]
     data = concat(frames)

@@ -120,3 +120,37 @@ def test_error_messages_show_control_characters_escaped(run, tmp_path):
     from nbtext.errors import shown
 
     assert shown("a\tb\x9b\udce9\u2028 c") == "a\\x09b\\x9b\\xe9\\u2028 c"
+
+
+def pipe_of(data: bytes) -> str:
+    """A pipe holding data, as `<(...)` gives one: a path that can be read once."""
+    import os
+
+    r, w = os.pipe()
+    os.write(w, data)
+    os.close(w)
+    return f"/dev/fd/{r}"
+
+
+def test_a_table_from_a_pipe_or_stdin_is_read_once(run, tmp_path):
+    """train, eval and cv opened a table more than once (its header, then its rows; typing,
+    then training): from a pipe the second read was empty ("empty table"), and eval of stdin
+    never looked for the model's label column."""
+    model = tmp_path / "g.nbm"
+    r = run("train", pipe_of(GOLF.read_bytes()), "--label-column", "Play", "--variant", "categorical", "-o", model)
+    assert r.exit_code == 0 and "trained on 14 rows (5 no, 9 yes)" in r.stderr, r.stderr
+    for source in (pipe_of(GOLF.read_bytes()), "-"):
+        r = run("eval", "-m", model, source, input=GOLF.read_bytes())
+        assert r.exit_code == 0 and r.stdout.startswith("documents     14\n"), r.stderr
+    r = run("cv", pipe_of(GOLF.read_bytes()), "--label-column", "Play", "--variant", "categorical", "--folds", "2")
+    assert r.exit_code == 0 and "of 14 rows" in r.stdout, r.stderr
+
+
+def test_a_table_whose_rows_cannot_be_read_is_reported_as_a_table(run, tmp_path):
+    """A CSV whose header has the label column but a row with a quote left open was taken for a
+    text line file, and the error blamed a missing text column."""
+    rows = GOLF.read_text().splitlines()
+    bad = tmp_path / "q.csv"
+    bad.write_text("\n".join([*rows[:5], 'Rainy,"Hot,High,false,no', *rows[5:]]) + "\n")
+    r = run("train", bad, "--label-column", "Play", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1 and r.stderr == f"nbtext: error: {bad}:6: bad CSV (a quote opened in this record is never closed)\n"

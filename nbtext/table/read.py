@@ -137,12 +137,6 @@ def raw_blocks(path: str, fmt: str | None, size: int = 1 << 16, stdin=None
             raise inp.error(e) from None
 
 
-def raw_rows(path: str, fmt: str | None, stdin=None) -> Iterator[tuple[int, list[str]]]:
-    """(line number, cells) of every record that is not blank, the header first."""
-    for lines, rows in raw_blocks(path, fmt, 1 << 10, stdin):
-        yield from zip(lines, rows)
-
-
 class Header:
     """A table's header: the label column's place, the feature columns' places and names."""
 
@@ -192,13 +186,17 @@ Blocks = Iterator[tuple[list[int], list[list[str]]]]
 
 
 def open_table(path: str, opts: TableOptions, labelled: bool = True, features: list[str] | None = None,
-               stdin=None) -> tuple[Header, Blocks]:
-    """A table's header and the blocks of records under it."""
+               stdin=None, fallback_label: str | None = None) -> tuple[Header, Blocks]:
+    """A table's header and the blocks of records under it (the file opened once: a pipe can
+    be read only once). ``fallback_label``: the label column when the header has no
+    ``opts.label_column``."""
     import itertools
 
     blocks = raw_blocks(path, opts.format, opts.chunk_rows, stdin)
     for lines, rows in blocks:
         if rows:
+            if fallback_label and opts.label_column not in [c.strip() for c in rows[0]]:
+                opts = TableOptions(format=opts.format, label_column=fallback_label, chunk_rows=opts.chunk_rows)
             return Header(path, rows[0], opts, labelled, features), itertools.chain([(lines[1:], rows[1:])], blocks)
     raise NbtextError(f"{path}: empty table (no header row)")
 
@@ -343,18 +341,46 @@ def infer_kinds(header: Header, blocks: Blocks, opts: TableOptions, variant: str
 
 
 class Spooled:
-    """stdin copied to a temporary file, so that it can be read twice (typing, then training)."""
+    """stdin, or a file that is not a regular file (a pipe: `<(...)`, /dev/stdin), copied to a
+    temporary file, so that it can be read more than once (typing, then training; training,
+    then cross-validation): read again, a pipe was empty ("empty table")."""
 
-    def __init__(self):
+    def __init__(self, path: str = "-"):
         import shutil
         import sys
         import tempfile
 
-        if sys.stdin is None:
+        from ..read import _os_error
+
+        if path == "-" and sys.stdin is None:
             raise NbtextError("-: standard input is closed")
         self.file = tempfile.TemporaryFile()
-        shutil.copyfileobj(sys.stdin.buffer, self.file, 1 << 20)
+        try:
+            if path == "-":
+                shutil.copyfileobj(sys.stdin.buffer, self.file, 1 << 20)
+            else:
+                with open(path, "rb") as f:
+                    shutil.copyfileobj(f, self.file, 1 << 20)
+        except OSError as e:
+            self.file.close()
+            raise _os_error(path, e) from None
 
     def stream(self):
         self.file.seek(0)
         return self.file
+
+
+def spooled(sources: list[str]):
+    """stream(path): a fresh stream of each source that cannot be read twice (stdin, a pipe),
+    spooled once; None for a regular file (opened again each time)."""
+    import stat
+
+    copies = {}
+    for p in dict.fromkeys(sources):
+        try:
+            regular = p != "-" and stat.S_ISREG(os.stat(p).st_mode)
+        except OSError:
+            regular = True  # (the reader reports it)
+        if not regular:
+            copies[p] = Spooled(p)
+    return lambda p: copies[p].stream() if p in copies else None
