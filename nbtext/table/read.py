@@ -59,11 +59,17 @@ def table_format(path: str, fmt: str | None) -> str:
 
 
 MAX_QUOTED = 1 << 20  # characters a quoted CSV field may run on past the end of a block of lines
+# A table's width, and the characters of a block of rows: a cell is a Python string (about 60
+# bytes), so a block of 8,192 rows of a gzip bomb of a million columns held billions of them
+# (40 rows of a million columns took 43 s and 2.4 GB; the statistics cost as much per column).
+MAX_COLUMNS = 100_000
+BLOCK_CHARS = 1 << 22
 
 
-def _capped_lines(text, path: str) -> Iterator[str]:
-    """The lines of a text stream, each at most MAX_DOCUMENT_BYTES characters: a file with no
-    line break was read whole into one line (its size unchecked), as no other reader does."""
+def _capped_lines(text, path: str, sep: str) -> Iterator[str]:
+    """The lines of a text stream, each at most MAX_DOCUMENT_BYTES characters (a file with no
+    line break was read whole into one line, its size unchecked) and MAX_COLUMNS cells (a
+    separator inside quotes counts too: no table has a field of 100,000 of them)."""
     n = 0
     while True:
         line = text.readline(MAX_DOCUMENT_BYTES)
@@ -72,28 +78,40 @@ def _capped_lines(text, path: str) -> Iterator[str]:
         n += 1
         if len(line) == MAX_DOCUMENT_BYTES and not line.endswith(("\n", "\r")):
             raise NbtextError(f"{path}:{n}: a line longer than {MAX_DOCUMENT_BYTES:,} characters: not a table")
+        if line.count(sep) >= MAX_COLUMNS:
+            raise NbtextError(f"{path}:{n}: more than {MAX_COLUMNS:,} columns: not a table nbtext reads")
         yield line
+
+
+def _lines_up_to(source: Iterator[str], size: int) -> list[str]:
+    """The next lines of source: ``size`` of them, or fewer once they hold BLOCK_CHARS."""
+    chunk, chars = [], 0
+    for line in source:
+        chunk.append(line)
+        chars += len(line)
+        if len(chunk) >= size or chars >= BLOCK_CHARS:
+            break
+    return chunk
 
 
 def raw_blocks(path: str, fmt: str | None, size: int = 1 << 16, stdin=None
                ) -> Iterator[tuple[list[int], list[list[str]]]]:
-    """(line numbers, records) of a CSV/TSV file, ``size`` lines at a time, blank lines left
-    out; the header is the first record. Text is UTF-8 (a byte-order mark dropped, bytes that are
+    """(line numbers, records) of a CSV/TSV file, ``size`` lines at a time (fewer when they
+    hold BLOCK_CHARS characters), blank lines left out; the header is the first record. Text is UTF-8 (a byte-order mark dropped, bytes that are
     not UTF-8 replaced). Lines without a quote are split at the separator (each is one record);
     a block with quotes goes through the csv module, extended to the line that closes a quoted
     field left open at its end."""
     import csv
-    import itertools
 
     with _Input(path, stdin) as inp:
         text = io.TextIOWrapper(inp.stream, encoding="utf-8-sig", errors="replace", newline="")
         tsv = table_format(path, fmt) == "tsv"
         sep = "\t" if tsv else ","
         n = 0
-        source = _capped_lines(text, path)
+        source = _capped_lines(text, path, sep)
         try:
             while True:
-                chunk = list(itertools.islice(source, size))
+                chunk = _lines_up_to(source, size)
                 if not chunk:
                     return
                 joined = "" if tsv else "".join(chunk)
@@ -144,11 +162,11 @@ class Header:
                  features: list[str] | None = None):
         # (a column without a name, as pandas writes its index, is named by its number)
         self.path, self.names = path, [n.strip() or str(i) for i, n in enumerate(names, 1)]
-        seen = set()
-        for n in self.names:
-            if n in seen:
+        self.index = {}  # (a dict: names.index per column was quadratic, 100,000 columns took minutes)
+        for i, n in enumerate(self.names):
+            if n in self.index:
                 raise NbtextError(f"{path}:1: column {n!r} appears twice in the header")
-            seen.add(n)
+            self.index[n] = i
         self.label = self.find(opts.label_column, "label") if labelled else None
         if features is not None:  # a model's columns: each must be here (the label need not)
             self.features = [self.find(c, "feature") for c in features]
@@ -165,8 +183,9 @@ class Header:
         if not self.features:
             raise NbtextError(f"{path}: no feature columns: the only column is the label "
                               f"{self.names[self.label]!r}")
+        feature_names = set(self.feature_names)
         for c in (*opts.categorical, *opts.numeric):
-            if c not in self.feature_names:
+            if c not in feature_names:
                 raise NbtextError(f"{path}: --categorical/--numeric column {c!r} is not a feature column "
                                   f"(feature columns: {', '.join(self.feature_names)})")
 
@@ -175,8 +194,8 @@ class Header:
         return [self.names[i] for i in self.features]
 
     def find(self, name: str, what: str) -> int:
-        if name in self.names:
-            return self.names.index(name)
+        if name in self.index:
+            return self.index[name]
         if name.isdigit() and 1 <= int(name) <= len(self.names):
             return int(name) - 1
         raise NbtextError(f"{self.path}: no {what} column {name!r} (columns: {', '.join(self.names)})")
