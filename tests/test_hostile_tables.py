@@ -176,3 +176,23 @@ def test_a_table_bomb_of_columns_is_refused_and_blocks_are_bounded_by_characters
     blocks = list(read.raw_blocks(str(table), None, 8192))
     assert len(blocks) == 10 and all(sum(len(",".join(r)) + 1 for r in rows) < 1100 for _, rows in blocks)
     assert sum((lines for lines, _ in blocks), []) == list(range(1, 102))
+
+
+def test_statistics_too_large_to_hold_are_refused_before_they_are_allocated(run, tmp_path, monkeypatch):
+    """20,000 numeric columns with --covariance full took 23 GB before the kernel killed train
+    (a 20,000 x 20,000 scatter matrix a class); a label column of ids asked a class by every
+    value. Statistics beyond stats.MAX_NUMBERS numbers are refused before they are allocated."""
+    from nbtext.table import stats
+
+    p = 6000  # (2 classes x 6000 x 6000 > MAX_NUMBERS)
+    wide = tmp_path / "wide.csv"
+    wide.write_text(",".join(f"x{i}" for i in range(p)) + ",label\n"
+                    + "".join(",".join(str((r * 7 + i) % 5) for i in range(p)) + f",{r % 2}\n" for r in range(4)))
+    r = run("train", wide, "--label-column", "label", "--covariance", "full", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1 and "the table's statistics would hold 72,048,002 numbers (2 classes x 36,024,001)" in r.stderr
+    assert not (tmp_path / "m.nbm").exists()
+    ids = tmp_path / "ids.csv"
+    ids.write_text("id,label\n" + "".join(f"v{i},L{i}\n" for i in range(200)))
+    monkeypatch.setattr(stats, "MAX_NUMBERS", 10_000)
+    r = run("train", ids, "--label-column", "label", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1 and "too many classes (is the label column right?)" in r.stderr

@@ -18,6 +18,8 @@ import numpy as np
 from ..errors import NbtextError
 from .read import Frame
 
+MAX_NUMBERS = 1 << 25  # the numbers a model's statistics may hold (256 MiB; scoring needs a few times it)
+
 
 def chan(na, ma, m2a, nb, mb, m2b, outer: bool = False):
     """(n, mean, M2) of two parts' statistics together; ``outer``: M2s are scatter matrices.
@@ -71,6 +73,7 @@ class TableStats:
         q = self.q = p if joint else 0  # the joint statistics' width: p x p per class only when kept
         self.n, self.mean, self.m2 = np.zeros((0, p)), np.zeros((0, p)), np.zeros((0, p))
         self.jn, self.jmean, self.jm2 = np.zeros(0), np.zeros((0, q)), np.zeros((0, q, q))
+        self.n_values = 0  # (the categorical columns' values, all together)
         self.version = 0
         if classes:
             self._class_rows(list(classes))
@@ -88,6 +91,7 @@ class TableStats:
         new = sorted(set(labels) - set(self.classes))
         if new:
             classes = sorted(self.classes + new)
+            self.room(len(classes), self.n_values)
             where = np.asarray([classes.index(c) for c in self.classes], dtype=np.int64)
 
             def grown(a):
@@ -118,10 +122,25 @@ class TableStats:
             out[i] = v
         d = len(values)
         if self.cat[j].shape[1] < d:
+            self.n_values += d - self.cat[j].shape[1]
+            self.room(len(self.classes), self.n_values)
             a = np.zeros((len(self.classes), d))
             a[:, :self.cat[j].shape[1]] = self.cat[j]
             self.cat[j] = a
         return out
+
+    def room(self, k: int, n_values: int) -> None:
+        """Refuse statistics of ``k`` classes and ``n_values`` categorical values that would hold
+        more than MAX_NUMBERS numbers, before they are allocated: they are dense (a class by
+        every value; with shared or full covariance, p x p a class), and 20,000 numeric columns
+        with --covariance full took 23 GB before the kernel killed train; a label column of ids
+        asked as much."""
+        p, q = self.n_numeric, self.q
+        each = n_values + 3 * p + 1 + q + q * q
+        if k * each > MAX_NUMBERS:
+            raise NbtextError(f"the table's statistics would hold {k * each:,} numbers ({k:,} classes x {each:,}), "
+                              f"more than {MAX_NUMBERS:,}: too many classes (is the label column right?), "
+                              "distinct values or, with --covariance shared or full, numeric columns (p x p a class)")
 
     def check_labels(self, labels: Sequence[str], where: str = "") -> None:
         unknown = sorted(set(labels) - set(self.classes))
@@ -235,7 +254,7 @@ class TableStats:
         out.classes, out.class_count = list(self.classes), self.class_count.copy()
         out.values = [list(v) for v in self.values]
         out._ids = [dict(d) for d in self._ids]
-        out.cat = [a.copy() for a in self.cat]
+        out.cat, out.n_values = [a.copy() for a in self.cat], self.n_values
         out.n, out.mean, out.m2 = self.n.copy(), self.mean.copy(), self.m2.copy()
         out.jn, out.jmean, out.jm2 = self.jn.copy(), self.jmean.copy(), self.jm2.copy()
         return out
@@ -248,7 +267,7 @@ class TableStats:
         out.classes, out.class_count = list(classes), np.asarray(class_count, dtype=np.float64)
         out.values = [list(v) for v in values]
         out._ids = [{v: i for i, v in enumerate(vs)} for vs in values]
-        out.cat = [np.asarray(a, dtype=np.float64) for a in cat]
+        out.cat, out.n_values = [np.asarray(a, dtype=np.float64) for a in cat], sum(map(len, values))
         out.n, out.mean, out.m2 = (np.asarray(a, dtype=np.float64) for a in gauss)
         k = len(classes)
         if joint is not None:
