@@ -196,3 +196,16 @@ def test_statistics_too_large_to_hold_are_refused_before_they_are_allocated(run,
     monkeypatch.setattr(stats, "MAX_NUMBERS", 10_000)
     r = run("train", ids, "--label-column", "label", "-o", tmp_path / "m.nbm")
     assert r.exit_code == 1 and "too many classes (is the label column right?)" in r.stderr
+
+
+def test_text_counts_too_large_to_hold_are_refused(run, tmp_path, monkeypatch):
+    """A TSV of 20,000 labels, one a line, took 6.5 GB and was still growing after two minutes
+    (the counts are a class by every token). Beyond counts.MAX_NUMBERS they are refused."""
+    from nbtext.nb import counts
+
+    many = tmp_path / "many.tsv"
+    many.write_text("".join(f"L{i}\tword{i} common text\n" for i in range(60)))
+    monkeypatch.setattr(counts, "MAX_NUMBERS", 1000)
+    r = run("train", many, "--no-calibrate", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1 and "too many classes (are the labels right?)" in r.stderr
+    assert not (tmp_path / "m.nbm").exists()
