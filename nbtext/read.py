@@ -382,20 +382,28 @@ def mbox_starts(path: str, every: int) -> list[int]:
         return [0]  # (the reader reports it)
 
 
-def _separator_at(f, cut: int, size: int, back: int = 1 << 16) -> int | None:
+def _separator_at(f, cut: int, size: int, back: int = 1 << 16, window: int = 1 << 20) -> int | None:
     """The offset of the first From_ line after a blank line at or after ``cut`` (a line's start,
-    the line before it seen from up to ``back`` bytes before), or None."""
-    back, window = min(back, cut), 1 << 20
+    the line before it seen from up to ``back`` bytes before), or None. Read ``window`` bytes
+    at a time, each window starting ``back`` bytes before where the last one's search ended (the
+    window doubled: a message of gigabytes was read whole into memory, and scanned again each
+    time), and a From_ line taken only when the window holds 4 KiB after its start, or the
+    file's end."""
     while True:
-        f.seek(cut - back)
-        data = f.read(back + window)
-        for m in _FROM_LINE.finditer(data, back):
+        b = min(back, cut)
+        f.seek(cut - b)
+        data = f.read(b + window)
+        at_end = cut - b + len(data) >= size
+        end = len(data) if at_end else max(b + 1, len(data) - 4096)
+        for m in _FROM_LINE.finditer(data, b):
             pos = m.start()
+            if pos >= end:
+                break
             if data[pos - 1] in b"\r\n" and _blank_line_before(data, pos):
-                return cut - back + pos
-        if cut - back + len(data) >= size:
+                return cut - b + pos
+        if at_end:
             return None
-        window *= 2
+        cut = cut - b + end
 
 
 def mbox_range_documents(path: str, start: int, size: int, before: int) -> Iterator[Document]:
