@@ -209,3 +209,14 @@ def test_text_counts_too_large_to_hold_are_refused(run, tmp_path, monkeypatch):
     r = run("train", many, "--no-calibrate", "-o", tmp_path / "m.nbm")
     assert r.exit_code == 1 and "too many classes (are the labels right?)" in r.stderr
     assert not (tmp_path / "m.nbm").exists()
+
+
+def test_calibrate_on_one_class_is_refused_and_the_model_kept(run, sample_copy):
+    """calibrate on documents of one class replaced the model's calibration with none and said
+    it had calibrated; train refuses one class, and so does calibrate now, the model untouched."""
+    from conftest import DATA
+
+    before = sample_copy.read_bytes()
+    r = run("calibrate", "-m", sample_copy, "--label", "spam", DATA / "corpus" / "spam")
+    assert r.exit_code == 1 and r.stderr == "nbtext: error: need documents of at least two classes to calibrate, got only 'spam'\n"
+    assert sample_copy.read_bytes() == before
