@@ -220,3 +220,20 @@ def test_calibrate_on_one_class_is_refused_and_the_model_kept(run, sample_copy):
     r = run("calibrate", "-m", sample_copy, "--label", "spam", DATA / "corpus" / "spam")
     assert r.exit_code == 1 and r.stderr == "nbtext: error: need documents of at least two classes to calibrate, got only 'spam'\n"
     assert sample_copy.read_bytes() == before
+
+
+def test_learn_and_calibrate_refuse_a_model_inside_their_inputs(run, sample_model, tmp_path):
+    """A model inside a folder given to learn or calibrate was read as one of its documents (its
+    vocabulary learned as a ham message), as train's output was before issue 18."""
+    folder = tmp_path / "c" / "ham"
+    folder.mkdir(parents=True)
+    (folder / "1.eml").write_text("Subject: lunch\n\nsee you at noon\n")
+    (tmp_path / "c" / "spam").mkdir()
+    (tmp_path / "c" / "spam" / "1.eml").write_text("Subject: pills\n\nbuy cheap pills\n")
+    model = folder / "m.nbm"
+    model.write_bytes(sample_model.read_bytes())
+    before = model.read_bytes()
+    for args in (["learn", "-m", model, "--label", "ham", folder], ["calibrate", "-m", model, tmp_path / "c"]):
+        r = run(*args)
+        assert r.exit_code == 1 and "m.nbm: is inside the input" in r.stderr, r.stderr
+    assert model.read_bytes() == before
