@@ -237,3 +237,61 @@ def test_learn_and_calibrate_refuse_a_model_inside_their_inputs(run, sample_mode
         r = run(*args)
         assert r.exit_code == 1 and "m.nbm: is inside the input" in r.stderr, r.stderr
     assert model.read_bytes() == before
+
+
+def test_fuzz_table_reader_model_files_and_dumps(golf_dump, tmp_path):
+    """A seeded pass (a few seconds) of mutated tables, table model files and table dumps: each
+    is trained on or scored, or refused with NbtextError; never another exception (the fuzz
+    pass of tests/test_hostile.py covers text models, mail and line files)."""
+    import random
+
+    import numpy as np
+
+    from nbtext import store
+    from nbtext.errors import ModelFileError
+    from nbtext.settings import TableSettings
+    from nbtext.table.model import train_table
+    from nbtext.table.read import TableOptions
+
+    from test_hostile import mutations
+
+    rng = random.Random(18)
+    opts = TableOptions(label_column="Play")
+    model = import_lines(golf_dump, "d")
+
+    def score(m, path):
+        for frame in m.frames_of(str(path), TableOptions(), labelled=False):
+            proba, dens = m.scores(frame)
+            assert np.isfinite(proba).all() and ((proba >= 0) & (proba <= 1)).all()
+
+    seeds = {"csv": GOLF.read_bytes(), "tsv": GOLF.read_bytes().replace(b",", b"\t"),
+             "num": (ROOT / "tests" / "fixtures" / "iris.csv").read_bytes()[:3000]}
+    for name, seed in seeds.items():
+        for i, data in enumerate(mutations(seed, rng, 60)):
+            path = tmp_path / f"{i}.{name}{'.csv' if name == 'num' else ''}"
+            path.write_bytes(data)
+            try:
+                o = TableOptions(label_column="class") if name == "num" else opts
+                m = train_table([str(path)], o, TableSettings())
+                score(m, path)
+            except NbtextError:
+                pass
+            try:
+                score(model, path)
+            except NbtextError:
+                pass
+    path = tmp_path / "m.nbm"
+    store.save(model, str(path))
+    good = path.read_bytes()
+    for data in mutations(good, rng, 150):
+        path.write_bytes(data)
+        try:
+            score(store.load(str(path)), GOLF)
+        except NbtextError:
+            pass
+    dump = "\n".join(golf_dump).encode()
+    for data in mutations(dump, rng, 150):
+        try:
+            score(import_lines(data.decode("utf-8", "replace").splitlines(), "d"), GOLF)
+        except NbtextError:
+            pass

@@ -92,7 +92,10 @@ def _model(d: dict, arrays: dict):
     if not isinstance(d.get("table"), dict):
         raise ValueError("table must be a JSON object")
     settings = TableSettings.from_dict(d["table"])
-    label = names([d["label_column"]], "label_column")[0]
+    label = d["label_column"]
+    if not isinstance(label, str):
+        raise ValueError("label_column must be a name")
+    names([label], "label_column")
     columns = names(d["columns"], "columns")
     if len(set(columns)) != len(columns):
         raise ValueError("columns must be distinct")
