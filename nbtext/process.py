@@ -23,6 +23,18 @@ def error_line(message: str) -> None:
             pass
 
 
+def printable_streams() -> None:
+    """Have stdout and stderr write what their encoding cannot hold as \\xNN or \\uNNNN: with
+    PYTHONIOENCODING=ascii (or any encoding short of Unicode), cv's "±", a class name "spám"
+    from a stranger's model or a header's text was an internal error halfway through the
+    output."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # (closed, or not a text file)
+            pass
+
+
 def stdout():
     """Standard output, for a command whose output is its answer: refused when it is closed
     (`>&-`), so that such a run does not end with status 0 having said nothing."""

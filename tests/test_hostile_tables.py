@@ -295,3 +295,20 @@ def test_fuzz_table_reader_model_files_and_dumps(golf_dump, tmp_path):
             score(import_lines(data.decode("utf-8", "replace").splitlines(), "d"), GOLF)
         except NbtextError:
             pass
+
+
+def test_an_output_encoding_short_of_unicode_escapes_rather_than_fails(tmp_path):
+    """With PYTHONIOENCODING=ascii, cv's report ('0.9 ± 0.1') was an internal error halfway
+    through its output (as would be a class name from a stranger's model): what the encoding
+    cannot hold is written \\xNN."""
+    import os
+    import subprocess
+    import sys
+
+    t = tmp_path / "t.tsv"
+    t.write_text("".join(f"{'spam' if i % 2 else 'ham'}\t{'buy cheap' if i % 2 else 'lunch noon'} {i}\n"
+                         for i in range(8)))
+    r = subprocess.run([sys.executable, "-m", "nbtext", "cv", str(t), "--folds", "2"], capture_output=True,
+                       cwd=ROOT, env={**os.environ, "PYTHONIOENCODING": "ascii"}, timeout=120)
+    assert r.returncode == 0 and b"internal error" not in r.stderr, r.stderr
+    assert b" \\xb1 " in r.stdout
