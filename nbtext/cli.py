@@ -866,14 +866,13 @@ def import_cmd(dump, output):
       nbtext import spam.dump -o spam.nbm
     """
     from . import store
-    from .read import read_bytes
+    from .read import dump_lines
     from .store.dump import import_lines
 
     from .store.atomic import check_target
 
     check_target(output, [dump])
-    text = read_bytes(dump).decode("utf-8", errors="replace")
-    store.save(import_lines(text.splitlines(), dump), output)
+    store.save(import_lines(dump_lines(dump), dump), output)
 
 
 # -- the process edge -------------------------------------------------------------------

@@ -210,6 +210,30 @@ def read_bytes(path: str, stdin: BinaryIO | None = None, limit: int | None = Non
         return _read_upto(inp, limit)
 
 
+MAX_DUMP_LINE = 1 << 30  # (a dump's settings line holds the ledger: 35 bytes a document trained on)
+
+
+def dump_lines(path: str) -> Iterator[str]:
+    """The lines of a text dump (a file, stdin "-", gzip), read as they are used, without their
+    line ends: the first at most 64 bytes (a magic line: /dev/zero, or a stranger's file of
+    gigabytes, was read whole before its first line was checked), the others at most
+    MAX_DUMP_LINE; UTF-8, bytes that are not replaced."""
+    with _Input(path) as inp:
+        limit, n = 64, 0
+        while True:
+            line = inp.readline(limit)
+            if not line:
+                return
+            n += 1
+            if len(line) == limit and not line.endswith(b"\n"):
+                if n == 1:  # (not a dump: import_lines says so, naming the magic it wants)
+                    yield line.decode("utf-8", "replace")
+                    return
+                raise NbtextError(f"{path}:{n}: a line longer than {limit:,} bytes: not an nbtext dump")
+            yield line.rstrip(b"\r\n").decode("utf-8", "replace")
+            limit = MAX_DUMP_LINE
+
+
 # -- mail -------------------------------------------------------------------------------
 
 # An mbox From_ line: "From SENDER DATE", DATE as asctime writes it ("Fri Jul  8 12:08:34 2011"),

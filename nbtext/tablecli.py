@@ -330,7 +330,11 @@ def parse_row(value: str) -> dict:
     import csv
 
     cells = {}
-    for pair in next(csv.reader([value]), []):
+    try:
+        pairs = next(csv.reader([value]), [])
+    except csv.Error as e:
+        raise NbtextError(f"--row: bad CSV ({e})") from None
+    for pair in pairs:
         name, eq, v = pair.partition("=")
         if not eq or not name.strip():
             raise NbtextError(f"--row: expected COLUMN=VALUE, got {pair!r}")
@@ -338,15 +342,18 @@ def parse_row(value: str) -> dict:
     return cells
 
 
-def one_row(model: TableModel, row: str | None, data: bytes) -> Frame:
-    """The row to classify: --row's pairs, or a CSV line of the model's columns in order (a
-    header line before it names them instead)."""
+def one_row(model: TableModel, row: str | None, data: bytes, where: str = "-") -> Frame:
+    """The row to classify: --row's pairs, or a CSV line (of the file or stdin ``where``) of the
+    model's columns in order (a header line before it names them instead)."""
     import csv
 
     if row is not None:
         return model.row_frame(parse_row(row))
     text = data.decode("utf-8", errors="replace")
-    lines = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
+    try:  # (a field past the csv module's limit, 128 KiB, was an internal error)
+        lines = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
+    except csv.Error as e:
+        raise NbtextError(f"{where}: bad CSV ({e})") from None
     if len(lines) == 2:
         header, values = [c.strip() for c in lines[0]], lines[1]
         if len(header) != len(values):
@@ -369,7 +376,7 @@ def classify_row(header: dict, payload, model_path: str, file: str, row: str | N
 
     model = decode_table(header, payload, model_path)
     model.decision.choose(model.classes, positive, threshold, unsure)
-    frame = one_row(model, row, b"" if row is not None else read_bytes(file, limit=1 << 20))
+    frame = one_row(model, row, b"" if row is not None else read_bytes(file, limit=1 << 20), file)
     proba = model.proba(frame)[0]
     from .nb.decision import decide
 

@@ -312,3 +312,34 @@ def test_an_output_encoding_short_of_unicode_escapes_rather_than_fails(tmp_path)
                        cwd=ROOT, env={**os.environ, "PYTHONIOENCODING": "ascii"}, timeout=120)
     assert r.returncode == 0 and b"internal error" not in r.stderr, r.stderr
     assert b" \\xb1 " in r.stdout
+
+
+def test_import_reads_no_more_than_a_first_line_of_what_is_not_a_dump(run, tmp_path, monkeypatch):
+    """import read its whole input before checking the first line: /dev/zero until memory ran
+    out (2.6 GB in 15 s), a stranger's file of gigabytes whole. It reads a dump a line at a time,
+    the first at most 64 bytes."""
+    from nbtext import read
+
+    reads = []
+    for name in ("read", "readline"):
+        real = getattr(read._Input, name)
+        monkeypatch.setattr(read._Input, name, lambda self, n, real=real: reads.append(len(b := real(self, n))) or b)
+    big = tmp_path / "big.dump"
+    with open(big, "wb") as f:
+        f.truncate(50 << 20)  # (sparse: 50 MiB of NULs without a line end)
+    r = run("import", big, "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1 and "not an nbtext dump (first line should be '# nbtext dump 1')" in r.stderr
+    assert sum(reads) < 1 << 20 and not (tmp_path / "m.nbm").exists()
+
+
+def test_a_table_row_with_a_field_past_the_csv_limit_is_a_user_error(run, tmp_path):
+    """classify of a table model read a CSV row whose field passed the csv module's 128 KiB
+    limit as an internal error."""
+    model = tmp_path / "g.nbm"
+    assert run("train", GOLF, "--label-column", "Play", "-q", "-o", model).exit_code == 0
+    row = tmp_path / "row.csv"
+    row.write_bytes(b"x" * 200_000 + b",Hot,High,true\n")
+    r = run("classify", "-m", model, row)
+    assert r.exit_code == 1 and r.stderr == f"nbtext: error: {row}: bad CSV (field larger than field limit (131072))\n"
+    r = run("classify", "-m", model, "--row", "Outlook=" + "x" * 200_000)
+    assert r.exit_code == 1 and r.stderr.startswith("nbtext: error: --row: bad CSV (field larger")
