@@ -4,7 +4,10 @@ import sys
 
 
 def main(argv=None):
+    from .process import printable_streams
     from .quick import quick_classify
+
+    printable_streams()
 
     status = quick_classify(sys.argv[1:] if argv is None else list(argv))
     if status is not None:

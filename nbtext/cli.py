@@ -704,7 +704,10 @@ def calibrate(model_path, **kw):
     from .batch.train import recalibrate
     from .process import release_free_memory
 
+    from .store.atomic import check_target
+
     decisions = build_decisions(kw)
+    check_target(model_path, [*kw["sources"], *(p for _, p in kw["label_paths"])])  # (read as a document)
     progress = Progress("calibrating", kw["quiet"])
     unread = Unread()
     with store.locked(model_path):
@@ -796,8 +799,10 @@ def learn(model_path, label, forget, inputs, quiet):
     from .operations import learn_in_place
     from .read import input_documents
     from .store import read_container
+    from .store.atomic import check_target
     from .store.tables import is_table_header
 
+    check_target(model_path, list(inputs))  # (a model inside an input would be learned as a document)
     if is_table_header(read_container(model_path)[0]):
         from .tablecli import learn as learn_rows
 
@@ -860,14 +865,13 @@ def import_cmd(dump, output):
       nbtext import spam.dump -o spam.nbm
     """
     from . import store
-    from .read import read_bytes
+    from .read import dump_lines
     from .store.dump import import_lines
 
     from .store.atomic import check_target
 
     check_target(output, [dump])
-    text = read_bytes(dump).decode("utf-8", errors="replace")
-    store.save(import_lines(text.splitlines(), dump), output)
+    store.save(import_lines(dump_lines(dump), dump), output)
 
 
 # -- the process edge -------------------------------------------------------------------

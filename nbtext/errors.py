@@ -32,3 +32,27 @@ class SettingError(NbtextError):
         message = re.sub(r"\{\{|\}\}|\{(\w+)\}",
                          lambda m: name_of(m.group(1)) if m.group(1) else m.group(0)[0], template)
         return message + ("" if self.value is None else f", got {self.value}")
+
+
+# Characters no name (a label, a class, a table's column) may hold: they break TSV rows (tab,
+# newline, CR), end strings (NUL), drive a terminal (ESC) or make classes that print alike
+# (other C0/C1 controls, DEL, line/paragraph separators, lone surrogates). Names come from
+# training files and from model files and dumps, and every one is checked by this rule.
+BAD_NAME_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def shown(text: str) -> str:
+    """Text from a file or a file name as a message can show it: control characters (a
+    terminal's escape sequences, tab, newline, NUL; C1 too) written \\xNN, a file name's bytes
+    that are not UTF-8 (surrogate escapes) \\xNN as the output rows write them, other invisible
+    characters \\uNNNN, so that a hostile name or header cannot drive the terminal or split the
+    line."""
+    if text.isprintable():
+        return text
+
+    def visible(c: str) -> str:
+        o = ord(c)
+        if c == " " or c.isprintable():
+            return c
+        return f"\\x{o:02x}" if o < 0x100 else f"\\x{o - 0xdc00:02x}" if 0xdc80 <= o <= 0xdcff else f"\\u{o:04x}"
+    return "".join(map(visible, text))

@@ -10,15 +10,28 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import NbtextError, SettingError
+from .errors import NbtextError, SettingError, shown
 
 
 def error_line(message: str) -> None:
-    """The one line of a failure, on stderr (nowhere when stderr is closed: never on stdout)."""
+    """The one line of a failure, on stderr (nowhere when stderr is closed: never on stdout),
+    with whatever in it came from a file made visible (``shown``)."""
     if sys.stderr is not None:
         try:
-            print(f"nbtext: error: {message}", file=sys.stderr, flush=True)
+            print(f"nbtext: error: {shown(message)}", file=sys.stderr, flush=True)
         except (OSError, ValueError):
+            pass
+
+
+def printable_streams() -> None:
+    """Have stdout and stderr write what their encoding cannot hold as \\xNN or \\uNNNN: with
+    PYTHONIOENCODING=ascii (or any encoding short of Unicode), cv's "±", a class name "spám"
+    from a stranger's model or a header's text was an internal error halfway through the
+    output."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # (closed, or not a text file)
             pass
 
 

@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Iterator
 
-from .errors import NbtextError
+from .errors import BAD_NAME_CHAR, NbtextError
 from .record import Record
 from .text.words import decode_text
 
@@ -123,9 +123,10 @@ class _Input:
     gzip's magic bytes. read(n) and readline(limit) raise NbtextError naming the path."""
 
     def __init__(self, path: str, stdin: BinaryIO | None = None, offset: int = 0):
-        """``offset``: start there (a file's byte range: never gzip)."""
+        """``offset``: start there (a file's byte range: never gzip). ``stdin``: the stream to read
+        in place of stdin, or of the file ``path`` names (a copy of a pipe read before)."""
         self.path, self._file, self.gzip = path, None, False
-        if path == "-":
+        if path == "-" or stdin is not None:
             if stdin is None:
                 if sys.stdin is None:
                     raise NbtextError("-: standard input is closed")
@@ -207,6 +208,30 @@ def read_bytes(path: str, stdin: BinaryIO | None = None, limit: int | None = Non
     ``limit`` (MAX_DOCUMENT_BYTES for a document to score; None for a whole file)."""
     with _Input(path, stdin) as inp:
         return _read_upto(inp, limit)
+
+
+MAX_DUMP_LINE = 1 << 30  # (a dump's settings line holds the ledger: 35 bytes a document trained on)
+
+
+def dump_lines(path: str) -> Iterator[str]:
+    """The lines of a text dump (a file, stdin "-", gzip), read as they are used, without their
+    line ends: the first at most 64 bytes (a magic line: /dev/zero, or a stranger's file of
+    gigabytes, was read whole before its first line was checked), the others at most
+    MAX_DUMP_LINE; UTF-8, bytes that are not replaced."""
+    with _Input(path) as inp:
+        limit, n = 64, 0
+        while True:
+            line = inp.readline(limit)
+            if not line:
+                return
+            n += 1
+            if len(line) == limit and not line.endswith(b"\n"):
+                if n == 1:  # (not a dump: import_lines says so, naming the magic it wants)
+                    yield line.decode("utf-8", "replace")
+                    return
+                raise NbtextError(f"{path}:{n}: a line longer than {limit:,} bytes: not an nbtext dump")
+            yield line.rstrip(b"\r\n").decode("utf-8", "replace")
+            limit = MAX_DUMP_LINE
 
 
 # -- mail -------------------------------------------------------------------------------
@@ -381,20 +406,28 @@ def mbox_starts(path: str, every: int) -> list[int]:
         return [0]  # (the reader reports it)
 
 
-def _separator_at(f, cut: int, size: int, back: int = 1 << 16) -> int | None:
+def _separator_at(f, cut: int, size: int, back: int = 1 << 16, window: int = 1 << 20) -> int | None:
     """The offset of the first From_ line after a blank line at or after ``cut`` (a line's start,
-    the line before it seen from up to ``back`` bytes before), or None."""
-    back, window = min(back, cut), 1 << 20
+    the line before it seen from up to ``back`` bytes before), or None. Read ``window`` bytes
+    at a time, each window starting ``back`` bytes before where the last one's search ended (the
+    window doubled: a message of gigabytes was read whole into memory, and scanned again each
+    time), and a From_ line taken only when the window holds 4 KiB after its start, or the
+    file's end."""
     while True:
-        f.seek(cut - back)
-        data = f.read(back + window)
-        for m in _FROM_LINE.finditer(data, back):
+        b = min(back, cut)
+        f.seek(cut - b)
+        data = f.read(b + window)
+        at_end = cut - b + len(data) >= size
+        end = len(data) if at_end else max(b + 1, len(data) - 4096)
+        for m in _FROM_LINE.finditer(data, b):
             pos = m.start()
+            if pos >= end:
+                break
             if data[pos - 1] in b"\r\n" and _blank_line_before(data, pos):
-                return cut - back + pos
-        if cut - back + len(data) >= size:
+                return cut - b + pos
+        if at_end:
             return None
-        window *= 2
+        cut = cut - b + end
 
 
 def mbox_range_documents(path: str, start: int, size: int, before: int) -> Iterator[Document]:
@@ -624,9 +657,6 @@ def _column(row: dict | list, name: str, where: str, what: str):
     return row[name]
 
 
-# Characters no label may hold: they break TSV rows (tab, newline, CR), end strings (NUL) or make
-# classes that print alike (other C0/C1 controls, DEL, line/paragraph separators, lone surrogates).
-_BAD_LABEL_CHAR = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -636,7 +666,7 @@ def _short_repr(value) -> str:
 
 
 def _label_chars(label: str, where: str) -> str:
-    if _BAD_LABEL_CHAR.search(label):
+    if BAD_NAME_CHAR.search(label):
         raise NbtextError(f"{where}: bad label {_short_repr(label)}: a label cannot hold control "
                           f"characters (tab, newline, NUL, ...) or invalid Unicode")
     return label

@@ -11,9 +11,9 @@ import os
 
 import numpy as np
 
-from .errors import NbtextError, SettingError
+from .errors import NbtextError, SettingError, shown
 from .table.model import TableModel, train_table
-from .table.read import Frame, TableOptions, raw_rows, split_names
+from .table.read import Frame, TableOptions, raw_blocks, split_names, spooled
 
 
 def is_table_run(kw: dict) -> bool:
@@ -33,13 +33,13 @@ def _looks_like_table(path: str, kw: dict) -> bool:
     ext = os.path.splitext(name)[1].lower()
     if path == "-" or not os.path.isfile(path) or (fmt not in ("csv", "tsv") and ext not in (".csv", ".tsv", ".tab")):
         return False
-    try:
-        first = next(raw_rows(path, fmt), None)
-    except NbtextError:
-        return False
+    # Its header record alone (a block of one line, longer only while a quote is open). A header
+    # that cannot be read is reported: the text reader fails on it as well, and falling back to
+    # it said only "no documents found" (for a binary .csv), or named the wrong column.
+    first = next((rows for _, rows in raw_blocks(path, fmt, 1) if rows), None)
     if first is None:
         return False
-    header = [c.strip() for c in first[1]]
+    header = [c.strip() for c in first[0]]
     return kw["label_column"] in header and kw["text_column"] not in header and len(header) >= 2
 
 
@@ -164,11 +164,7 @@ def labelled_frames(model: TableModel, sources: list[str], kw: dict):
                         label_column=kw.get("label_column") or model.label_column)
     y, probas, dens = [], [], []
     for path in sources:
-        o = opts
-        header = next(raw_rows(path, opts.format), None) if path != "-" else None
-        if header is not None and opts.label_column not in [c.strip() for c in header[1]]:
-            o = TableOptions(format=opts.format, label_column=model.label_column)
-        for frame in model.frames_of(path, o, labelled=True):
+        for frame in model.frames_of(path, opts, labelled=True):
             p, d = model.scores(frame)
             y += frame.labels
             probas.append(p)
@@ -233,11 +229,12 @@ def cross_validate(kw: dict, folds: int, seed: int, want_predictions: bool = Fal
 
     sources = list(kw["sources"])
     engine = engine_of(cluster, sources, kw)
-    model = train_table(sources, table_options(kw), table_settings(kw), engine=engine)
+    stream = spooled(sources)  # (read twice: a pipe read again was empty)
+    model = train_table(sources, table_options(kw), table_settings(kw), engine=engine, stream=stream)
     opts = TableOptions(format=table_options(kw).format, label_column=model.label_column,
                         chunk_rows=table_options(kw).chunk_rows)
     read = engine.frames(opts, model) if engine is not None else \
-        ((path, f) for path in sources for f in model.frames_of(path, opts, labelled=True))
+        ((path, f) for path in sources for f in model.frames_of(path, opts, labelled=True, stdin=stream(path)))
     frames, ids = [], []
     for path, f in read:
         frames.append(f)
@@ -295,7 +292,7 @@ def format_info(d: dict) -> str:
     for col in d["columns"]:
         if col["kind"] == "categorical":
             lines.append(f"  {col['name']:<12} categorical: {len(col['values'])} values "
-                         f"({', '.join(col['values'][:10])}{', ...' if len(col['values']) > 10 else ''})")
+                         f"({', '.join(map(shown, col['values'][:10]))}{', ...' if len(col['values']) > 10 else ''})")
         else:
             means = ", ".join(f"{c} {m:.6g}" for c, m in col["mean"].items())
             lines.append(f"  {col['name']:<12} numeric: mean {means}")
@@ -310,12 +307,12 @@ def format_linear(view: dict) -> str:
     lines = [f"f(x) = b + w.x{' + x^T Q x' if quad else ''}; f(x) >= 0: {view['positive']}, else {view['negative']}",
              f"b\t{view['b']:.10g}"]
     for e in view.get("categorical", []):
-        value = "(a value not seen in training)" if e["value"] is None else e["value"]
+        value = "(a value not seen in training)" if e["value"] is None else shown(e["value"])
         lines.append(f"w\t{e['column']}={value}\t{e['w']:.10g}")
     for e in view.get("numeric", []):
         lines.append(f"w\t{e['column']}\t{e['w']:.10g}")
     for e in view.get("tokens", []):
-        lines.append(f"w\t{e['token']}\t{e['w']:.10g}")
+        lines.append(f"w\t{shown(e['token'])}\t{e['w']:.10g}")
     if quad:
         cols = view["Q"]["columns"]
         for i, row in enumerate(view["Q"]["matrix"]):
@@ -353,7 +350,11 @@ def parse_row(value: str) -> dict:
     import csv
 
     cells = {}
-    for pair in next(csv.reader([value]), []):
+    try:
+        pairs = next(csv.reader([value]), [])
+    except csv.Error as e:
+        raise NbtextError(f"--row: bad CSV ({e})") from None
+    for pair in pairs:
         name, eq, v = pair.partition("=")
         if not eq or not name.strip():
             raise NbtextError(f"--row: expected COLUMN=VALUE, got {pair!r}")
@@ -361,15 +362,18 @@ def parse_row(value: str) -> dict:
     return cells
 
 
-def one_row(model: TableModel, row: str | None, data: bytes) -> Frame:
-    """The row to classify: --row's pairs, or a CSV line of the model's columns in order (a
-    header line before it names them instead)."""
+def one_row(model: TableModel, row: str | None, data: bytes, where: str = "-") -> Frame:
+    """The row to classify: --row's pairs, or a CSV line (of the file or stdin ``where``) of the
+    model's columns in order (a header line before it names them instead)."""
     import csv
 
     if row is not None:
         return model.row_frame(parse_row(row))
     text = data.decode("utf-8", errors="replace")
-    lines = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
+    try:  # (a field past the csv module's limit, 128 KiB, was an internal error)
+        lines = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
+    except csv.Error as e:
+        raise NbtextError(f"{where}: bad CSV ({e})") from None
     if len(lines) == 2:
         header, values = [c.strip() for c in lines[0]], lines[1]
         if len(header) != len(values):
@@ -392,7 +396,7 @@ def classify_row(header: dict, payload, model_path: str, file: str, row: str | N
 
     model = decode_table(header, payload, model_path)
     model.decision.choose(model.classes, positive, threshold, unsure)
-    frame = one_row(model, row, b"" if row is not None else read_bytes(file, limit=1 << 20))
+    frame = one_row(model, row, b"" if row is not None else read_bytes(file, limit=1 << 20), file)
     proba = model.proba(frame)[0]
     from .nb.decision import decide
 

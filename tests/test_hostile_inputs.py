@@ -328,3 +328,28 @@ def test_a_str_with_a_lone_surrogate_is_tokenized():
     assert "body" in tokens and "words" in tokens
     batch = count_documents([msg, "\udd00", "plain \ud800 text"], TokenizerSettings())
     assert batch.rows.shape[0] == 3
+
+
+def test_an_mbox_separator_is_searched_in_windows_of_bounded_size():
+    """The search for where the next message starts doubled its window until it found one: an
+    mbox message of gigabytes was read whole into memory (and scanned again each time). It
+    reads windows of one size, found across their edges."""
+    from nbtext.read import _separator_at
+
+    class Recording(io.BytesIO):
+        reads = []
+
+        def read(self, n=-1):
+            self.reads.append(n)
+            return super().read(n)
+
+    msg = b"From a@b Mon Jan  1 00:00:00 2024\nSubject: x\n\n"
+    body = b"".join(b"line %d of a long body\n" % i for i in range(20000))  # about 500 KB
+    for extra in range(0, 40):  # the separator at every place against a window's edge
+        data = msg + body + b"x" * extra + b"\n\n" + msg + b"the end\n"
+        f = Recording(data)
+        Recording.reads = []
+        want = len(msg) + len(body) + extra + 2
+        assert _separator_at(f, 1000, len(data), back=256, window=8192) == want
+        assert max(Recording.reads) <= 256 + 8192
+        assert _separator_at(Recording(data), want + 1, len(data), back=256, window=8192) is None

@@ -627,15 +627,15 @@ def table_parts(cluster: Cluster, sources: list[str], fmt: str | None, part_byte
     by a first small map (lines as the table reader counts them: "\r\n", "\n" or a lone
     "\r"). A CSV file holding a quote anywhere is read whole by one worker (a quoted field may
     hold a line break, so a line start need not be a record's), as is a gzip file."""
-    from ..table.read import raw_rows, table_format
+    from ..table.read import raw_blocks, table_format
 
     files = []
     for path in sources:
         _no_stdin(path)
-        first = next(raw_rows(path, fmt), None)
+        first = next((rows[0] for _, rows in raw_blocks(path, fmt, 1) if rows), None)  # (the header record)
         if first is None:
             raise NbtextError(f"{path}: empty table (no header row)")
-        files.append((path, first[1], _file_size(path)))
+        files.append((path, first, _file_size(path)))
     if part_bytes is None:
         part_bytes = _part_bytes(sum(size for *_, size in files), cluster.workers())
     parts: list[TablePart] = []

@@ -237,11 +237,12 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
     release = release or (lambda: None)
     needs_sample = decisions.needs_matrix or model.settings.choosing
     reservoir = Reservoir(calibration_sample, decisions.seed, release) if needs_sample else None
-    n_docs = 0
+    n_docs, seen = 0, set()
     for chunk, batch in counted(docs, model.tokenizer_settings, n_jobs=n_jobs):
         labels = [d.label for d in chunk]
         for d in chunk:
             model.counts.check_labels([d.label], d.id)
+        seen.update(labels)
         n_docs += len(chunk)
         if reservoir is not None:
             reservoir.add(batch.onto(model.vocab, grow=False), labels)
@@ -249,6 +250,8 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
             progress(len(chunk))
     if not n_docs:
         raise NbtextError("no documents found in the calibration sources")
+    if len(seen) < 2:  # (as train refuses: the model's calibration was replaced by none)
+        raise NbtextError(f"need documents of at least two classes to calibrate, got only {sorted(seen)[0]!r}")
     X, y = reservoir.sample(len(model.vocab)) if reservoir is not None else (None, None)
     model.decision = Decision(positive=default_positive(model.classes))
     fit = apply_decisions(model, decisions, X, y)

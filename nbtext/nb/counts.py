@@ -21,6 +21,20 @@ import numpy as np
 from ..errors import NbtextError
 from ..features.rows import Rows
 
+# The numbers a model's counts may hold (1 GiB of float64; growth copies them once): they are
+# dense, a class by every token, and a TSV of 20,000 labels (one a line) took 6.5 GB and was
+# still growing after two minutes.
+MAX_NUMBERS = 1 << 27
+
+
+def room(k: int, tokens: int) -> None:
+    """Refuse counts of ``k`` classes and ``tokens`` tokens beyond MAX_NUMBERS numbers, before
+    they are allocated."""
+    if k * tokens > MAX_NUMBERS:
+        raise NbtextError(f"the counts would hold {k * tokens:,} numbers ({k:,} classes x {tokens:,} tokens), "
+                          f"more than {MAX_NUMBERS:,}: too many classes (are the labels right?) or tokens "
+                          "(--max-features, --min-df)")
+
 
 class Counts:
     def __init__(self, classes: Sequence[str] = (), n_features: int = 0):
@@ -76,7 +90,9 @@ class Counts:
         new = sorted(set(labels) - set(self.classes))
         if new:  # rare (a corpus's classes come early): the one growth that copies
             classes = sorted(self.classes + new)
-            where = [classes.index(c) for c in self.classes]
+            room(len(classes), self._fc.shape[0])
+            place = {c: i for i, c in enumerate(classes)}  # (classes.index: quadratic in classes)
+            where = [place[c] for c in self.classes]
             fc = np.zeros((self._fc.shape[0], len(classes)))
             fc[:, where] = self._fc[:, :len(self.classes)]
             cc = np.zeros(len(classes))
@@ -90,9 +106,10 @@ class Counts:
             self._fc, self._cc = self._fc.copy(), self._cc.copy()         # another process)
         if not (self._df.flags.owndata and self._df.flags.writeable):
             self._df = self._df.copy()
-        rows = self._fc.shape[0]
+        rows, k = self._fc.shape
         if width > rows:
-            rows = max(width, rows + rows // 4)
+            room(k, width)
+            rows = max(width, min(rows + rows // 4, MAX_NUMBERS // max(k, 1)))
             self._fc.resize((rows, self._fc.shape[1]), refcheck=False)  # new rows are 0
             self._df.resize(rows, refcheck=False)
         elif len(self._df) < rows:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ModelFileError, NbtextError
+from ..errors import BAD_NAME_CHAR, ModelFileError, NbtextError
 from .container import frame, read_container, section
 from .vocabfile import BLOCK, SortedVocabulary, front_code, front_decode
 
@@ -38,20 +38,39 @@ def meta(d: dict) -> tuple:
     settings = ModelSettings.from_dict(_object(d, "model"))
     if settings.variant not in VARIANTS:
         raise ValueError(f"model variant must be one of {', '.join(VARIANTS)} in a model, not {settings.variant!r}")
-    classes = d["classes"]
-    if not isinstance(classes, list) or not all(isinstance(c, str) and c for c in classes):
-        raise ValueError("classes must be a list of names")
+    classes = names(d["classes"], "classes")
     if classes != sorted(set(classes)):
         raise ValueError("classes must be distinct and sorted")
-    class_count = d["class_count"]
-    if not isinstance(class_count, list) or len(class_count) != len(classes):
-        raise ValueError(f"class_count must hold one count per class ({len(classes)})")
-    class_count = [float(x) for x in class_count]
-    if not all(math.isfinite(x) and x >= 0 for x in class_count):
-        raise ValueError("class_count must hold finite counts, not negative")
+    class_count = whole_counts(d["class_count"], len(classes), "class_count")
     decision = Decision.from_dict(_object(d, "decision"))
     decision.check_classes(classes)
     return tokenizer, settings, classes, class_count, decision
+
+
+MAX_COUNT = 2.0 ** 53  # (a count beyond it is no longer a whole number in a float64)
+
+
+def names(value, what: str) -> list:
+    """A model file's list of names (classes, columns): strings, not empty, without the
+    characters no name may hold (nbtext.errors.BAD_NAME_CHAR: a class "a<TAB>b" split every
+    output row, an escape sequence drove the terminal)."""
+    if not isinstance(value, list) or not all(isinstance(c, str) and c for c in value):
+        raise ValueError(f"{what} must be a list of names")
+    for c in value:
+        if BAD_NAME_CHAR.search(c):
+            raise ValueError(f"{what}: {c!r} holds a control character")
+    return value
+
+
+def whole_counts(value, n: int, what: str) -> list:
+    """A list of ``n`` counts: whole numbers from 0 to 2**53 (JSON numbers, or strings of them
+    as the text dump writes them; not true or false)."""
+    if not isinstance(value, list) or len(value) != n:
+        raise ValueError(f"{what} must hold one count per class ({n})")
+    counts = [float(x) if type(x) in (int, float, str) else math.nan for x in value]
+    if not all(0 <= x <= MAX_COUNT and x.is_integer() for x in counts):
+        raise ValueError(f"{what} must hold whole numbers from 0 to 2**53")
+    return counts
 
 
 def _object(d: dict, key: str) -> dict:

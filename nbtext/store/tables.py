@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from ..errors import ModelFileError, NbtextError
+from .codec import MAX_COUNT, names, whole_counts
 from .container import frame, section
 
 TABLE_DUMP_MAGIC = "# nbtext table dump 1"
@@ -37,6 +38,9 @@ EXACT = ("sum", "sumsq", "joint_sum", "joint_products")
 
 def is_table_header(header: dict) -> bool:
     return isinstance(header, dict) and header.get("kind") == "table"
+
+
+FIELDS = ("kind", "table", "label_column", "columns", "kinds", "values", "classes", "class_count", "decision")
 
 
 def _header_fields(model) -> dict:
@@ -103,27 +107,30 @@ def _model(d: dict, arrays: dict):
         raise ValueError("table must be a JSON object")
     settings = TableSettings.from_dict(d["table"])
     label = d["label_column"]
-    if not isinstance(label, str) or not label:
+    if not isinstance(label, str):
         raise ValueError("label_column must be a name")
-    columns = _strings(d["columns"], "columns")
+    names([label], "label_column")
+    columns = names(d["columns"], "columns")
+    if len(set(columns)) != len(columns):
+        raise ValueError("columns must be distinct")
     kinds = _strings(d["kinds"], "kinds", distinct=False)
     if not columns or len(kinds) != len(columns) or any(k not in KINDS for k in kinds):
         raise ValueError("kinds must say categorical or numeric for each of the columns")
-    if label in columns or not all(columns):
-        raise ValueError("columns must be named, and not the label column")
+    if label in columns:
+        raise ValueError("columns must not hold the label column")
+    only = {"categorical": "categorical", "gaussian": "numeric"}.get(settings.variant)
+    if only and any(k != only for k in kinds):
+        raise ValueError(f"a {settings.variant} model's columns must all be {only}")
     values = d["values"]
     n_cat, p = kinds.count("categorical"), kinds.count("numeric")
     if not isinstance(values, list) or len(values) != n_cat:
         raise ValueError(f"values must hold a list per categorical column ({n_cat})")
     values = [_strings(v, "a column's values") for v in values]
-    classes = _strings(d["classes"], "classes")
-    if not classes or classes != sorted(classes) or not all(classes):
+    classes = names(d["classes"], "classes")
+    if not classes or classes != sorted(set(classes)):
         raise ValueError("classes must be distinct and sorted")
     k = len(classes)
-    cc = d["class_count"]
-    if not isinstance(cc, list) or len(cc) != k:
-        raise ValueError(f"class_count must hold one count per class ({k})")
-    cc = np.asarray([float(x) for x in cc])
+    cc = np.asarray(whole_counts(d["class_count"], k, "class_count"))
     if not isinstance(d.get("decision"), dict):
         raise ValueError("decision must be a JSON object")
     decision = Decision.from_dict(d["decision"])
@@ -147,9 +154,18 @@ def _model(d: dict, arrays: dict):
             raise ValueError(f"{name} must be finite")
     if (cc < 0).any() or (cat < 0).any() or (gauss[0] < 0).any() or (gauss[2] < 0).any():
         raise ValueError("counts and M2s must not be negative")
-    if joint is not None and (joint[:, 0] < 0).any():
-        raise ValueError("joint counts must not be negative")
+    # Counts are whole numbers, and a class's counts of a column (its rows with a value there)
+    # are at most its rows: counts of 1e308 overflowed every score, counts above the rows gave
+    # every row one class.
     bounds = np.cumsum([0, *widths])
+    for name, a in (("cat_counts", cat), ("gauss", gauss[0]), ("joint", None if joint is None else joint[:, 0])):
+        if a is not None and ((a < 0).any() or (a > MAX_COUNT).any() or (a != np.round(a)).any()):
+            raise ValueError(f"{name}: counts must be whole numbers from 0 to 2**53")
+    per_column = [cat[:, bounds[j]:bounds[j + 1]].sum(axis=1) for j in range(n_cat)]
+    for name, n in [*(("cat_counts", c) for c in per_column), ("gauss", gauss[0].T),
+                    ("joint", None if joint is None else joint[:, 0])]:
+        if n is not None and (n > cc).any():
+            raise ValueError(f"{name}: a class's counts of a column exceed its rows (class_count)")
     stats = TableStats.of_arrays(
         classes, cc, values, [cat[:, bounds[j]:bounds[j + 1]] for j in range(n_cat)], tuple(gauss),
         None if joint is None else (joint[:, 0], joint[:, 1:1 + p], joint[:, 1 + p:].reshape(k, p, p)),
@@ -214,6 +230,9 @@ def import_table(first: str, it, source: str):
         fields = json.loads(next(it))
         if not isinstance(fields, dict):
             raise ValueError("the settings line is not a JSON object")
+        unknown = sorted(set(fields) - set(FIELDS))
+        if unknown or fields.get("kind") != "table":
+            raise ValueError(f"unknown field {unknown[0]!r}" if unknown else 'kind must be "table"')
         arrays = {}
         for line in it:
             if not line.strip():
@@ -224,6 +243,8 @@ def import_table(first: str, it, source: str):
                 continue
             if not isinstance(row, dict) or row.get("array") not in FLOAT_ARRAYS:
                 raise ValueError("expected an array line")
+            if row["array"] in arrays:
+                raise ValueError(f"array {row['array']} given twice")
             shape, data = row["shape"], row["data"]
             if not (isinstance(shape, list) and all(isinstance(x, int) and x >= 0 for x in shape)
                     and isinstance(data, list) and len(data) == math.prod(shape)

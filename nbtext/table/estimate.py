@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from ..errors import NbtextError
 from ..nb.estimators import logsumexp_rows
 from ..settings import TableSettings
 from .stats import TableStats
@@ -102,6 +103,9 @@ class TableEstimator:
         self.stats, self.settings = stats, settings
         k = len(stats.classes)
         cc = stats.class_count
+        if not cc.sum() > 0:  # (every row forgotten: log(0) was an internal error)
+            raise NbtextError("the table model holds no rows (every row was forgotten): learn rows before "
+                              "scoring with it")
         with np.errstate(divide="ignore"):
             self.log_prior = np.log(cc) - math.log(cc.sum())
         a = settings.alpha

@@ -15,7 +15,7 @@ from ..nb.decision import Decision, decide, default_positive
 from ..nb.estimators import log_posteriors
 from ..settings import TableSettings
 from .estimate import TableEstimator
-from .read import CATEGORICAL, NUMERIC, Frame, Spooled, TableOptions, frames, infer_kinds, open_table
+from .read import CATEGORICAL, NUMERIC, Frame, TableOptions, frames, infer_kinds, open_table, spooled
 from .stats import TableStats
 
 
@@ -128,10 +128,12 @@ class TableModel:
     # -- reading rows -------------------------------------------------------------------------
     def frames_of(self, path: str, opts: TableOptions, labelled: bool = False, stdin=None) -> Iterator[Frame]:
         """Frames of a table to score (or, labelled, to evaluate or learn): the model's
-        columns found by name in its header."""
+        columns found by name in its header; labelled, the label column as given or, when
+        the table has no such column, the model's."""
         opts = TableOptions(format=opts.format, label_column=opts.label_column or self.label_column,
                             chunk_rows=opts.chunk_rows)
-        header, rows = open_table(path, opts, labelled=labelled, features=self.columns, stdin=stdin)
+        header, rows = open_table(path, opts, labelled=labelled, features=self.columns, stdin=stdin,
+                                  fallback_label=self.label_column)
         return frames(header, rows, self.kinds, opts.chunk_rows, labelled=labelled)
 
     def row_frame(self, cells: dict) -> Frame:
@@ -179,16 +181,16 @@ class Retype(Exception):
 
 
 def train_table(sources: list[str], opts: TableOptions, settings: TableSettings,
-                decision: Decision | None = None, progress=None, engine=None) -> TableModel:
+                decision: Decision | None = None, progress=None, engine=None, stream=None) -> TableModel:
     """A table model from CSV/TSV files with a header (the first file's columns; the others'
     found by name), a chunk of rows at a time. Columns not typed by the options are typed by the
     first block of rows, and checked as the rest is read: when one turns out otherwise (text
     after numbers; numbers after a first block without values), the files are read again,
-    typed by a first pass over them all (stdin is spooled to a temporary file for that).
-    ``engine``: where the passes run (LocalTables, or a cluster's: nbtext.batch.cluster)."""
+    typed by a first pass over them all (stdin and pipes are spooled to a temporary file for
+    that, unless ``stream`` gives their copies: read.spooled). ``engine``: where the passes run
+    (LocalTables, or a cluster's: nbtext.batch.cluster)."""
     table_sources(sources)
-    spooled = Spooled() if "-" in sources else None
-    stream = (lambda p: spooled.stream() if p == "-" else None)
+    stream = stream or spooled(sources)
     engine = engine or LocalTables(stream)
     header, blocks = open_table(sources[0], opts, stdin=stream(sources[0]))
     names = header.feature_names

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..errors import NbtextError
+from ..errors import BAD_NAME_CHAR, NbtextError
 from ..read import EXTENSIONS, MAX_DOCUMENT_BYTES, _Input, _label_chars
 from ..record import Record
 from ..settings import MISSING_VALUES
@@ -59,12 +59,18 @@ def table_format(path: str, fmt: str | None) -> str:
 
 
 MAX_QUOTED = 1 << 20  # characters a quoted CSV field may run on past the end of a block of lines
+# A table's width, and the characters of a block of rows: a cell is a Python string (about 60
+# bytes), so a block of 8,192 rows of a gzip bomb of a million columns held billions of them
+# (40 rows of a million columns took 43 s and 2.4 GB; the statistics cost as much per column).
+MAX_COLUMNS = 100_000
+BLOCK_CHARS = 1 << 22
 
 
-def _capped_lines(text, path: str, n: int = 0) -> Iterator[str]:
-    """The lines of a text stream, each at most MAX_DOCUMENT_BYTES characters: a file with no
-    line break was read whole into one line (its size unchecked), as no other reader does.
-    (``n``: lines before the stream, as numbered in errors.)"""
+def _capped_lines(text, path: str, sep: str, n: int = 0) -> Iterator[str]:
+    """The lines of a text stream, each at most MAX_DOCUMENT_BYTES characters (a file with no
+    line break was read whole into one line, its size unchecked) and MAX_COLUMNS cells (a
+    separator inside quotes counts too: no table has a field of 100,000 of them). (``n``: lines
+    before the stream, as numbered in errors.)"""
     while True:
         line = text.readline(MAX_DOCUMENT_BYTES)
         if not line:
@@ -72,6 +78,8 @@ def _capped_lines(text, path: str, n: int = 0) -> Iterator[str]:
         n += 1
         if len(line) == MAX_DOCUMENT_BYTES and not line.endswith(("\n", "\r")):
             raise NbtextError(f"{path}:{n}: a line longer than {MAX_DOCUMENT_BYTES:,} characters: not a table")
+        if line.count(sep) >= MAX_COLUMNS:
+            raise NbtextError(f"{path}:{n}: more than {MAX_COLUMNS:,} columns: not a table nbtext reads")
         yield line
 
 
@@ -91,17 +99,28 @@ class _Bounded(io.RawIOBase):
         return len(data)
 
 
+def _lines_up_to(source: Iterator[str], size: int) -> list[str]:
+    """The next lines of source: ``size`` of them, or fewer once they hold BLOCK_CHARS."""
+    chunk, chars = [], 0
+    for line in source:
+        chunk.append(line)
+        chars += len(line)
+        if len(chunk) >= size or chars >= BLOCK_CHARS:
+            break
+    return chunk
+
+
 def raw_blocks(path: str, fmt: str | None, size: int = 1 << 16, stdin=None, start: int = 0,
                length: int | None = None, before: int = 0) -> Iterator[tuple[list[int], list[list[str]]]]:
-    """(line numbers, records) of a CSV/TSV file, ``size`` lines at a time, blank lines left
-    out; the header is the first record. Text is UTF-8 (a byte-order mark dropped, bytes that are
+    """(line numbers, records) of a CSV/TSV file, ``size`` lines at a time (fewer when they
+    hold BLOCK_CHARS characters), blank lines left out; the header is the first record. Text is
+    UTF-8 (a byte-order mark dropped, bytes that are
     not UTF-8 replaced). Lines without a quote are split at the separator (each is one record);
     a block with quotes goes through the csv module, extended to the line that closes a quoted
     field left open at its end. A byte range of the file (a cluster's partition): ``length``
     bytes from ``start``, a line's start, with ``before`` lines before it (its first record is
     then no header)."""
     import csv
-    import itertools
 
     with _Input(path, stdin, offset=start) as inp:
         stream = inp.stream if length is None else io.BufferedReader(_Bounded(inp.stream, length), 1 << 16)
@@ -109,10 +128,10 @@ def raw_blocks(path: str, fmt: str | None, size: int = 1 << 16, stdin=None, star
         tsv = table_format(path, fmt) == "tsv"
         sep = "\t" if tsv else ","
         n = before
-        source = _capped_lines(text, path, before)
+        source = _capped_lines(text, path, sep, before)
         try:
             while True:
-                chunk = list(itertools.islice(source, size))
+                chunk = _lines_up_to(source, size)
                 if not chunk:
                     return
                 joined = "" if tsv else "".join(chunk)
@@ -156,12 +175,6 @@ def raw_blocks(path: str, fmt: str | None, size: int = 1 << 16, stdin=None, star
             raise inp.error(e) from None
 
 
-def raw_rows(path: str, fmt: str | None, stdin=None) -> Iterator[tuple[int, list[str]]]:
-    """(line number, cells) of every record that is not blank, the header first."""
-    for lines, rows in raw_blocks(path, fmt, 1 << 10, stdin):
-        yield from zip(lines, rows)
-
-
 class Header:
     """A table's header: the label column's place, the feature columns' places and names."""
 
@@ -169,11 +182,11 @@ class Header:
                  features: list[str] | None = None):
         # (a column without a name, as pandas writes its index, is named by its number)
         self.path, self.names = path, [n.strip() or str(i) for i, n in enumerate(names, 1)]
-        seen = set()
-        for n in self.names:
-            if n in seen:
+        self.index = {}  # (a dict: names.index per column was quadratic, 100,000 columns took minutes)
+        for i, n in enumerate(self.names):
+            if n in self.index:
                 raise NbtextError(f"{path}:1: column {n!r} appears twice in the header")
-            seen.add(n)
+            self.index[n] = i
         self.label = self.find(opts.label_column, "label") if labelled else None
         if features is not None:  # a model's columns: each must be here (the label need not)
             self.features = [self.find(c, "feature") for c in features]
@@ -181,13 +194,18 @@ class Header:
             self.features = [self.find(c, "feature") for c in opts.columns]
         else:
             self.features = [i for i in range(len(self.names)) if i != self.label]
+        if features is None:  # (training: these names go into the model file and its output)
+            for i in (*([self.label] if labelled else []), *self.features):
+                if BAD_NAME_CHAR.search(self.names[i]):
+                    raise NbtextError(f"{path}:1: column name {self.names[i]!r} holds a control character")
         if self.label in self.features:
             raise NbtextError(f"{path}: column {self.names[self.label]!r} is the label; it cannot be a feature too")
         if not self.features:
             raise NbtextError(f"{path}: no feature columns: the only column is the label "
                               f"{self.names[self.label]!r}")
+        feature_names = set(self.feature_names)
         for c in (*opts.categorical, *opts.numeric):
-            if c not in self.feature_names:
+            if c not in feature_names:
                 raise NbtextError(f"{path}: --categorical/--numeric column {c!r} is not a feature column "
                                   f"(feature columns: {', '.join(self.feature_names)})")
 
@@ -196,8 +214,8 @@ class Header:
         return [self.names[i] for i in self.features]
 
     def find(self, name: str, what: str) -> int:
-        if name in self.names:
-            return self.names.index(name)
+        if name in self.index:
+            return self.index[name]
         if name.isdigit() and 1 <= int(name) <= len(self.names):
             return int(name) - 1
         raise NbtextError(f"{self.path}: no {what} column {name!r} (columns: {', '.join(self.names)})")
@@ -207,10 +225,12 @@ Blocks = Iterator[tuple[list[int], list[list[str]]]]
 
 
 def open_table(path: str, opts: TableOptions, labelled: bool = True, features: list[str] | None = None,
-               stdin=None, part=None) -> tuple[Header, Blocks]:
-    """A table's header and the blocks of records under it. ``part``: (start, length, lines
-    before, the header's cells) of a byte range of the file (raw_blocks), a cluster's partition;
-    one after the first is given the file's header."""
+               stdin=None, part=None, fallback_label: str | None = None) -> tuple[Header, Blocks]:
+    """A table's header and the blocks of records under it (the file opened once: a pipe can
+    be read only once). ``part``: (start, length, lines before, the header's cells) of a byte
+    range of the file (raw_blocks), a cluster's partition; one after the first is given the
+    file's header. ``fallback_label``: the label column when the header has no
+    ``opts.label_column``."""
     import itertools
 
     start, length, before, names = part or (0, None, 0, None)
@@ -219,6 +239,8 @@ def open_table(path: str, opts: TableOptions, labelled: bool = True, features: l
         return Header(path, names, opts, labelled, features), blocks
     for lines, rows in blocks:
         if rows:
+            if fallback_label and opts.label_column not in [c.strip() for c in rows[0]]:
+                opts = TableOptions(format=opts.format, label_column=fallback_label, chunk_rows=opts.chunk_rows)
             return Header(path, rows[0], opts, labelled, features), itertools.chain([(lines[1:], rows[1:])], blocks)
     raise NbtextError(f"{path}: empty table (no header row)")
 
@@ -378,18 +400,46 @@ def number_flags(header: Header, blocks: Blocks, undecided: list[int]) -> dict:
 
 
 class Spooled:
-    """stdin copied to a temporary file, so that it can be read twice (typing, then training)."""
+    """stdin, or a file that is not a regular file (a pipe: `<(...)`, /dev/stdin), copied to a
+    temporary file, so that it can be read more than once (typing, then training; training,
+    then cross-validation): read again, a pipe was empty ("empty table")."""
 
-    def __init__(self):
+    def __init__(self, path: str = "-"):
         import shutil
         import sys
         import tempfile
 
-        if sys.stdin is None:
+        from ..read import _os_error
+
+        if path == "-" and sys.stdin is None:
             raise NbtextError("-: standard input is closed")
         self.file = tempfile.TemporaryFile()
-        shutil.copyfileobj(sys.stdin.buffer, self.file, 1 << 20)
+        try:
+            if path == "-":
+                shutil.copyfileobj(sys.stdin.buffer, self.file, 1 << 20)
+            else:
+                with open(path, "rb") as f:
+                    shutil.copyfileobj(f, self.file, 1 << 20)
+        except OSError as e:
+            self.file.close()
+            raise _os_error(path, e) from None
 
     def stream(self):
         self.file.seek(0)
         return self.file
+
+
+def spooled(sources: list[str]):
+    """stream(path): a fresh stream of each source that cannot be read twice (stdin, a pipe),
+    spooled once; None for a regular file (opened again each time)."""
+    import stat
+
+    copies = {}
+    for p in dict.fromkeys(sources):
+        try:
+            regular = p != "-" and stat.S_ISREG(os.stat(p).st_mode)
+        except OSError:
+            regular = True  # (the reader reports it)
+        if not regular:
+            copies[p] = Spooled(p)
+    return lambda p: copies[p].stream() if p in copies else None

@@ -22,6 +22,9 @@ from ..errors import NbtextError
 from .exact import Exact, column_sums, cross_products
 from .read import Frame
 
+MAX_NUMBERS = 1 << 25  # the numbers a model's statistics may hold (256 MiB; scoring needs a few times it)
+EXACT_WEIGHT = 8
+
 
 def chan(na, ma, m2a, nb, mb, m2b):
     """(n, mean, M2) of two parts' statistics together by Chan, Golub and LeVeque's formula
@@ -55,6 +58,7 @@ class TableStats:
         q = self.q = p if joint else 0  # the joint statistics' width: p x p per class only when kept
         self.n, self.S, self.S2 = np.zeros((0, p)), Exact.zeros((0, p)), Exact.zeros((0, p))
         self.jn, self.jS, self.jP = np.zeros(0), Exact.zeros((0, q)), Exact.zeros((0, q, q))
+        self.n_values = 0  # (the categorical columns' values, all together)
         self.version = 0
         self._derived: tuple | None = None  # (version, mean, M2, joint mean, scatter)
         self._floats = None  # (a model file's stored floats, until its exact sums are needed)
@@ -112,6 +116,7 @@ class TableStats:
         if new:
             self._exact()
             classes = sorted(self.classes + new)
+            self.room(len(classes), self.n_values)
             where = np.asarray([classes.index(c) for c in self.classes], dtype=np.int64)
 
             def grown(a):
@@ -145,10 +150,27 @@ class TableStats:
             out[i] = v
         d = len(values)
         if self.cat[j].shape[1] < d:
+            self.n_values += d - self.cat[j].shape[1]
+            self.room(len(self.classes), self.n_values)
             a = np.zeros((len(self.classes), d))
             a[:, :self.cat[j].shape[1]] = self.cat[j]
             self.cat[j] = a
         return out
+
+    def room(self, k: int, n_values: int) -> None:
+        """Refuse statistics of ``k`` classes and ``n_values`` categorical values that would hold
+        more than MAX_NUMBERS numbers, before they are allocated: they are dense (a class by
+        every value; with shared or full covariance, p x p a class), and 20,000 numeric columns
+        with --covariance full took 23 GB before the kernel killed train; a label column of ids
+        asked as much."""
+        p, q = self.n_numeric, self.q
+        # (an exact sum, table.exact, is a Python integer and a binary exponent: about 64 bytes
+        # against a float's 8, so each counts as EXACT_WEIGHT numbers)
+        each = n_values + 3 * p + 1 + q + q * q + EXACT_WEIGHT * (2 * p + q + q * q)
+        if k * each > MAX_NUMBERS:
+            raise NbtextError(f"the table's statistics would hold {k * each:,} numbers ({k:,} classes x {each:,}), "
+                              f"more than {MAX_NUMBERS:,}: too many classes (is the label column right?), "
+                              "distinct values or, with --covariance shared or full, numeric columns (p x p a class)")
 
     def check_labels(self, labels: Sequence[str], where: str = "") -> None:
         unknown = sorted(set(labels) - set(self.classes))
@@ -260,7 +282,7 @@ class TableStats:
         out.classes, out.class_count = list(self.classes), self.class_count.copy()
         out.values = [list(v) for v in self.values]
         out._ids = [dict(d) for d in self._ids]
-        out.cat = [a.copy() for a in self.cat]
+        out.cat, out.n_values = [a.copy() for a in self.cat], self.n_values
         out.n, out.S, out.S2 = self.n.copy(), self.S.copy(), self.S2.copy()
         out.jn, out.jS, out.jP = self.jn.copy(), self.jS.copy(), self.jP.copy()
         out.version, out._derived = self.version, self._derived
@@ -285,7 +307,7 @@ class TableStats:
         out.classes, out.class_count = list(classes), np.asarray(class_count, dtype=np.float64)
         out.values = [list(v) for v in values]
         out._ids = [{v: i for i, v in enumerate(vs)} for vs in values]
-        out.cat = [np.asarray(a, dtype=np.float64) for a in cat]
+        out.cat, out.n_values = [np.asarray(a, dtype=np.float64) for a in cat], sum(map(len, values))
         n, mean, m2 = (np.asarray(a, dtype=np.float64) for a in gauss)
         k = len(classes)
         if joint is not None:
