@@ -11,7 +11,8 @@ from nbtext.store.dump import import_lines
 
 from conftest import ROOT
 
-GOLF = ROOT / "tests" / "fixtures" / "play_golf.csv"
+FIXTURES = ROOT / "tests" / "fixtures"
+GOLF = FIXTURES / "play_golf.csv"
 
 
 @pytest.fixture(scope="module")
@@ -345,3 +346,31 @@ def test_a_table_row_with_a_field_past_the_csv_limit_is_a_user_error(run, tmp_pa
     assert r.exit_code == 1 and r.stderr == f"nbtext: error: {row}: bad CSV (field larger than field limit (131072))\n"
     r = run("classify", "-m", model, "--row", "Outlook=" + "x" * 200_000)
     assert r.exit_code == 1 and r.stderr.startswith("nbtext: error: --row: bad CSV (field larger")
+
+
+@pytest.mark.parametrize("name, value", [
+    ("sumsq", "-0x1p900"),             # a negative sum of squares under the stored, sane M2s
+    ("sum", "0x1p9"),                  # a mean of 512 where gauss says otherwise
+    ("joint_products", "0x0p0"),       # a scatter the joint statistics do not have
+])
+def test_exact_sums_that_disagree_with_the_stored_floats_are_refused(tmp_path, name, value):
+    """A table model keeps exact sums beside the means and M2s derived from them (nbtext.table
+    .exact); a dump edited in one and not the other was imported, predicted by its floats, and
+    after one learn predicted by its sums: a sum of squares of -2**900 called a setosa row
+    versicolor at 1.000000."""
+    from click.testing import CliRunner
+
+    from nbtext.cli import cli
+
+    path = tmp_path / "iris.nbm"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["train", str(FIXTURES / "iris.csv"), "--label-column", "class",
+                               "--covariance", "full", "-q", "-o", str(path)]).exit_code == 0
+    lines = runner.invoke(cli, ["export", "-m", str(path)]).stdout.splitlines()
+    assert import_lines(lines, "d").class_count.tolist() == [50, 50, 50]  # untouched: imports
+    at = next(i for i, line in enumerate(lines) if line.startswith('{"exact"'))
+    d = json.loads(lines[at])
+    d["exact"][name][0] = value
+    lines[at] = json.dumps(d)
+    with pytest.raises(NbtextError, match="exact: the sums do not give the means and M2s"):
+        import_lines(lines, "d")

@@ -170,6 +170,8 @@ def _model(d: dict, arrays: dict):
         classes, cc, values, [cat[:, bounds[j]:bounds[j + 1]] for j in range(n_cat)], tuple(gauss),
         None if joint is None else (joint[:, 0], joint[:, 1:1 + p], joint[:, 1 + p:].reshape(k, p, p)),
         _exact(arrays.get("exact"), k, p, joint is not None))
+    if "exact" in arrays and not stats.agrees():
+        raise ValueError("exact: the sums do not give the means and M2s stored in gauss and joint")
     return TableModel(settings, label, columns, kinds, stats, decision)
 
 

@@ -88,6 +88,16 @@ class TableStats:
             d = self._derived = (self.version, mean, m2, jmean, jm2)
         return d
 
+    def agrees(self) -> bool:
+        """Whether the exact sums give, bit for bit, the floats stored beside them (as of_arrays
+        took them from a file or a dump, which nbtext writes derived from those sums): a file
+        edited in one part and not the other (a negative sum of squares under sane means) is
+        refused, not trusted once the sums are next used."""
+        stored = self._derived
+        self._derived = None
+        derived = self._derive()
+        return all(np.array_equal(a, b, equal_nan=True) for a, b in zip(stored[1:], derived[1:]))
+
     mean = property(lambda self: self._derive()[1], doc="(k, p) per class and column: the mean")
     m2 = property(lambda self: self._derive()[2], doc="(k, p): the sum of squared deviations from the mean")
     jmean = property(lambda self: self._derive()[3], doc="(k, q): the complete rows' mean vector")
