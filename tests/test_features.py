@@ -68,15 +68,20 @@ def test_mutual_information_worked_by_hand():
     assert np.argmin(scores("chi2", counts, [1, 1])) == 2
 
 
+@pytest.fixture(scope="module")
+def sample_counts():
+    """The bundled sample's document-token counts, sparse, as scikit-learn takes them."""
+    return count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+
+
 @pytest.mark.parametrize("criterion", ["chi2", "mi"])
-def test_train_keeps_the_best_tokens_by_the_criterion(run, tmp_path, criterion):
+def test_train_keeps_the_best_tokens_by_the_criterion(run, tmp_path, criterion, sample_counts):
     model = tmp_path / "m.nbm"
     r = run("train", DATA / "corpus", "--select", criterion, "--max-features", "300", "--no-calibrate",
             "-o", model)
     assert r.exit_code == 0, r.stderr
-    X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
-    X = X.toarray()
-    counts = class_counts(X, y)
+    X, y, vocab = sample_counts
+    counts = np.asarray(class_counts(X, y))
     if criterion == "chi2":
         ranked, _ = sk_chi2(X, y)
     else:
