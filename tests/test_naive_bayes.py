@@ -287,3 +287,34 @@ def test_a_scored_estimator_is_freed_without_the_garbage_collector(cls):
         assert gone() is None
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("cls,params", [
+    (MultinomialNB, {}), (BernoulliNB, {}), (ComplementNB, {}), (ComplementNB, {"norm": True}),
+    (ComplementNB, {"idf": True, "tf": True}), (ComplementNB, {"idf": True, "norm": True, "length_norm": True})])
+def test_a_folds_model_at_its_columns_is_the_whole_fold_models_bit_for_bit(cls, params):
+    """Calibration scores each fold by fold_linear, at the fold's own columns: the weights,
+    bias and scores must be the fold model's (without) to the last bit, or the fitted
+    calibration, and so the model file, would change."""
+    from nbtext.features.rows import Rows
+
+    rng = np.random.default_rng(7)
+    for k, V, n in ((2, 1, 12), (3, 300, 60), (9, 1500, 90)):
+        dense = rng.poisson(0.4, (n, V)) * (rng.random((n, V)) < 0.3)
+        y = np.array([f"c{i % k}" for i in range(n)])
+        rng.shuffle(y)
+        X = Rows.of(dense.astype(float))
+        test = rng.random(n) < 0.3
+        Xf, yf = X[test], y[test]
+        cols, local = np.unique(Xf.indices, return_inverse=True)
+        Xl = Rows(Xf.data, local, Xf.indptr, len(cols))
+        with np.errstate(invalid="ignore", divide="ignore"):  # (a 1-token vocabulary's weights)
+            est = cls(alpha=0.5, **params).fit(X, y)
+            whole = est.without(Xf, yf)
+            ref = whole.linear()
+            got, seen = est.fold_linear(Xl, yf, cols)
+            scores, expected = got.jll(Xl), ref.jll(Xf)
+        assert np.array_equal(got.W, ref.W[:, cols], equal_nan=True)  # (nan: a 1-token Bernoulli)
+        assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got.bias_terms, ref.bias_terms))
+        assert np.array_equal(scores, expected, equal_nan=True)
+        assert np.array_equal(seen, (whole.feature_count_.sum(axis=0) > 1e-9)[cols])
