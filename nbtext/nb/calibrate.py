@@ -50,7 +50,7 @@ def check_folds(y: np.ndarray, k: int, what: str = "documents") -> None:
 
 
 def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, seed: int = 0,
-                    full=None, unseen: str = "keep"):
+                    full=None, unseen: str = "keep", release=None):
     """Joint log-likelihoods of every document from a model that did not see it.
 
     Each fold's model is ``full`` with the fold's counts taken out again (sample_weight -1):
@@ -74,7 +74,8 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
     0.0059 -> 0.0073 and 0.0077 -> 0.0076. Dropping is only right when each fold's model is the
     whole model less the fold: a sample's fold models know few of the whole corpus's tokens, and
     a token new to them is more like a rare one than an unknown one (dropped, the bundled
-    sample's 120-document sample gave T = 0.02 instead of above 1)."""
+    sample's 120-document sample gave T = 0.02 instead of above 1). ``release`` is called after
+    each fold (train returns freed memory to the system there)."""
     if unseen not in ("keep", "drop", "both"):
         raise ValueError(f"unseen must be keep, drop or both, not {unseen!r}")
     X = Rows.of(X)
@@ -100,6 +101,8 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
         if dropped is not None:
             dropped[test] = linear.jll(Xf.with_data(Xf.data * seen[Xf.indices]))
         del linear, Xf
+        if release:
+            release()  # (a fold's arrays under glibc's mapping threshold left their pages behind)
     return (kept, dropped) if unseen == "both" else kept if unseen == "keep" else dropped
 
 

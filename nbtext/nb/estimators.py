@@ -395,31 +395,53 @@ class ComplementNB(_BaseNB):
             idf = idf_weights(whole_df, cc.sum())
             del whole_df
 
-        raw = fc
-
-        def weighted(c):  # weighted_counts' row c over the whole vocabulary
-            r = counts.row_with(c, cols, raw[c])
-            if idf is not None:
-                r *= idf
-            return r
+        raw, tm, V = fc, counts.token_major, counts.width
         if idf is not None:
             fc = fc * idf[cols]
-        # _logged's sums, a class at a time: all_t as fc.sum(axis=0) adds the rows (in order),
-        # then each class's row of (all_t + alpha - fc) and, for norm, of the logged weights
-        all_t = weighted(0)
-        for c in range(1, k):
-            all_t += weighted(c)
-        all_t += self.alpha  # (all_t + alpha: the first operation of every term below)
-        log_den = np.log(np.array([np.subtract(all_t, r := weighted(c), out=r).sum() for c in range(k)]))[:, None]
+        bounds = np.searchsorted(cols, np.arange(0, V + _PIECE, _PIECE))
+
+        def weighted(c, i):  # weighted_counts' row c, tokens [i * _PIECE, (i + 1) * _PIECE)
+            lo, hi = i * _PIECE, min((i + 1) * _PIECE, V)
+            w = np.array(tm[lo:hi, c], dtype=np.float64)
+            w[cols[bounds[i]:bounds[i + 1]] - lo] = raw[c, bounds[i]:bounds[i + 1]]
+            if idf is not None:
+                w *= idf[lo:hi]
+            return w
+
+        def term(c):
+            """all_t + alpha - fc of class c over the whole vocabulary, all_t made a piece at a time
+            (as fc.sum(axis=0) adds the rows: in order; no vocabulary-wide all_t is held)."""
+            r = np.empty(V)
+            for i in range(len(bounds) - 1):
+                lo, hi = i * _PIECE, min((i + 1) * _PIECE, V)
+                if lo >= hi:
+                    break
+                rows = [weighted(c2, i) for c2 in range(k)]
+                all_t = rows[0]
+                for w in rows[1:]:
+                    all_t += w
+                all_t += self.alpha
+                np.subtract(all_t, rows[c] if c else weighted(0, i), out=r[lo:hi])
+            return r
+        # _logged's sums, a class at a time: each class's row of (all_t + alpha - fc) and, for
+        # norm, of the logged weights, summed over the whole row at once (numpy's pairwise order)
+        log_den = np.log(np.array([term(c).sum() for c in range(k)]))[:, None]
         log_sum = None
         if self.norm:
-            log_sum = np.array([[np.subtract(np.log(np.subtract(all_t, r := weighted(c), out=r), out=r), log_den[c],
-                                             out=r).sum()] for c in range(k)])
-        logged = np.log(all_t[cols] - fc, out=fc)
+            log_sum = np.array([[np.subtract(np.log(r := term(c), out=r), log_den[c], out=r).sum()]
+                                for c in range(k)])
+        all_t = fc[0].copy()  # (at the fold's columns)
+        for w in fc[1:]:
+            all_t += w
+        all_t += self.alpha
+        logged = np.log(all_t - fc, out=fc)
         logged -= log_den
         del all_t, raw
         W = F.complement_weight(logged, log_sum)
         return Linear(W, F.Complement.bias_terms(len(W), self._log_prior(cc), None), self.featurizer()), seen
+
+
+_PIECE = 1 << 16  # tokens at a time, where a fold's vocabulary-wide sums are made in pieces
 
 
 ESTIMATORS = {"multinomial": MultinomialNB, "bernoulli": BernoulliNB, "complement": ComplementNB}
