@@ -292,12 +292,15 @@ def test_a_scored_estimator_is_freed_without_the_garbage_collector(cls):
 @pytest.mark.parametrize("cls,params", [
     (MultinomialNB, {}), (BernoulliNB, {}), (ComplementNB, {}), (ComplementNB, {"norm": True}),
     (ComplementNB, {"idf": True, "tf": True}), (ComplementNB, {"idf": True, "norm": True, "length_norm": True})])
-def test_a_folds_model_at_its_columns_is_the_whole_fold_models_bit_for_bit(cls, params):
+@pytest.mark.parametrize("piece", [1 << 16, 7])
+def test_a_folds_model_at_its_columns_is_the_whole_fold_models_bit_for_bit(cls, params, piece, monkeypatch):
     """Calibration scores each fold by fold_linear, at the fold's own columns: the weights,
     bias and scores must be the fold model's (without) to the last bit, or the fitted
     calibration, and so the model file, would change."""
+    import nbtext.nb.estimators as estimators
     from nbtext.features.rows import Rows
 
+    monkeypatch.setattr(estimators, "_PIECE", piece)  # (sums made a piece of tokens at a time)
     rng = np.random.default_rng(7)
     for k, V, n in ((2, 1, 12), (3, 300, 60), (9, 1500, 90)):
         dense = rng.poisson(0.4, (n, V)) * (rng.random((n, V)) < 0.3)
