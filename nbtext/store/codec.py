@@ -119,7 +119,7 @@ def _array_section(name: str, a) -> tuple:
 
     a = np.asarray(a, dtype=np.float64)  # (read in place, in any layout: the counts are a
     step = 1 << 16                       # transposed view, and a float64 copy was 7 MB of save)
-    rows = a.reshape(1, -1) if a.ndim < 2 else a.reshape(-1, a.shape[-1])
+    rows = () if a.size == 0 else a.reshape(1, -1) if a.ndim < 2 else a.reshape(-1, a.shape[-1])
     whole = a.size == 0 or (a.min() >= 0 and all(
         np.array_equal(r[i:i + step], np.round(r[i:i + step])) for r in rows for i in range(0, len(r), step)))
     top = a.max() if a.size else 0
