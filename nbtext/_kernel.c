@@ -642,8 +642,141 @@ static PyObject *kernel_keys(PyObject *self, PyObject *arg)
     return r;
 }
 
+/* -- the model file's vocabulary: sorted by bytes and front-coded (nbtext.store.vocabfile) --- */
+
+typedef struct {
+    const unsigned char *b;
+    const size_t *starts; /* token i is b[starts[i] .. starts[i + 1] - 1), its NUL excluded */
+} Tokens;
+
+static inline size_t tok_len(const Tokens *t, int64_t i) { return t->starts[i + 1] - t->starts[i] - 1; }
+
+/* Byte order (unsigned), a token before any longer one it begins; equal tokens are equal. */
+static int tok_cmp(const Tokens *t, int64_t x, int64_t y)
+{
+    size_t lx = tok_len(t, x), ly = tok_len(t, y);
+    int c = memcmp(t->b + t->starts[x], t->b + t->starts[y], lx < ly ? lx : ly);
+    return c ? c : (lx > ly) - (lx < ly);
+}
+
+/* Stable bottom-up merge sort of the ids in a (n of them), tmp as long: ties keep their order,
+ * as numpy's lexsort in vocabfile._byte_order keeps them. */
+static void sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
+{
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = tok_cmp(t, a[j], a[i]) < 0 ? a[j++] : a[i++];
+            while (i < mid)
+                tmp[k++] = a[i++];
+            while (j < hi)
+                tmp[k++] = a[j++];
+        }
+        memcpy(a, tmp, n * sizeof *a); /* (the merged runs are in tmp: back into a) */
+        if (width > n / 2)
+            break; /* (the next width would cover everything: done, and no overflow) */
+    }
+}
+
+/* front_code(blob, block) -> (fc, heads, order): vocabfile.front_code of the NUL-terminated
+ * tokens of blob (bytes after the last NUL are not a token). order: int64 ids in byte order;
+ * fc: per token in that order, one byte p + 1 (p: the bytes it shares with the token before,
+ * at most 254, 0 at each block's head), the rest of its bytes, a NUL; heads: int64 offset in
+ * fc of each block's head. */
+static PyObject *kernel_front_code(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t block;
+    if (!PyArg_ParseTuple(args, "y*n:front_code", &view, &block))
+        return NULL;
+    PyObject *fc = NULL, *heads = NULL, *order = NULL, *result = NULL;
+    size_t *starts = NULL;
+    int64_t *tmp = NULL;
+    const unsigned char *b = view.buf;
+    size_t len = (size_t)view.len, n = 0;
+    if (block < 1) {
+        PyErr_Format(PyExc_ValueError, "block must be at least 1, got %zd", block);
+        goto done;
+    }
+    for (size_t i = 0; i < len; i++)
+        n += b[i] == 0;
+    if (n > (size_t)PY_SSIZE_T_MAX / 8 - 1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    starts = PyMem_Malloc((n + 1) * sizeof *starts);
+    tmp = PyMem_Malloc((n ? n : 1) * sizeof *tmp);
+    order = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(int64_t)));
+    size_t n_heads = n ? (n - 1) / (size_t)block + 1 : 0;
+    heads = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n_heads * sizeof(int64_t)));
+    if (!starts || !tmp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!order || !heads)
+        goto done;
+    starts[0] = 0;
+    for (size_t i = 0, k = 0; i < len && k < n; i++)
+        if (b[i] == 0)
+            starts[++k] = i + 1;
+    Tokens t = {b, starts};
+    int64_t *ids = (int64_t *)PyBytes_AS_STRING(order);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (int64_t)i;
+    sort_ids(&t, ids, tmp, n);
+    PyMem_Free(tmp);
+    tmp = NULL;
+    /* at most: every token whole, with its p byte and its NUL (the blob holds n NULs) */
+    size_t cap = starts[n] + n;
+    fc = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(cap ? cap : 1));
+    if (!fc)
+        goto done;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(fc);
+    int64_t *head = (int64_t *)PyBytes_AS_STRING(heads);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t id = ids[i];
+        size_t l = tok_len(&t, id), p = 0;
+        const unsigned char *s = b + starts[id];
+        if (i % (size_t)block == 0) {
+            head[i / (size_t)block] = (int64_t)at;
+        } else {
+            int64_t prev = ids[i - 1];
+            size_t lp = tok_len(&t, prev), most = l < lp ? l : lp;
+            const unsigned char *q = b + starts[prev];
+            if (most > 254)
+                most = 254;
+            while (p < most && s[p] == q[p])
+                p++;
+        }
+        if (at + 2 + (l - p) > cap) { /* (cannot happen: each entry is at most its token + 2) */
+            PyErr_SetString(PyExc_RuntimeError, "front_code: output overflow");
+            goto done;
+        }
+        out[at++] = (unsigned char)(p + 1);
+        memcpy(out + at, s + p, l - p);
+        at += l - p;
+        out[at++] = 0;
+    }
+    if (_PyBytes_Resize(&fc, (Py_ssize_t)at) < 0) /* (frees fc and sets it NULL on failure) */
+        goto done;
+    result = PyTuple_Pack(3, fc, heads, order);
+done:
+    PyMem_Free(starts);
+    PyMem_Free(tmp);
+    Py_XDECREF(fc);
+    Py_XDECREF(heads);
+    Py_XDECREF(order);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef kernel_methods[] = {
     {"keys", kernel_keys, METH_O, "keys(blob) -> uint64 keys (bytes) of NUL-terminated tokens"},
+    {"front_code", kernel_front_code, METH_VARARGS,
+     "front_code(blob, block) -> (front-coded bytes, int64 block heads, int64 order) (bytes each)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -169,6 +169,35 @@ def test_the_kernel_refuses_what_it_is_not_given_to_count():
     assert c.result()[0] == "x\udcff\0ok\0".encode("utf-8", "surrogatepass")
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(st.sampled_from(TRICKY) | st.characters(blacklist_characters="\x00"), max_size=20)
+                | st.builds(lambda n, t: "a" * n + t, st.integers(240, 300), st.text("ab", max_size=3)),
+                unique=True, max_size=120))
+def test_the_kernel_front_codes_as_numpy_does(tokens):
+    """The model file's vocabulary (store.vocabfile.front_code) from C: the same bytes, block
+    heads and order as the numpy reference, for any distinct tokens (the empty one, prefixes
+    of each other, shared prefixes past the 254 an entry can say)."""
+    from nbtext.features.vocabulary import encode_tokens
+    from nbtext.store.vocabfile import BLOCK, front_code_numpy
+
+    blob = encode_tokens(tokens)
+    fc, heads, order = compiled().front_code(blob, BLOCK)
+    want = front_code_numpy(blob)
+    assert fc == want[0]
+    assert np.array_equal(np.frombuffer(heads, dtype=np.int64), want[1])
+    assert np.array_equal(np.frombuffer(order, dtype=np.int64), want[2])
+
+
+def test_the_kernels_front_coding_refuses_a_bad_block():
+    k = compiled()
+    with pytest.raises(ValueError, match="at least 1"):
+        k.front_code(b"a\0", 0)
+    with pytest.raises(TypeError):
+        k.front_code("a", 16)
+    assert k.front_code(b"", 16) == (b"", b"", b"")
+    assert k.front_code(b"no nul", 16) == (b"", b"", b"")  # (bytes after the last NUL: no token)
+
+
 # -- AddressSanitizer ----------------------------------------------------------------------------
 
 FUZZ = textwrap.dedent('''
@@ -182,6 +211,8 @@ FUZZ = textwrap.dedent('''
     from nbtext.features.counting import Batch
     from nbtext.settings import TokenizerSettings
     from nbtext.text.tokenizer import Tokenizer
+    from nbtext.store import vocabfile
+    import numpy as np
     assert kernel.compiled() is k
     rng = random.Random(int(sys.argv[3]))
     seeds = [open(p, "rb").read() for p in sys.argv[4:]]
@@ -215,6 +246,16 @@ FUZZ = textwrap.dedent('''
         want = Batch.of_tokens([tok(d) for d in datas])
         assert got[0] == want.blob and (got[1] == want.keys).all() and (got[2] == want.rows.data).all()
         assert (got[3] == want.rows.indices).all() and (got[4] == want.rows.indptr).all()
+        blob = rng.randbytes(rng.randrange(400)) + (b"\\0" if rng.random() < 0.5 else b"")
+        k.front_code(blob, rng.choice([1, 2, 16, 1000]))  # (any bytes, duplicates: only safety)
+        distinct = list(dict.fromkeys(t for t in (b"".join(rng.choice([b"a", b"b", b"\\xc3\\xa9", b"a" * 300])
+                                                          for _ in range(rng.randrange(6)))
+                                                 for _ in range(rng.randrange(60)))))
+        blob = b"".join(t + b"\\0" for t in distinct)
+        fc, heads, order = k.front_code(blob, 16)
+        want = vocabfile.front_code_numpy(blob)
+        assert fc == want[0] and (np.frombuffer(heads, np.int64) == want[1]).all()
+        assert (np.frombuffer(order, np.int64) == want[2]).all()
         n += 1
     print(n)
 ''')

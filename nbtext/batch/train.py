@@ -110,16 +110,18 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     release()
     sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
     release()
-    model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample)
+    model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
+                                       release=release)
     model.ledger = ledger
     release()
     return model, fit
 
 
 def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
-                       X=None, y=None) -> tuple[Model, np.ndarray, ThresholdFit | None]:
+                       X=None, y=None, release=None) -> tuple[Model, np.ndarray, ThresholdFit | None]:
     """The model of counts over ``vocab``, with the features the options keep and the decisions
-    fitted on (X, y) when given; returns it with the kept columns and the threshold's fit."""
+    fitted on (X, y) when given; returns it with the kept columns and the threshold's fit
+    (``release``: called between calibration's candidates, see train_model)."""
     counts.compact()
     width = counts.width
     fc = counts.feature_count if features.max_features is None else np.ascontiguousarray(counts.feature_count)
@@ -137,7 +139,7 @@ def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, f
         X = X.columns(keep)  # (a copy: only when features were dropped)
     # An identity list of columns need not be held while calibrating (spamassassin-2002: 7 MB).
     keep = None if everything else keep
-    fit = apply_decisions(model, decisions, X, y)
+    fit = apply_decisions(model, decisions, X, y, release)
     return model, (np.arange(width) if keep is None else keep), fit
 
 
@@ -161,7 +163,7 @@ class ThresholdFit(Record):
     fnr: float   # the share of the positive class missed
 
 
-def apply_decisions(model: Model, d: DecisionOptions, X, y) -> ThresholdFit | None:
+def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None) -> ThresholdFit | None:
     """Set the model's decision as the options say: the positive class, the calibration map
     and a max_fpr threshold fitted on internal folds of (X, y) (all the model's documents, or a
     sample of them), a given threshold and unsure band; and the variant, when auto chooses it."""
@@ -172,13 +174,13 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y) -> ThresholdFit | No
         from ..nb.calibrate import can_split
 
         if can_split(y, d.folds):
-            fit = _fit_on_folds(model, d, X, y)
+            fit = _fit_on_folds(model, d, X, y, release or (lambda: None))
         elif d.max_fpr is not None:
             raise SettingError("max_fpr", None, f"needs at least {d.folds} documents of each class")
     return fit  # (auto with too few documents to choose by: the Model's first candidate)
 
 
-def _fit_on_folds(model: Model, d: DecisionOptions, X, y) -> ThresholdFit | None:
+def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release) -> ThresholdFit | None:
     from ..nb.calibrate import (brier_of, calibrated_log, fit_calibration, lengths_of, out_of_fold_jll,
                                 threshold_for_fpr)
 
@@ -199,7 +201,8 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y) -> ThresholdFit | None
     for settings in candidates:
         estimator = None if not whole else model.estimator if settings == model.settings else \
             make_estimator(settings, model.counts)
-        jll = out_of_fold_jll(X, y, classes, settings, d.folds, d.seed, full=estimator, unseen=unseen)
+        jll = out_of_fold_jll(X, y, classes, settings, d.folds, d.seed, full=estimator, unseen=unseen,
+                              release=release)
         del estimator
         jll, for_threshold = jll if unseen == "both" else (jll, jll)
         params = fit_calibration(jll, lengths, t_idx) if d.calibrate else {}

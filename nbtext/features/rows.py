@@ -22,6 +22,9 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return shift + np.arange(int(lengths.sum()), dtype=np.int64)
 
 
+PIECE = 1 << 16  # entries at a time, where an operation's temporaries are one per entry
+
+
 def index_dtype(n_cols: int):
     """Column numbers in 32 bits while they fit, as scipy stores them (half the memory)."""
     return np.int32 if n_cols < 2**31 else np.int64
@@ -70,6 +73,12 @@ class Rows:
     def nnz(self) -> int:
         return len(self.data)
 
+    def _row_pieces(self) -> np.ndarray:
+        """Where consecutive pieces of rows start (and the last ends) that hold about PIECE
+        entries each, so that temporaries of one value per entry are made a piece at a time."""
+        starts = np.searchsorted(self.indptr, np.arange(0, self.nnz, PIECE), side="right") - 1
+        return np.unique(np.append(starts, [0, self.shape[0]]))
+
     def row_of_entries(self) -> np.ndarray:
         return np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(self.indptr))
 
@@ -86,6 +95,11 @@ class Rows:
     def __getitem__(self, rows) -> "Rows":
         """The rows a boolean mask or an array of row numbers selects."""
         rows = np.asarray(rows)
+        if rows.dtype == bool and len(rows) == self.shape[0]:
+            # (a mask per entry: calibration's folds took two int64 arrays per entry, 5 MB each)
+            lengths = np.diff(self.indptr)
+            entries = np.repeat(rows, lengths)
+            return Rows(self.data[entries], self.indices[entries], _indptr(lengths[rows]), self.shape[1])
         rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
         lengths = self.indptr[rows + 1] - self.indptr[rows]
         take = ranges(self.indptr[rows], lengths)
@@ -142,11 +156,16 @@ class Rows:
         W = np.asarray(W)
         if W.ndim == 1:
             return (self @ W[:, None])[:, 0]
-        rows = self.row_of_entries()
         out = np.empty((self.shape[0], W.shape[1]))
-        for c in range(W.shape[1]):
-            w = W[self.indices, c]
-            out[:, c] = np.bincount(rows, weights=np.multiply(self.data, w, out=w), minlength=self.shape[0])
+        # (each row's sum is the same, a piece at a time: its own entries, added in order)
+        starts = self._row_pieces()
+        for r0, r1 in zip(starts[:-1], starts[1:]):
+            part = Rows(self.data[self.indptr[r0]:self.indptr[r1]], self.indices[self.indptr[r0]:self.indptr[r1]],
+                        self.indptr[r0:r1 + 1] - self.indptr[r0], self.shape[1])
+            rows = part.row_of_entries()
+            for c in range(W.shape[1]):
+                w = W[part.indices, c]
+                out[r0:r1, c] = np.bincount(rows, weights=np.multiply(part.data, w, out=w), minlength=r1 - r0)
         return out
 
     def column_sums_by_row_group(self, group: np.ndarray, k: int, weights: np.ndarray | None = None,
@@ -155,11 +174,16 @@ class Rows:
         ``group[i]``, as the one-hot product Y.T @ X would; with ``token_major``, its transpose
         as a C-ordered columns x k array (the same sums, added in the same order)."""
         n = self.shape[1]
-        g = np.repeat(np.asarray(group, dtype=np.int64), np.diff(self.indptr))
-        if token_major:
-            cells = self.indices.astype(np.int64) * k
-            cells += g
+        if token_major:  # (each entry's row's group added a piece of rows at a time, in place)
+            cells = self.indices.astype(np.int64)
+            cells *= k
+            group = np.asarray(group, dtype=np.int64)
+            lengths = np.diff(self.indptr)
+            pieces = self._row_pieces()
+            for r0, r1 in zip(pieces[:-1], pieces[1:]):
+                cells[self.indptr[r0]:self.indptr[r1]] += np.repeat(group[r0:r1], lengths[r0:r1])
         else:
+            g = np.repeat(np.asarray(group, dtype=np.int64), np.diff(self.indptr))
             cells = g
             cells *= n
             cells += self.indices  # (in place: each temporary is one per entry, 2.5 MB a fold)
