@@ -56,12 +56,12 @@ def test_calibration_study_compares_the_maps_on_held_out_folds(tmp_path):
     assert len({row[3] for row in rows}) == 1
 
 
-def test_floor_script_prints_its_tables():
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "floor.py"), "--corpus", str(DATA / "corpus"),
+def test_floor_script_prints_its_tables(small_corpus):
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "floor.py"), "--corpus", str(small_corpus),
                         "--repeat", "1"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("# Floors: corpus, 432 documents")
+    assert lines[0].startswith(f"# Floors: {small_corpus.name}, 60 documents")
     steps = [ln.split(" | ")[0].lstrip("| ") for ln in lines if ln.startswith("| ") and "---" not in ln]
     assert steps[1:5] == ["parse (stdlib email, compat32)", "tokenize (parsing included)",
                           "count, Python path (a worker's whole job)",
