@@ -803,7 +803,7 @@ def learn(model_path, label, forget, inputs, quiet):
     from .store.tables import is_table_header
 
     check_target(model_path, list(inputs))  # (a model inside an input would be learned as a document)
-    if is_table_header(read_container(model_path)[0]):
+    if is_table_header(read_container(model_path, header_only=True)[0]):
         from .tablecli import learn as learn_rows
 
         n = learn_rows(model_path, list(inputs) or ["-"], label, forget)

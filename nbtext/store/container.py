@@ -67,8 +67,10 @@ def describe_foreign(head: bytes) -> str:
 MAX_HEADER = 1 << 24  # a header holds settings, classes and per-class sums: 16 MiB is absurdly many
 
 
-def read_container(path: str) -> tuple[dict, memoryview]:
-    """The header and the verified payload of a model file, or ModelFileError saying why not.
+def read_container(path: str, header_only: bool = False) -> tuple[dict, memoryview | None]:
+    """The header and the verified payload of a model file, or ModelFileError saying why not
+    (``header_only``: the checked header alone, and None; the payload is neither read nor
+    checked, as for learn's look at which kind of model it is before loading it).
 
     Only a regular file is read (a FIFO would hang, /dev/zero never end), and the prefix and
     header are checked before the rest is read: a large file that is not ours costs 24 bytes."""
@@ -78,7 +80,7 @@ def read_container(path: str) -> tuple[dict, memoryview]:
             what = "is a directory" if stat.S_ISDIR(st.st_mode) else "is not a regular file"
             raise ModelFileError(f"{path}: {what}, not a model file")
         with open(path, "rb") as f:
-            return _read(f, os.fstat(f.fileno()).st_size, path)
+            return _read(f, os.fstat(f.fileno()).st_size, path, header_only)
     except FileNotFoundError:
         raise ModelFileError(f"{path}: no such model file") from None
     except IsADirectoryError:
@@ -87,7 +89,7 @@ def read_container(path: str) -> tuple[dict, memoryview]:
         raise ModelFileError(f"{path}: cannot read model file: {e.strerror}") from None
 
 
-def _read(f, size: int, path: str) -> tuple[dict, memoryview]:
+def _read(f, size: int, path: str, header_only: bool = False) -> tuple[dict, memoryview | None]:
     head = f.read(PREFIX.size)
     if len(head) < PREFIX.size:
         if MAGIC.startswith(head[:8]) and head:
@@ -124,6 +126,9 @@ def _read(f, size: int, path: str) -> tuple[dict, memoryview]:
         raise ModelFileError(f"{path}: truncated model file ({size} bytes, expected {pstart + plen})")
     if pstart + plen < size:
         raise ModelFileError(f"{path}: corrupt model file (trailing bytes after the payload)")
+    header["format_version"] = version  # not stored in the JSON: the prefix holds it
+    if header_only:
+        return header, None
     rest = f.read(size - start - hlen)
     if len(rest) != size - start - hlen:
         raise ModelFileError(f"{path}: truncated model file (it shrank while being read)")
@@ -132,7 +137,6 @@ def _read(f, size: int, path: str) -> tuple[dict, memoryview]:
     payload = memoryview(rest)[pstart - start - hlen:]
     if zlib.crc32(payload) != header.get("payload_crc32"):
         raise ModelFileError(f"{path}: corrupt model file (payload checksum mismatch)")
-    header["format_version"] = version  # not stored in the JSON: the prefix holds it
     return header, payload
 
 
