@@ -121,13 +121,17 @@ def engine_options(f):
                              "pip install 'nbtext[dask]').")(f)
 
 
-def dask_cluster(kw: dict, quiet: bool):
-    """The Dask cluster --engine dask asks for (None for local), which the command closes."""
+def dask_cluster(kw: dict, quiet: bool, inputs: list[str]):
+    """The Dask cluster --engine dask asks for (None for local), which the command closes;
+    ``inputs`` are checked first (standard input is refused before a cluster starts)."""
     if kw.get("engine") != "dask":
         if kw.get("scheduler"):
             raise click.UsageError("--scheduler needs --engine dask")
         return None
-    from .batch.cluster import Cluster, say
+    from .batch.cluster import Cluster, no_stdin, say
+
+    for path in inputs:
+        no_stdin(path)
 
     return Cluster(kw.get("scheduler"), say=None if quiet else say)
 
@@ -382,7 +386,7 @@ def train(**kw):
         from . import tablecli
 
         progress = Progress("training", kw["quiet"])
-        cluster = dask_cluster(kw, kw["quiet"])
+        cluster = dask_cluster(kw, kw["quiet"], list(kw["sources"]) or ["-"])
         with cluster or contextlib.nullcontext():
             tablecli.train(kw, progress, info_line, parse_pair(kw["unsure"], "--unsure", float), cluster)
         progress.done()
@@ -393,7 +397,7 @@ def train(**kw):
     map_large_arrays()
     progress = Progress("training", kw["quiet"])
     unread = Unread()
-    cluster = dask_cluster(kw, kw["quiet"])
+    cluster = dask_cluster(kw, kw["quiet"], [*kw["sources"], *(p for _, p in kw["label_paths"])])
     if cluster is not None:
         from .batch.cluster import labelled_parts, number_lines, train_on_cluster
 
@@ -470,7 +474,7 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
 
         if explain or lines:
             raise click.UsageError("--explain and --lines are for text models; a table model scores table rows")
-        cluster = dask_cluster({"engine": engine, "scheduler": scheduler}, quiet)
+        cluster = dask_cluster({"engine": engine, "scheduler": scheduler}, quiet, list(inputs) or ["-"])
         with cluster or contextlib.nullcontext():
             return tablecli.predict(model, list(inputs) or ["-"], fmt, header, input_format, density, stdout(),
                                     cluster, model_path)
@@ -480,7 +484,7 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     streaming = bool(lines or input_format) and "-" in (inputs or ["-"])  # a pipe: answer per line
     out = stdout()
     progress = Progress("predicting", quiet)
-    cluster = dask_cluster({"engine": engine, "scheduler": scheduler}, quiet)
+    cluster = dask_cluster({"engine": engine, "scheduler": scheduler}, quiet, list(inputs) or ["-"])
     if cluster is not None:
         from .batch.cluster import input_parts, number_lines, scored_on_cluster
 
@@ -641,7 +645,7 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     if is_table_run(kw):
         from . import tablecli
 
-        cluster = dask_cluster(kw, quiet)
+        cluster = dask_cluster(kw, quiet, list(kw["sources"]) or ["-"])
         with cluster or contextlib.nullcontext():
             results, ids, y, predictions = tablecli.cross_validate(kw, folds, seed, predictions_path is not None,
                                                                    cluster)
@@ -657,7 +661,7 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     progress = Progress("reading", quiet)
     ids: list | None = [] if predictions_path is not None else None
     unread = Unread()
-    cluster = dask_cluster(kw, quiet)
+    cluster = dask_cluster(kw, quiet, [*kw["sources"], *(p for _, p in kw["label_paths"])])
     if cluster is not None:
         from .batch.cluster import corpus_on_cluster, labelled_parts, number_lines
 

@@ -234,6 +234,12 @@ def test_stdin_is_refused_with_engine_dask(cluster, run, sample_model):
             input="Subject: hi\n\nhello\n")
     assert r.exit_code == 1
     assert r.stderr == "nbtext: error: -: --engine dask reads files its workers can reach, not standard input\n"
+    # refused before a LocalCluster is started (its dashboard line would come first on stderr)
+    for args in (["predict", "-m", sample_model], ["cv", "-"], ["train", "-", "-o", "m.nbm"],
+                 ["train", "-", "--label-column", "Play", "--variant", "table", "-o", "m.nbm"]):
+        r = run(*args, "--engine", "dask", input="Subject: hi\n\nhello\n")
+        assert (r.exit_code, r.stderr) == (
+            1, "nbtext: error: -: --engine dask reads files its workers can reach, not standard input\n"), args
 
 
 def test_a_server_that_is_not_a_scheduler_is_an_error_naming_it():

@@ -177,7 +177,7 @@ class Part:
             yield from read._guarded(docs, on_error)
 
 
-def _no_stdin(path: str):
+def no_stdin(path: str):
     if path == "-":
         raise NbtextError("-: --engine dask reads files its workers can reach, not standard input")
 
@@ -282,7 +282,7 @@ def labelled_parts(sources: list[str], labelled: list[tuple[str, str]], opts: Li
 
     units: list[tuple] = []
     for src in sources:
-        _no_stdin(src)
+        no_stdin(src)
         if os.path.exists(src) and not os.path.isdir(src):
             units.append(("lines", src, opts, True))
         elif os.path.isdir(src):
@@ -290,7 +290,7 @@ def labelled_parts(sources: list[str], labelled: list[tuple[str, str]], opts: Li
         else:
             read._report(NbtextError(f"{src}: no such file or directory"), on_error)
     for label, path in labelled:
-        _no_stdin(path)
+        no_stdin(path)
         read._label_chars(label, "--label")
         units.append(("files", _sized((p, single, label) for p, single in read.mail_folder_files(path, on_error))))
     return _planned(units, workers, part_bytes)
@@ -303,7 +303,7 @@ def input_parts(inputs: list[str], lines: bool, input_format: str | None, opts: 
 
     units: list[tuple] = []
     for path in inputs:
-        _no_stdin(path)
+        no_stdin(path)
         if lines or input_format:
             line_opts = LineOptions(input_format or "lines", opts.label_column, opts.text_column)
             if not os.path.isfile(path):
@@ -631,7 +631,7 @@ def table_parts(cluster: Cluster, sources: list[str], fmt: str | None, part_byte
 
     files = []
     for path in sources:
-        _no_stdin(path)
+        no_stdin(path)
         first = next((rows[0] for _, rows in raw_blocks(path, fmt, 1) if rows), None)  # (the header record)
         if first is None:
             raise NbtextError(f"{path}: empty table (no header row)")
