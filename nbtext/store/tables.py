@@ -118,9 +118,8 @@ def _model(d: dict, arrays: dict):
         raise ValueError("kinds must say categorical or numeric for each of the columns")
     if label in columns:
         raise ValueError("columns must not hold the label column")
-    only = {"categorical": "categorical", "gaussian": "numeric"}.get(settings.variant)
-    if only and any(k != only for k in kinds):
-        raise ValueError(f"a {settings.variant} model's columns must all be {only}")
+    # (the variant is the columns' default type: --categorical and --numeric type columns
+    # otherwise, so a categorical model may hold numeric columns and a gaussian one categorical)
     values = d["values"]
     n_cat, p = kinds.count("categorical"), kinds.count("numeric")
     if not isinstance(values, list) or len(values) != n_cat:
