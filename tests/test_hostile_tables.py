@@ -389,3 +389,28 @@ def test_a_variant_with_columns_typed_otherwise_trains_saves_and_loads(run, tmp_
         dump = run("export", "-m", m).stdout
         assert run("import", "-", "-o", tmp_path / "back.nbm", input=dump).exit_code == 0
         assert run("export", "-m", tmp_path / "back.nbm").stdout == dump
+
+
+def test_a_model_file_whose_exact_sums_disagree_is_refused_when_they_are_used(run, tmp_path):
+    """A model file's exact sums are read when first needed (learn, forget, merge): scoring uses
+    the floats stored beside them (a wide table's sums took seconds to read for each classify).
+    A file whose sums were forged under sane floats (valid checksums) scores by its floats, and
+    learn refuses it, naming the file, and leaves it as it was."""
+    from nbtext import store
+
+    path = tmp_path / "iris.nbm"
+    assert run("train", FIXTURES / "iris.csv", "--label-column", "class", "-q", "-o", path).exit_code == 0
+    want = run("predict", "-m", path, FIXTURES / "iris.csv").stdout
+    model = store.load(str(path))
+    model.stats._exact()
+    model.stats.S2.m[0, 0] = -(1 << 900)  # (the floats kept as derived: the file holds both)
+    store.save(model, str(path))
+    before = path.read_bytes()
+    assert run("predict", "-m", path, FIXTURES / "iris.csv").stdout == want
+    row = tmp_path / "row.csv"
+    row.write_text("sepal_length,sepal_width,petal_length,petal_width\n5.1,3.5,1.4,0.2\n")
+    r = run("learn", "-m", path, "--label", "setosa", row)
+    assert r.exit_code == 1
+    assert r.stderr == (f"nbtext: error: {path}: corrupt model file (exact: the sums do not give the means "
+                        "and M2s stored in gauss and joint)\n")
+    assert path.read_bytes() == before

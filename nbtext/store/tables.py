@@ -95,7 +95,7 @@ def _strings(value, what: str, distinct: bool = True) -> list:
     return value
 
 
-def _model(d: dict, arrays: dict):
+def _model(d: dict, arrays: dict, where: str = "", lazy: bool = False):
     """The TableModel of a header's (or dump's) fields and its arrays, every field checked:
     ValueError (or SettingError) naming the first that is wrong."""
     from ..nb.decision import Decision
@@ -168,14 +168,15 @@ def _model(d: dict, arrays: dict):
     stats = TableStats.of_arrays(
         classes, cc, values, [cat[:, bounds[j]:bounds[j + 1]] for j in range(n_cat)], tuple(gauss),
         None if joint is None else (joint[:, 0], joint[:, 1:1 + p], joint[:, 1 + p:].reshape(k, p, p)),
-        _exact(arrays.get("exact"), k, p, joint is not None))
-    if "exact" in arrays and not stats.agrees():
+        _exact(arrays.get("exact"), k, p, joint is not None, lazy), where)
+    if "exact" in arrays and not lazy and not stats.agrees():
         raise ValueError("exact: the sums do not give the means and M2s stored in gauss and joint")
     return TableModel(settings, label, columns, kinds, stats, decision)
 
 
-def _exact(exact, k: int, p: int, joint: bool):
-    """The exact sums of a file or dump (None when it has none), each checked for its shape."""
+def _exact(exact, k: int, p: int, joint: bool, lazy: bool = False):
+    """The exact sums of a file or dump (None when it has none), each checked for its shape;
+    ``lazy``: a function that parses them (a model file's, when they are first needed)."""
     from ..table.exact import Exact
 
     if exact is None:
@@ -184,13 +185,15 @@ def _exact(exact, k: int, p: int, joint: bool):
     if not isinstance(exact, dict) or sorted(exact) != sorted(names):
         raise ValueError(f"exact must hold {', '.join(names)}")
     shapes = {"sum": (k, p), "sumsq": (k, p), "joint_sum": (k, p), "joint_products": (k, p, p)}
-    out = {}
     for name in names:
         data = exact[name]
         if not isinstance(data, list) or len(data) != math.prod(shapes[name]):
             raise ValueError(f"exact {name} must hold {math.prod(shapes[name])} sums")
-        out[name] = Exact.of_strings(data, shapes[name])
-    return out
+
+    def parse() -> dict:
+        return {name: Exact.of_strings(exact[name], shapes[name]) for name in names}
+
+    return parse if lazy else parse()
 
 
 def decode_table(header: dict, payload: memoryview, path: str = "model"):
@@ -205,7 +208,7 @@ def decode_table(header: dict, payload: memoryview, path: str = "model"):
         for name in ("cat_counts", "gauss"):
             if name not in arrays:
                 raise ValueError(f"section {name} is missing")
-        return _model(header, arrays)
+        return _model(header, arrays, path, lazy=True)
     except (KeyError, TypeError, ValueError, RecursionError) as e:
         raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
     except NbtextError as e:

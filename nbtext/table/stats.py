@@ -62,6 +62,7 @@ class TableStats:
         self.version = 0
         self._derived: tuple | None = None  # (version, mean, M2, joint mean, scatter)
         self._floats = None  # (a model file's stored floats, until its exact sums are needed)
+        self._pending = None  # (a model file's exact sums not yet parsed: (parse, the file's name))
         if classes:
             self._class_rows(list(classes))
 
@@ -104,9 +105,25 @@ class TableStats:
     jm2 = property(lambda self: self._derive()[4], doc="(k, q, q): the complete rows' scatter matrix")
 
     def _exact(self) -> None:
-        """A model file of format 4 without exact sums (or not yet read): the sums its stored
-        floats stand for (S = n mean, S2 = M2 + n mean^2, P = scatter + n mean mean', exact), from
-        which the same floats derive again."""
+        """The exact sums, made when first needed (to learn, forget, merge or save): a model
+        file's, parsed and checked to give the floats stored beside them (scoring uses those
+        floats alone: a wide table's sums cost seconds to read); or, for a model file of format
+        4 without them, the sums its stored floats stand for (S = n mean, S2 = M2 + n mean^2,
+        P = scatter + n mean mean', exact), from which the same floats derive again."""
+        if self._pending is not None:
+            parse, where = self._pending
+            self._pending = self._floats = None
+            try:
+                sums = parse()
+            except ValueError as e:
+                raise NbtextError(f"{where}: corrupt model file (ValueError: {e})") from None
+            self.S, self.S2 = sums["sum"], sums["sumsq"]
+            if self.joint:
+                self.jS, self.jP = sums["joint_sum"], sums["joint_products"]
+            if not self.agrees():
+                raise NbtextError(f"{where}: corrupt model file (exact: the sums do not give the means and M2s "
+                                  "stored in gauss and joint)")
+            return
         if self._floats is None:
             return
         mean, m2, jmean, jm2 = self._floats
@@ -307,11 +324,13 @@ class TableStats:
         return out
 
     @classmethod
-    def of_arrays(cls, classes, class_count, values, cat, gauss, joint, exact: dict | None = None
+    def of_arrays(cls, classes, class_count, values, cat, gauss, joint, exact=None, where: str = "model"
                   ) -> "TableStats":
         """Statistics holding these arrays (a model file's or a dump's, already checked): the
         counts, the derived floats as stored, and the exact sums (None: a file written before
-        they were kept, whose sums are those its floats stand for)."""
+        they were kept, whose sums are those its floats stand for; a dict of them; or a function
+        that parses them, called when they are first needed, see _exact; ``where`` names the
+        file in its errors)."""
         p = gauss[0].shape[1]
         out = cls(len(values), p, joint is not None)
         out.classes, out.class_count = list(classes), np.asarray(class_count, dtype=np.float64)
@@ -327,8 +346,9 @@ class TableStats:
         out.n, out.jn = n, jn
         out.S, out.S2, out.jS, out.jP = Exact.zeros((k, p)), Exact.zeros((k, p)), Exact.zeros(jmean.shape), \
             Exact.zeros(jm2.shape)
-        if exact is None:
+        if exact is None or callable(exact):
             out._floats = (mean, m2, jmean, jm2)
+            out._pending = (exact, where) if exact is not None else None
         else:
             out.S, out.S2 = exact["sum"], exact["sumsq"]
             if joint is not None:
