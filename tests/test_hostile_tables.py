@@ -89,8 +89,20 @@ def test_a_text_model_class_with_a_tab_is_refused(tmp_path):
     with pytest.raises(NbtextError, match="holds a control character"):
         import_lines([lines[0], json.dumps(head), *lines[2:]], "d")
     head["classes"], head["class_count"] = ["ham", "spam"], [True, "1"]
-    with pytest.raises(NbtextError, match="class_count must hold whole numbers"):
+    with pytest.raises(NbtextError, match="class_count must hold numbers from 0 to 2"):
         import_lines([lines[0], json.dumps(head), *lines[2:]], "d")
+
+
+def test_a_text_model_learned_with_fractional_weights_saves_and_loads(tmp_path):
+    """scikit-learn's partial_fit takes fractional sample weights, and so does a text model's:
+    its class counts are then not whole, and a load-time check refused every such file."""
+    import nbtext
+    from nbtext.settings import ModelSettings, TokenizerSettings
+
+    m = nbtext.Model.empty(TokenizerSettings(), ModelSettings(variant="multinomial"), ["ham", "spam"])
+    m.add([["a", "b"], ["c"]], ["ham", "spam"], weight=2.5)
+    nbtext.save(m, str(tmp_path / "w.nbm"))
+    assert nbtext.load(str(tmp_path / "w.nbm")).class_count.tolist() == [2.5, 2.5]
 
 
 def test_a_table_model_with_every_row_forgotten_is_refused_not_a_crash(run, tmp_path):

@@ -41,7 +41,7 @@ def meta(d: dict) -> tuple:
     classes = names(d["classes"], "classes")
     if classes != sorted(set(classes)):
         raise ValueError("classes must be distinct and sorted")
-    class_count = whole_counts(d["class_count"], len(classes), "class_count")
+    class_count = whole_counts(d["class_count"], len(classes), "class_count", whole=False)
     decision = Decision.from_dict(_object(d, "decision"))
     decision.check_classes(classes)
     return tokenizer, settings, classes, class_count, decision
@@ -62,14 +62,15 @@ def names(value, what: str) -> list:
     return value
 
 
-def whole_counts(value, n: int, what: str) -> list:
-    """A list of ``n`` counts: whole numbers from 0 to 2**53 (JSON numbers, or strings of them
-    as the text dump writes them; not true or false)."""
+def whole_counts(value, n: int, what: str, whole: bool = True) -> list:
+    """A list of ``n`` counts: numbers from 0 to 2**53 (JSON numbers, or strings of them as the
+    text dump writes them; not true or false), whole ones unless ``whole`` is false (a text
+    model learned with fractional sample weights, as scikit-learn's partial_fit takes them)."""
     if not isinstance(value, list) or len(value) != n:
         raise ValueError(f"{what} must hold one count per class ({n})")
     counts = [float(x) if type(x) in (int, float, str) else math.nan for x in value]
-    if not all(0 <= x <= MAX_COUNT and x.is_integer() for x in counts):
-        raise ValueError(f"{what} must hold whole numbers from 0 to 2**53")
+    if not all(0 <= x <= MAX_COUNT and (x.is_integer() or not whole) for x in counts):
+        raise ValueError(f"{what} must hold {'whole ' if whole else ''}numbers from 0 to 2**53")
     return counts
 
 
