@@ -33,7 +33,8 @@ def room(k: int, tokens: int) -> None:
     if k * tokens > MAX_NUMBERS:
         raise NbtextError(f"the counts would hold {k * tokens:,} numbers ({k:,} classes x {tokens:,} tokens), "
                           f"more than {MAX_NUMBERS:,}: too many classes (are the labels right?) or tokens "
-                          "(--max-features, --min-df)")
+                          "(every distinct token is counted before --max-features or --min-df choose; "
+                          "--ngrams 1 and --char-ngrams 0,0 make fewer)")
 
 
 class Counts:
