@@ -128,10 +128,10 @@ def dask_cluster(kw: dict, quiet: bool, inputs: list[str]):
         if kw.get("scheduler"):
             raise click.UsageError("--scheduler needs --engine dask")
         return None
-    from .batch.cluster import Cluster, no_stdin, say
+    from .batch.cluster import Cluster, check_reachable, say
 
     for path in inputs:
-        no_stdin(path)
+        check_reachable(path)
 
     return Cluster(kw.get("scheduler"), say=None if quiet else say)
 

@@ -229,7 +229,7 @@ def test_scheduler_without_engine_dask_is_a_usage_error(run, tmp_path):
     assert r.exit_code == 2 and "--scheduler needs --engine dask" in r.stderr
 
 
-def test_stdin_is_refused_with_engine_dask(cluster, run, sample_model):
+def test_stdin_is_refused_with_engine_dask(cluster, run, sample_model, tmp_path):
     r = run("predict", "-m", sample_model, "-", "--engine", "dask", "--scheduler", cluster[1].scheduler_address,
             input="Subject: hi\n\nhello\n")
     assert r.exit_code == 1
@@ -240,6 +240,15 @@ def test_stdin_is_refused_with_engine_dask(cluster, run, sample_model):
         r = run(*args, "--engine", "dask", input="Subject: hi\n\nhello\n")
         assert (r.exit_code, r.stderr) == (
             1, "nbtext: error: -: --engine dask reads files its workers can reach, not standard input\n"), args
+    # a pipe given by name (as <(...) gives it): the client would read its header, the workers nothing
+    import os
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    r = run("train", fifo, "--label-column", "Play", "--variant", "table", "-o", tmp_path / "m.nbm",
+            "--engine", "dask")
+    assert (r.exit_code, r.stderr) == (
+        1, f"nbtext: error: {fifo}: --engine dask reads files its workers can reach, not a pipe or device\n")
 
 
 def test_a_server_that_is_not_a_scheduler_is_an_error_naming_it():

@@ -28,6 +28,7 @@ the workers can read (a shared filesystem); the model file too, for predict.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -177,9 +178,17 @@ class Part:
             yield from read._guarded(docs, on_error)
 
 
-def no_stdin(path: str):
+def check_reachable(path: str):
+    """Refuse what the workers cannot read: standard input, and a pipe or device named by a
+    path (`<(...)`: the client would read its header and the workers nothing)."""
     if path == "-":
         raise NbtextError("-: --engine dask reads files its workers can reach, not standard input")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # (the readers report it)
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise NbtextError(f"{path}: --engine dask reads files its workers can reach, not a pipe or device")
 
 
 PART_MIN = 1 << 18  # (a partition of at least a chunk's input: 256 KiB)
@@ -282,7 +291,7 @@ def labelled_parts(sources: list[str], labelled: list[tuple[str, str]], opts: Li
 
     units: list[tuple] = []
     for src in sources:
-        no_stdin(src)
+        check_reachable(src)
         if os.path.exists(src) and not os.path.isdir(src):
             units.append(("lines", src, opts, True))
         elif os.path.isdir(src):
@@ -290,7 +299,7 @@ def labelled_parts(sources: list[str], labelled: list[tuple[str, str]], opts: Li
         else:
             read._report(NbtextError(f"{src}: no such file or directory"), on_error)
     for label, path in labelled:
-        no_stdin(path)
+        check_reachable(path)
         read._label_chars(label, "--label")
         units.append(("files", _sized((p, single, label) for p, single in read.mail_folder_files(path, on_error))))
     return _planned(units, workers, part_bytes)
@@ -303,7 +312,7 @@ def input_parts(inputs: list[str], lines: bool, input_format: str | None, opts: 
 
     units: list[tuple] = []
     for path in inputs:
-        no_stdin(path)
+        check_reachable(path)
         if lines or input_format:
             line_opts = LineOptions(input_format or "lines", opts.label_column, opts.text_column)
             if not os.path.isfile(path):
@@ -631,7 +640,7 @@ def table_parts(cluster: Cluster, sources: list[str], fmt: str | None, part_byte
 
     files = []
     for path in sources:
-        no_stdin(path)
+        check_reachable(path)
         first = next((rows[0] for _, rows in raw_blocks(path, fmt, 1) if rows), None)  # (the header record)
         if first is None:
             raise NbtextError(f"{path}: empty table (no header row)")
