@@ -23,7 +23,7 @@ from .exact import Exact, column_sums, cross_products
 from .read import Frame
 
 MAX_NUMBERS = 1 << 25  # the numbers a model's statistics may hold (256 MiB; scoring needs a few times it)
-EXACT_WEIGHT = 8
+EXACT_WEIGHT = 45  # (an exact sum's bytes at training's peak, over a float's 8: see room)
 
 
 def chan(na, ma, m2a, nb, mb, m2b):
@@ -192,12 +192,15 @@ class TableStats:
         asked as much."""
         p, q = self.n_numeric, self.q
         # (an exact sum, table.exact, is a Python integer and a binary exponent: about 64 bytes
-        # against a float's 8, so each counts as EXACT_WEIGHT numbers)
+        # held, and 356 at training's peak with the temporaries of its products and of the
+        # floats derived from them (measured: 300 numeric columns, 10 classes, --covariance
+        # shared: 368 MB against 47 for diagonal), so each counts as EXACT_WEIGHT numbers)
         each = n_values + 3 * p + 1 + q + q * q + EXACT_WEIGHT * (2 * p + q + q * q)
         if k * each > MAX_NUMBERS:
             raise NbtextError(f"the table's statistics would hold {k * each:,} numbers ({k:,} classes x {each:,}), "
                               f"more than {MAX_NUMBERS:,}: too many classes (is the label column right?), "
-                              "distinct values or, with --covariance shared or full, numeric columns (p x p a class)")
+                              "distinct values or, with --covariance shared or full, numeric columns (p x p exact sums a "
+                              f"class, each counted as {EXACT_WEIGHT} numbers; --covariance diagonal keeps p)")
 
     def check_labels(self, labels: Sequence[str], where: str = "") -> None:
         unknown = sorted(set(labels) - set(self.classes))
