@@ -87,10 +87,10 @@ class Exact:
                 m[i] = 0
                 continue
             g = _PATTERN.fullmatch(s)
-            if not g or len(g.group(2)) > MAX_HEX or not -MAX_EXP <= int(g.group(3)) <= MAX_EXP:
+            if not g or not -MAX_EXP <= (x := int(g.group(3))) <= MAX_EXP:
                 raise ValueError(f"not an exact sum: {s[:40]!r}")
             m[i] = int(g.group(2), 16) * (-1 if g.group(1) else 1)
-            e[i] = int(g.group(3))
+            e[i] = x
         return cls(m.reshape(shape), e.reshape(shape))
 
     @classmethod
@@ -113,7 +113,8 @@ class Exact:
 
 
 MAX_HEX, MAX_EXP = 1200, 2400  # (sums of squares of float64 over 2**64 rows: under 4,300 bits, 2**+-2,200)
-_PATTERN = re.compile(r"(-?)0x([0-9a-f]+)p(-?[0-9]+)")
+# (bounded runs: a file's string of a million digits is no match, never a huge integer to parse)
+_PATTERN = re.compile(rf"(-?)0x([0-9a-f]{{1,{MAX_HEX}}})p(-?[0-9]{{1,{len(str(MAX_EXP))}}})")
 
 
 def _text(m: int, e: int) -> str:
