@@ -32,7 +32,7 @@ def test_results_come_in_input_order_from_every_worker():
 
     with ForkPool(work, 3) as pool:
         out = list(pool.map(range(40), ahead=2))
-        pids = [pid for pid, _ in pool.workers]
+        pids = [w.pid for w in pool.workers]
     assert [n for n, _, _ in out] == list(range(40))
     assert [s for _, _, s in out] == [sum(range((40 - n) * 20_000)) for n in range(40)]
     assert {p for _, p, _ in out} == set(pids) and os.getpid() not in pids
@@ -40,11 +40,20 @@ def test_results_come_in_input_order_from_every_worker():
 
 
 def test_tasks_and_results_larger_than_a_socket_buffer_do_not_deadlock():
-    # 4 MB each way, two tasks queued a worker: a worker answering while its parent sends it the
-    # next task would wait for each other without the worker's reader thread
-    with ForkPool(lambda b: b[::-1] + b, 2) as pool:
-        blobs = [bytes([i]) * (2 << 20) for i in range(8)]
-        assert list(pool.map(blobs)) == [b + b for b in blobs]
+    # 4 MB each way, two tasks queued a worker: a worker answering while its parent sent it the
+    # next task would each wait for the other, if the parent's sends waited
+    def hung(signum, frame):
+        raise AssertionError("the pool deadlocked")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        with ForkPool(lambda b: b[::-1] + b, 2) as pool:
+            blobs = [bytes([i]) * (2 << 20) for i in range(8)]
+            assert list(pool.map(blobs)) == [b + b for b in blobs]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def test_an_error_in_a_worker_is_raised_in_the_parent_and_ends_the_workers():
@@ -54,7 +63,7 @@ def test_an_error_in_a_worker_is_raised_in_the_parent_and_ends_the_workers():
         return n
 
     pool = ForkPool(work, 2)
-    pids = [pid for pid, _ in pool.workers]
+    pids = [w.pid for w in pool.workers]
     with pytest.raises(NbtextError, match="^bad task 5$"):
         with pool:
             list(pool.map(range(10)))
@@ -84,7 +93,7 @@ def test_a_worker_that_dies_is_named_not_waited_for():
 
 def test_leaving_early_stops_the_workers():
     pool = ForkPool(lambda n: n, 2)
-    pids = [pid for pid, _ in pool.workers]
+    pids = [w.pid for w in pool.workers]
     results = pool.map(range(1000))
     assert next(results) == 0
     results.close()
