@@ -773,10 +773,15 @@ done:
     return result;
 }
 
+/* nbtext/_mail.c: the mail rules for the common message */
+PyObject *nbtext_mail_parts(PyObject *self, PyObject *args);
+
 static PyMethodDef kernel_methods[] = {
     {"keys", kernel_keys, METH_O, "keys(blob) -> uint64 keys (bytes) of NUL-terminated tokens"},
     {"front_code", kernel_front_code, METH_VARARGS,
      "front_code(blob, block) -> (front-coded bytes, int64 block heads, int64 order) (bytes each)"},
+    {"mail_parts", nbtext_mail_parts, METH_VARARGS,
+     "mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, helpers) -> (tokens, texts) or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -5,8 +5,10 @@ the kernel gives the same Batch: the same tokens in the same first-seen order, t
 keys and the same rows (tests/test_kernel.py checks on arbitrary bytes and on real mail; why C
 and not numba, and what each path costs: docs/kernel.md).
 
-Python still reads the mail (parsing, header, URL and HTML rules: Tokenizer.parts); the kernel
-takes each document's tokens and texts and does the per-word work: the words of ASCII runs of
+The kernel reads the common message's mail rules itself (nbtext/_mail.c: a single-part message
+with a plain header block; mail_parts below) and says "not mine" for what it cannot read exactly
+as nbtext.text.mail does, which Python then reads (Tokenizer.parts). Then the kernel takes each
+document's tokens and texts and does the per-word work: the words of ASCII runs of
 text, word n-grams, character n-grams, hashing and counting in one hash table a chunk. A run of
 text (between ASCII whitespace) holding a non-ASCII character goes back to
 nbtext.text.words.words, which knows Unicode's letters and case folding.
@@ -49,6 +51,40 @@ def compiled() -> ModuleType | None:
     return _kernel
 
 
+# mail_rules_off as the bits nbtext/_mail.c reads (OFF_* there)
+MAIL_OFF_BITS = {"headers": 1, "header-names": 2, "received": 4, "recipients": 8, "decode": 16, "html": 32,
+                 "urls": 64, "mime": 128}
+
+
+def mail_parts(kernel: ModuleType, tokenizer):
+    """tokenizer.parts, with the mail rules of a message read by the kernel where it can (the
+    same tokens and texts: tests/test_kernel.py), and by Python where it says "not mine"."""
+    s: TokenizerSettings = tokenizer.settings
+    off = s.mail_rules_off
+    if s.mode == "text" or "decode" in off or not hasattr(kernel, "mail_parts"):
+        return tokenizer.parts
+    import binascii
+    from email.message import decode_b  # (what get_payload(decode=True) calls for base64)
+
+    from ..text.mail import decode_bytes, html_to_text
+
+    bits = sum(MAIL_OFF_BITS[r] for r in off)
+    helpers = (decode_bytes, html_to_text, binascii.a2b_qp, decode_b, off)
+    fast, parts, is_mail = kernel.mail_parts, tokenizer.parts, tokenizer.is_mail
+    lowercase, max_word, max_bytes, chars = s.lowercase, s.max_word_length, s.max_bytes, s.mail_char_ngrams
+
+    def read(data):
+        if isinstance(data, bytes):
+            data = data[:max_bytes]
+            if is_mail(data):
+                got = fast(data, lowercase, max_word, max_bytes, bits, helpers)
+                if got is not None:
+                    return got[0], got[1], chars
+        return parts(data)
+
+    return read
+
+
 def count(kernel: ModuleType, tokenizer, datas: list) -> tuple:
     """(blob, keys, data, indices, indptr, n_cols) of a chunk: Batch.of_tokens's arrays for
     [tokenizer(d) for d in datas], counted by the kernel."""
@@ -57,8 +93,9 @@ def count(kernel: ModuleType, tokenizer, datas: list) -> tuple:
     s: TokenizerSettings = tokenizer.settings
     counter = kernel.Counter(s.lowercase, s.max_word_length, s.ngram_max, s.char_ngram_min,
                              s.char_ngram_max, partial(words, settings=s))
+    parts = mail_parts(kernel, tokenizer)
     for d in datas:
-        tokens, texts, chars = tokenizer.parts(d)
+        tokens, texts, chars = parts(d)
         try:
             counter.add_tokens(tokens)
         except ValueError as e:  # (a NUL: never one of the tokenizer's tokens)
