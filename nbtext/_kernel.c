@@ -775,6 +775,7 @@ done:
 
 /* nbtext/_mail.c: the mail rules for the common message */
 PyObject *nbtext_mail_parts(PyObject *self, PyObject *args);
+PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *arg);
 
 static PyMethodDef kernel_methods[] = {
     {"keys", kernel_keys, METH_O, "keys(blob) -> uint64 keys (bytes) of NUL-terminated tokens"},
@@ -782,6 +783,7 @@ static PyMethodDef kernel_methods[] = {
      "front_code(blob, block) -> (front-coded bytes, int64 block heads, int64 order) (bytes each)"},
     {"mail_parts", nbtext_mail_parts, METH_VARARGS,
      "mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, helpers) -> (tokens, texts) or None"},
+    {"looks_like_mail", nbtext_looks_like_mail, METH_O, "looks_like_mail(data) -> bool, for bytes"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1256,3 +1256,51 @@ PyObject *nbtext_mail_parts(PyObject *self, PyObject *args)
     PyBuffer_Release(&view);
     return result;
 }
+
+/* looks_like_mail(data) -> bool: nbtext.text.words.looks_like_mail of bytes (two or more header
+ * fields, _HEADER_LINE = [!-9;-~]+:[ \t], before the first blank line, within the first 4096
+ * bytes and 50 lines, an mbox "From " line and continuation lines aside). */
+PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *d = view.buf;
+    size_t n = (size_t)view.len < 4096 ? (size_t)view.len : 4096, i = 0, lines = 0, fields = 0;
+    while (i < n && (d[i] == '\r' || d[i] == '\n'))
+        i++;
+    int first = 1, yes = 0;
+    while (i < n) {
+        /* a line of bytes.splitlines(): up to \n, \r or \r\n */
+        size_t e = i;
+        while (e < n && d[e] != '\n' && d[e] != '\r')
+            e++;
+        size_t next = e < n ? (d[e] == '\r' && e + 1 < n && d[e + 1] == '\n' ? e + 2 : e + 1) : n;
+        if (first && e - i >= 5 && !memcmp(d + i, "From ", 5)) {
+            first = 0;
+            i = next;
+            continue;
+        }
+        first = 0;
+        if (lines++ >= 50)
+            break;
+        size_t a = i;
+        while (a < e && (d[a] == ' ' || (d[a] >= '\t' && d[a] <= '\r')))
+            a++;
+        if (a == e)
+            break; /* a blank line */
+        if (d[i] != ' ' && d[i] != '\t') {
+            size_t k = i;
+            while (k < e && d[k] >= '!' && d[k] <= '~' && d[k] != ':')
+                k++;
+            if (k == i || k + 1 >= e || d[k] != ':' || (d[k + 1] != ' ' && d[k + 1] != '\t'))
+                goto done;
+            fields++;
+        }
+        i = next;
+    }
+    yes = fields >= 2;
+done:
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(yes);
+}

@@ -70,7 +70,8 @@ def mail_parts(kernel: ModuleType, tokenizer):
 
     bits = sum(MAIL_OFF_BITS[r] for r in off)
     helpers = (decode_bytes, html_to_text, binascii.a2b_qp, decode_b, off)
-    fast, parts, is_mail = kernel.mail_parts, tokenizer.parts, tokenizer.is_mail
+    fast, parts = kernel.mail_parts, tokenizer.parts
+    is_mail = (lambda data: True) if s.mode == "email" else kernel.looks_like_mail
     lowercase, max_word, max_bytes, chars = s.lowercase, s.max_word_length, s.max_bytes, s.mail_char_ngrams
 
     def read(data):
