@@ -775,6 +775,302 @@ done:
 
 /* -- the body -------------------------------------------------------------------------------- */
 
+/* -- HTML: html_to_text of ASCII text ------------------------------------------------------- */
+
+/* The text's ASCII case-insensitive match of lit at s[i:] */
+static int ci_at(const unsigned char *s, size_t n, size_t i, const char *lit)
+{
+    size_t k = strlen(lit);
+    if (i > n || n - i < k)
+        return 0;
+    for (size_t j = 0; j < k; j++)
+        if (lower(s[i + j]) != (unsigned char)lit[j])
+            return 0;
+    return 1;
+}
+
+/* html.unescape of ASCII s[0:n] (unescape: Python's html.unescape, called only when there is
+ * an "&"): a new str. */
+static PyObject *unescaped(const unsigned char *s, size_t n, PyObject *unescape)
+{
+    PyObject *t = PyUnicode_DecodeASCII((const char *)s, (Py_ssize_t)n, "strict");
+    if (!t || !memchr(s, '&', n))
+        return t;
+    PyObject *r = PyObject_CallOneArg(unescape, t);
+    Py_DECREF(t);
+    if (r && !PyUnicode_Check(r)) {
+        Py_DECREF(r);
+        PyErr_SetString(PyExc_TypeError, "nbtext mail: html.unescape must return str");
+        return NULL;
+    }
+    return r;
+}
+
+/* HREF_RE = (?is)(?=[hsa])\b(?:href|src|action)\s*=\s*["']?([^"'\s>]{1,2000}) and
+ * ALT_RE = (?is)(?=a)\balt\s*=\s*["']([^"']{0,500})["'] at s[i]: the end of the match and
+ * group 1 in [*a, *b), or 0. */
+static size_t href_at(const unsigned char *s, size_t n, size_t i, size_t *a, size_t *b)
+{
+    size_t p;
+    if (ci_at(s, n, i, "href"))
+        p = i + 4;
+    else if (ci_at(s, n, i, "src"))
+        p = i + 3;
+    else if (ci_at(s, n, i, "action"))
+        p = i + 6;
+    else
+        return 0;
+    while (p < n && py_space(s[p]))
+        p++;
+    if (p >= n || s[p] != '=')
+        return 0;
+    p++;
+    while (p < n && py_space(s[p]))
+        p++;
+    if (p < n && (s[p] == '"' || s[p] == '\''))
+        p++;
+    size_t q = p;
+    while (q < n && q - p < URL_RUN && s[q] != '"' && s[q] != '\'' && s[q] != '>' && !py_space(s[q]))
+        q++;
+    if (q == p)
+        return 0;
+    *a = p;
+    *b = q;
+    return q;
+}
+
+static size_t alt_at(const unsigned char *s, size_t n, size_t i, size_t *a, size_t *b)
+{
+    if (!ci_at(s, n, i, "alt"))
+        return 0;
+    size_t p = i + 3;
+    while (p < n && py_space(s[p]))
+        p++;
+    if (p >= n || s[p] != '=')
+        return 0;
+    p++;
+    while (p < n && py_space(s[p]))
+        p++;
+    if (p >= n || (s[p] != '"' && s[p] != '\''))
+        return 0;
+    p++;
+    size_t q = p;
+    while (q < n && q - p < 500 && s[q] != '"' && s[q] != '\'')
+        q++;
+    if (q >= n || (s[q] != '"' && s[q] != '\''))
+        return 0;
+    *a = p;
+    *b = q;
+    return q + 1;
+}
+
+/* The kind of block DROP_START_RE = (?i)<(?:(style|script|head)\b|!--) finds at s[i]: 1-3
+ * for style, script, head, 4 for a comment, 0 for none; *len: the start's length. */
+static const char *BLOCKS[] = {"", "style", "script", "head"};
+
+static int block_at(const unsigned char *s, size_t n, size_t i, size_t *len)
+{
+    if (i >= n || s[i] != '<')
+        return 0;
+    for (int k = 1; k <= 3; k++) {
+        size_t l = strlen(BLOCKS[k]);
+        if (ci_at(s, n, i + 1, BLOCKS[k]) && (i + 1 + l >= n || !is_word(s[i + 1 + l]))) {
+            *len = 1 + l;
+            return k;
+        }
+    }
+    if (ci_at(s, n, i + 1, "!--")) {
+        *len = 4;
+        return 4;
+    }
+    return 0;
+}
+
+/* drop_blocks: DROP_BLOCK_RE.sub(" ", text) (each block a space), as nbtext.text.mail runs it:
+ * a kind of block that once fails to close is not tried again. Into out. */
+static int drop_blocks(const unsigned char *s, size_t n, MBuf *out)
+{
+    int unclosed[5] = {0};
+    size_t last = 0, i = 0;
+    while (i < n) {
+        const unsigned char *lt = memchr(s + i, '<', n - i);
+        if (!lt)
+            break;
+        i = (size_t)(lt - s);
+        size_t len;
+        int kind = block_at(s, n, i, &len);
+        if (!kind || unclosed[kind]) {
+            i++;
+            continue;
+        }
+        /* the first closing: "</name\s*>" (any case) or "-->" */
+        size_t p = i + len, end = 0;
+        for (; p < n; p++) {
+            if (kind == 4) {
+                if (p + 3 <= n && !memcmp(s + p, "-->", 3)) {
+                    end = p + 3;
+                    break;
+                }
+                continue;
+            }
+            if (s[p] != '<' || p + 1 >= n || s[p + 1] != '/' || !ci_at(s, n, p + 2, BLOCKS[kind]))
+                continue;
+            size_t q = p + 2 + strlen(BLOCKS[kind]);
+            while (q < n && py_space(s[q]))
+                q++;
+            if (q < n && s[q] == '>') {
+                end = q + 1;
+                break;
+            }
+        }
+        if (!end) {
+            unclosed[kind] = 1;
+            i++;
+            continue;
+        }
+        if (mb_put(out, s + last, i - last) < 0 || mb_put(out, " ", 1) < 0)
+            return -1;
+        last = i = end;
+    }
+    return mb_put(out, s + last, n - last);
+}
+
+static const char *BREAK_TAGS[] = {"br", "p", "div", "td", "th", "tr", "li", "ul", "ol", "table", "h1", "h2",
+                                   "h3", "h4", "h5", "h6", "hr", "title", "body", "html", "center", "blockquote"};
+
+/* tag_re.sub(repl, text) of BREAK_TAG_RE (breaks: 1, repl " ") or TAG_RE (0, repl ""): a tag
+ * is its start, then at most TAG_MAX characters other than ">", then ">". Into out. */
+static int sub_tags(const unsigned char *s, size_t n, int breaks, MBuf *out)
+{
+    size_t i = 0, last = 0, gt = 0; /* gt: the first ">" at or after i (n: none) */
+    while (i < n) {
+        const unsigned char *lt = memchr(s + i, '<', n - i);
+        if (!lt)
+            break;
+        i = (size_t)(lt - s);
+        size_t p = i + 1; /* past the start */
+        int start = 0;
+        if (breaks) {
+            if (p < n && s[p] == '/')
+                p++;
+            for (size_t k = 0; k < sizeof BREAK_TAGS / sizeof *BREAK_TAGS; k++) {
+                size_t l = strlen(BREAK_TAGS[k]);
+                if (ci_at(s, n, p, BREAK_TAGS[k]) && (p + l >= n || !is_word(s[p + l]))) {
+                    p += l;
+                    start = 1;
+                    break;
+                }
+            }
+        } else if (p < n && (s[p] == '!' || s[p] == '/' || s[p] == '?' || is_alpha(s[p]))) {
+            p++;
+            start = 1;
+        }
+        if (!start) {
+            i++;
+            continue;
+        }
+        if (gt < p) {
+            const unsigned char *g = memchr(s + p, '>', n - p);
+            gt = g ? (size_t)(g - s) : n;
+        }
+        if (gt >= n || gt - p > 2000) {
+            i++;
+            continue;
+        }
+        if (mb_put(out, s + last, i - last) < 0 || (breaks && mb_put(out, " ", 1) < 0))
+            return -1;
+        last = i = gt + 1;
+    }
+    return mb_put(out, s + last, n - last);
+}
+
+static int link_start(const unsigned char *t, size_t n)
+{
+    return ci_at(t, n, 0, "http://") || ci_at(t, n, 0, "https://") || ci_at(t, n, 0, "ftp://") || ci_at(t, n, 0, "www.");
+}
+
+/* html_to_text(text, out, off) of an ASCII text: the visible text (a new str), and out's items
+ * appended to found; BAIL when a link's target is not ASCII once unescaped. */
+static int html_text(Mail *m, const unsigned char *s, size_t n, PyObject *found, PyObject *unescape, PyObject **text)
+{
+    size_t a, b, e;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = lower(s[i]);
+        if ((c != 'h' && c != 's' && c != 'a') || (i > 0 && is_word(s[i - 1])) || !(e = href_at(s, n, i, &a, &b)))
+            continue;
+        PyObject *target = unescaped(s + a, b - a, unescape);
+        if (!target)
+            return -1;
+        int r = 0;
+        if (m->off & OFF_URLS) {
+            r = PyList_Append(found, target);
+        } else if (!PyUnicode_IS_ASCII(target)) {
+            r = BAIL;
+        } else {
+            const unsigned char *t = PyUnicode_DATA(target);
+            size_t tn = (size_t)PyUnicode_GET_LENGTH(target);
+            if (link_start(t, tn))
+                r = url_tokens(m, found, t, tn);
+            else if (ci_at(t, tn, 0, "mailto:"))
+                r = emit2(m, found, "url:mailto", "", 0);
+        }
+        Py_DECREF(target);
+        if (r)
+            return r;
+        i = e - 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((s[i] | 32) != 'a' || (i > 0 && is_word(s[i - 1])) || !(e = alt_at(s, n, i, &a, &b)))
+            continue;
+        PyObject *alt = PyUnicode_DecodeASCII((const char *)s + a, (Py_ssize_t)(b - a), "strict");
+        if (!alt || PyList_Append(found, alt) < 0) {
+            Py_XDECREF(alt);
+            return -1;
+        }
+        Py_DECREF(alt);
+        i = e - 1;
+    }
+    MBuf x = {0}, y = {0};
+    int r = -1;
+    if (drop_blocks(s, n, &x) < 0 || sub_tags((unsigned char *)x.p, x.len, 1, &y) < 0)
+        goto done;
+    x.len = 0;
+    if (sub_tags((unsigned char *)y.p, y.len, 0, &x) < 0)
+        goto done;
+    *text = unescaped((unsigned char *)(x.p ? x.p : ""), x.len, unescape);
+    r = *text ? 0 : -1;
+done:
+    PyMem_Free(x.p);
+    PyMem_Free(y.p);
+    return r;
+}
+
+/* html_text(text, urls_off, unescape) -> (text, found) or None: html_to_text(text, found, off)
+ * of an ASCII text as the kernel reads it (for tests; None where it leaves it to Python). */
+PyObject *nbtext_html_text(PyObject *self, PyObject *args)
+{
+    PyObject *text, *unescape;
+    int urls_off;
+    if (!PyArg_ParseTuple(args, "UpO:html_text", &text, &urls_off, &unescape))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(text))
+        Py_RETURN_NONE;
+    Mail m = {NULL, 0, 0, 1, 1, urls_off ? OFF_URLS : 0, PyList_New(0), NULL, {0}, {0}};
+    PyObject *found = PyList_New(0), *out = NULL, *result = NULL;
+    if (m.tokens && found) {
+        int r = html_text(&m, PyUnicode_DATA(text), (size_t)PyUnicode_GET_LENGTH(text), found, unescape, &out);
+        if (r == 0)
+            result = Py_BuildValue("(NO)", out, found);
+        else if (r == BAIL)
+            result = Py_NewRef(Py_None);
+    }
+    Py_XDECREF(m.tokens);
+    Py_XDECREF(found);
+    PyMem_Free(m.tok.p);
+    PyMem_Free(m.tmp.p);
+    return result;
+}
+
 static int is_mime_token(PyObject *t)
 {
     static const char *prefixes[] = {"ct:", "cte:", "charset:", "filename:"};
@@ -964,17 +1260,28 @@ static int body(Mail *m, const Fields *fs, size_t body_at, const unsigned char *
         return -1;
     }
     if (!strcmp(ctype + 5, "html") && !(m->off & OFF_HTML)) {
-        PyObject *found = PyList_New(0);
-        PyObject *html = found ? PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(helpers, 1), text,
-                                                              found, PyTuple_GET_ITEM(helpers, 4), NULL)
-                               : NULL;
+        PyObject *found = PyList_New(0), *html = NULL;
+        if (!found) {
+            Py_DECREF(text);
+            return -1;
+        }
+        int r = BAIL;
+        if (PyUnicode_IS_ASCII(text)) { /* here; else (or a target not ASCII) in Python */
+            r = html_text(m, PyUnicode_DATA(text), (size_t)PyUnicode_GET_LENGTH(text), found,
+                          PyTuple_GET_ITEM(helpers, 5), &html);
+            if (r == BAIL)
+                r = PyList_SetSlice(found, 0, PyList_GET_SIZE(found), NULL) < 0 ? -1 : BAIL;
+        }
+        if (r == BAIL)
+            html = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(helpers, 1), text, found,
+                                                PyTuple_GET_ITEM(helpers, 4), NULL);
         Py_DECREF(text);
         if (!html || !PyUnicode_Check(html)) {
             if (html) {
                 PyErr_SetString(PyExc_TypeError, "nbtext mail: html_to_text must return str");
                 Py_DECREF(html);
             }
-            Py_XDECREF(found);
+            Py_DECREF(found);
             return -1;
         }
         text = html;
@@ -1221,7 +1528,7 @@ done:
 }
 
 /* mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, off, helpers)
- *   -> (tokens, texts) or None; helpers: (decode_bytes, html_to_text, a2b_qp, decode_b, off) */
+ *   -> (tokens, texts) or None; helpers: (decode_bytes, html_to_text, a2b_qp, decode_b, off, html.unescape) */
 PyObject *nbtext_mail_parts(PyObject *self, PyObject *args)
 {
     Py_buffer view;
@@ -1232,7 +1539,7 @@ PyObject *nbtext_mail_parts(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*pnnlO!:mail_parts", &view, &lowercase, &max_word, &max_bytes, &off,
                           &PyTuple_Type, &helpers))
         return NULL;
-    if (PyTuple_GET_SIZE(helpers) != 5 || max_word < 1 || max_bytes < 1) {
+    if (PyTuple_GET_SIZE(helpers) != 6 || max_word < 1 || max_bytes < 1) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "nbtext mail: bad settings or helpers");
         return NULL;

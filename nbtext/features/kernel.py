@@ -61,15 +61,16 @@ def mail_parts(kernel: ModuleType, tokenizer):
     same tokens and texts: tests/test_kernel.py), and by Python where it says "not mine"."""
     s: TokenizerSettings = tokenizer.settings
     off = s.mail_rules_off
-    if s.mode == "text" or "decode" in off or not hasattr(kernel, "mail_parts"):
+    if s.mode == "text" or "decode" in off or not hasattr(kernel, "looks_like_mail"):
         return tokenizer.parts
     import binascii
+    import html
     from email.message import decode_b  # (what get_payload(decode=True) calls for base64)
 
     from ..text.mail import decode_bytes, html_to_text
 
     bits = sum(MAIL_OFF_BITS[r] for r in off)
-    helpers = (decode_bytes, html_to_text, binascii.a2b_qp, decode_b, off)
+    helpers = (decode_bytes, html_to_text, binascii.a2b_qp, decode_b, off, html.unescape)
     fast, parts = kernel.mail_parts, tokenizer.parts
     is_mail = (lambda data: True) if s.mode == "email" else kernel.looks_like_mail
     lowercase, max_word, max_bytes, chars = s.lowercase, s.max_word_length, s.max_bytes, s.mail_char_ngrams
