@@ -217,6 +217,12 @@ FUZZ = textwrap.dedent('''
     rng = random.Random(int(sys.argv[3]))
     seeds = [open(p, "rb").read() for p in sys.argv[4:]]
     alphabet = "aZ_09$'.-’€ßﬁKİσé中かな\\u0301\\u00a0 \\t\\n\\r<>@:/=?&%"
+    # (pieces aimed at the kernel's mail rules, nbtext/_mail.c)
+    MAILY = [b"\\nContent-Type: text/html; charset=utf-8\\n", b"\\nContent-Type: text/plain; name=\\"a.b\\"\\n",
+             b"\\nContent-Transfer-Encoding: base64\\n", b"\\nContent-Transfer-Encoding: quoted-printable\\n",
+             b"\\nFrom: a@b.c <x@y.z>\\n", b"\\nReceived: from a.bb.c1 by x.yy\\n", b"\\nMessage-ID: <a@b>\\n",
+             b"\\n\\n", b"\\r\\n", b"\\n ", b"=?", b"@", b";", b"=", b"\\"", b"<a href='http://x.y/p'>", b"<style>",
+             b"</style>", b"<!--", b"-->", b"<br", b">", b"&amp;", b"alt='", b"http://", b"www.", b"\\x00", b"\\xff"]
     def doc():
         r = rng.random()
         if r < 0.3:
@@ -230,7 +236,8 @@ FUZZ = textwrap.dedent('''
             if op < 0.4:
                 b[i:i + rng.randrange(1, 50)] = rng.randbytes(rng.randrange(50))
             elif op < 0.7:
-                b[i:i] = rng.choice([b"a" * rng.randrange(2000), b"$", b"'", b".", b"-", b"\\xc3\\xa9", b"\\xe4\\xb8\\xad", b" "])
+                b[i:i] = rng.choice([b"a" * rng.randrange(2000), b"$", b"'", b".", b"-", b"\\xc3\\xa9", b"\\xe4\\xb8\\xad", b" "]
+                                    + MAILY)
             else:
                 del b[i:]
         return bytes(b)
@@ -256,6 +263,10 @@ FUZZ = textwrap.dedent('''
         want = vocabfile.front_code_numpy(blob)
         assert fc == want[0] and (np.frombuffer(heads, np.int64) == want[1]).all()
         assert (np.frombuffer(order, np.int64) == want[2]).all()
+        text = "".join(rng.choice(["<", ">", "a", "href=", "alt='", "<style>", "</style>", "<!--", "-->", "<br",
+                                   "&amp;", "&#1;", "http://", " ", "'", '"', "\\x00"]) for _ in range(rng.randrange(80)))
+        got, found = k.html_text(text, rng.random() < 0.3, __import__("html").unescape) or (None, None)
+        k.looks_like_mail(rng.randbytes(rng.randrange(200)))
         n += 1
     print(n)
 ''')
