@@ -1062,7 +1062,7 @@ PyObject *nbtext_html_text(PyObject *self, PyObject *args)
         if (r == 0)
             result = Py_BuildValue("(NO)", out, found);
         else if (r == BAIL)
-            result = Py_NewRef(Py_None);
+            result = Py_None, Py_INCREF(Py_None);
     }
     Py_XDECREF(m.tokens);
     Py_XDECREF(found);
