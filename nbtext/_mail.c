@@ -27,6 +27,7 @@
 #include <string.h>
 
 #define MAX_URLS 200
+#define MAX_PARTS 500
 #define MAX_PARAM_HEADER 2000
 #define URL_RUN 2000
 
@@ -1087,30 +1088,47 @@ static int is_mime_token(PyObject *t)
 }
 
 /* body_tokens of a single-part message; its header fields fs, its payload d[body:n]. */
-static int body(Mail *m, const Fields *fs, size_t body_at, const unsigned char *ct, size_t ct_len, PyObject *meta,
-                PyObject *helpers)
+/* get_content_type() of a part whose Content-Type is ct (or NULL): _splitparam(value)[0]
+ * in lower case, text/plain when it is not type/subtype; into ctype (BAIL: too long). */
+static int content_type(const unsigned char *ct, size_t ct_len, char *ctype, size_t size)
+{
+    strcpy(ctype, "text/plain");
+    if (!ct)
+        return 0;
+    size_t a = 0, b = 0;
+    while (b < ct_len && ct[b] != ';')
+        b++;
+    strip(ct, &a, &b);
+    size_t slashes = 0;
+    for (size_t i = a; i < b; i++)
+        slashes += ct[i] == '/';
+    if (slashes != 1)
+        return 0;
+    if (b - a >= size)
+        return BAIL;
+    for (size_t i = a; i < b; i++)
+        ctype[i - a] = (char)lower(ct[i]);
+    ctype[b - a] = 0;
+    return 0;
+}
+
+/* body_tokens of one part that is not multipart: its header fields fs, its payload d[pay:pay +
+ * plen]; top: the message itself (no "ct:" token); *budget: max_bytes left. 0, or 2 when the
+ * budget is spent ("mime:truncated": no more parts), BAIL or -1. */
+static int body(Mail *m, const Fields *fs, size_t pay, size_t plen, int top, PyObject *meta, PyObject *helpers,
+                Py_ssize_t *budget)
 {
     const unsigned char *d = m->d;
-    /* the content type: _splitparam(value)[0].lower(), text/plain when not type/subtype */
-    char ctype[128] = "text/plain";
-    if (ct) {
-        size_t a = 0, b = 0;
-        while (b < ct_len && ct[b] != ';')
-            b++;
-        strip(ct, &a, &b);
-        size_t slashes = 0;
-        for (size_t i = a; i < b; i++)
-            slashes += ct[i] == '/';
-        if (slashes == 1) {
-            if (b - a >= sizeof ctype)
-                return BAIL;
-            for (size_t i = a; i < b; i++)
-                ctype[i - a] = (char)lower(ct[i]);
-            ctype[b - a] = 0;
-        }
-    }
+    const Field *ctf = get(m, fs, "content-type");
+    const unsigned char *ct = ctf ? d + ctf->value : NULL;
+    size_t ct_len = ctf ? ctf->value_len : 0;
+    char ctype[128];
+    if ((ct && !ascii_clean(ct, ct_len)) || content_type(ct, ct_len, ctype, sizeof ctype))
+        return BAIL;
     if (!strncmp(ctype, "multipart/", 10) || !strncmp(ctype, "message/", 8))
         return BAIL; /* (parse_message: the standard parser's) */
+    if (!top && emit2(m, meta, "ct:", ctype, strlen(ctype)) < 0)
+        return -1;
     const Field *cd = get(m, fs, "content-disposition"), *cte = get(m, fs, "content-transfer-encoding");
     const unsigned char *cdv = cd ? d + cd->value : NULL;
     if ((ct && !params_plain(ct, ct_len)) || (cd && (!ascii_clean(cdv, cd->value_len) || !params_plain(cdv, cd->value_len))))
@@ -1163,8 +1181,7 @@ static int body(Mail *m, const Fields *fs, size_t body_at, const unsigned char *
             return -1;
     }
     PyObject *raw;
-    const char *payload = (const char *)d + body_at;
-    size_t plen = m->n - body_at;
+    const char *payload = (const char *)d + pay;
     if (ieq(cv, cl, "quoted-printable")) {
         raw = PyObject_CallFunction(PyTuple_GET_ITEM(helpers, 2), "y#", payload, (Py_ssize_t)plen);
     } else if (ieq(cv, cl, "base64")) {
@@ -1204,14 +1221,13 @@ static int body(Mail *m, const Fields *fs, size_t body_at, const unsigned char *
         Py_DECREF(raw);
         return BAIL; /* (Python: "error:payload") */
     }
-    Py_ssize_t budget = m->max_bytes;
-    if (PyBytes_GET_SIZE(raw) > budget) {
-        PyObject *cut = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw), budget);
+    if (PyBytes_GET_SIZE(raw) > *budget) {
+        PyObject *cut = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw), *budget);
         Py_DECREF(raw);
         if (!(raw = cut))
             return -1;
     }
-    budget -= PyBytes_GET_SIZE(raw);
+    *budget -= PyBytes_GET_SIZE(raw);
     /* the charset: get_param("charset"), lower case */
     PyObject *charset = Py_None;
     Py_INCREF(charset);
@@ -1310,9 +1326,166 @@ static int body(Mail *m, const Fields *fs, size_t body_at, const unsigned char *
     Py_DECREF(text);
     if (r < 0)
         return -1;
-    if (budget <= 0 && emit2(m, meta, "mime:truncated", "", 0) < 0)
-        return -1;
+    if (*budget <= 0)
+        return emit2(m, meta, "mime:truncated", "", 0) < 0 ? -1 : 2;
     return 0;
+}
+
+/* -- multipart: the standard parser's (email.feedparser) reading of a multipart message ------- */
+
+static size_t line_end(const unsigned char *d, size_t n, size_t p)
+{
+    const unsigned char *lf = p < n ? memchr(d + p, '\n', n - p) : NULL;
+    return lf ? (size_t)(lf - d) + 1 : n;
+}
+
+/* The feedparser's boundary pattern, "--" + boundary, then "--" (2: the close) or not (1),
+ * [ \t]*, an optional line end, the line's end; at the line d[a:e]. */
+static int boundary_line(const unsigned char *d, size_t a, size_t e, const unsigned char *b, size_t bl)
+{
+    if (e - a < 2 + bl || d[a] != '-' || d[a + 1] != '-' || memcmp(d + a + 2, b, bl))
+        return 0;
+    size_t t = a + 2 + bl;
+    for (int close = 1; close >= 0; close--) {
+        size_t x = t;
+        if (close) {
+            if (x + 2 > e || d[x] != '-' || d[x + 1] != '-')
+                continue;
+            x += 2;
+        }
+        while (x < e && (d[x] == ' ' || d[x] == '\t'))
+            x++;
+        if (x == e || (e - x == 1 && (d[x] == '\n' || d[x] == '\r')) || (e - x == 2 && d[x] == '\r' && d[x + 1] == '\n'))
+            return close ? 2 : 1;
+    }
+    return 0;
+}
+
+/* The parts of a multipart message (not nested, not multipart/digest): its body d[at:], its
+ * Content-Type ct; each part's body_tokens in turn. The feedparser's lines end at "\n" here:
+ * a message with a bare CR in its body is not ours. */
+static int multipart(Mail *m, const unsigned char *ct, size_t ct_len, const char *ctype, size_t at, PyObject *meta,
+                     PyObject *helpers, Py_ssize_t *budget)
+{
+    const unsigned char *d = m->d;
+    size_t n = m->n, ba, bb;
+    if (!strcmp(ctype, "multipart/digest") || !params_plain(ct, ct_len) || !get_param(ct, ct_len, "boundary", &ba, &bb))
+        return BAIL;
+    /* get_boundary: collapse_rfc2231_value (unquote once more), then rstrip() */
+    for (size_t i = ba; i < bb; i++)
+        if (ct[i] == '"' || ct[i] == '<' || ct[i] == '>')
+            return BAIL;
+    while (bb > ba && py_space(ct[bb - 1]))
+        bb--;
+    if (bb == ba)
+        return BAIL;
+    const unsigned char *b = ct + ba;
+    size_t bl = bb - ba;
+    for (size_t j = at; j < n; j++)
+        if (d[j] == '\r' && (j + 1 >= n || d[j + 1] != '\n'))
+            return BAIL;
+    /* the preamble, up to the first boundary line */
+    size_t line = at;
+    for (;;) {
+        if (line >= n)
+            return BAIL; /* (no start boundary: the payload is one text of a multipart type) */
+        size_t next = line_end(d, n, line);
+        int kind = boundary_line(d, line, next, b, bl);
+        line = next;
+        if (kind == 2)
+            return BAIL;
+        if (kind == 1)
+            break;
+    }
+    size_t parts = 1;
+    for (;;) {
+        if (line < n && boundary_line(d, line, line_end(d, n, line), b, bl))
+            return BAIL; /* (boundary lines in a row: the feedparser skips them) */
+        if (++parts > MAX_PARTS)
+            return BAIL;
+        /* the part's header lines (the feedparser's headerRE), up to a boundary line, a blank
+         * line (dropped) or another line (the payload's first) */
+        Fields fs = {0};
+        Field cur = {0};
+        int have = 0, r = 0;
+        size_t p = line, pay = n;
+        while (p < n) {
+            size_t next = line_end(d, n, p);
+            if (boundary_line(d, p, next, b, bl)) {
+                pay = p;
+                break;
+            }
+            if (d[p] == ' ' || d[p] == '\t') {
+                if (!have) {
+                    r = BAIL; /* (a first line that is a continuation) */
+                    break;
+                }
+                cur.value_len = next - cur.value;
+                p = next;
+                continue;
+            }
+            if (next - p >= 5 && !memcmp(d + p, "From ", 5)) {
+                r = BAIL;
+                break;
+            }
+            size_t k = p;
+            while (k < next && d[k] >= 041 && d[k] <= 0176 && d[k] != ':')
+                k++;
+            if (k < next && d[k] == ':') {
+                if (k == p) {
+                    r = BAIL; /* (no name) */
+                    break;
+                }
+                if (have && add_field(&fs, cur) < 0) {
+                    r = -1;
+                    break;
+                }
+                cur.name = p;
+                cur.name_len = k - p;
+                cur.value = k + 1;
+                while (cur.value < next && (d[cur.value] == ' ' || d[cur.value] == '\t'))
+                    cur.value++;
+                cur.value_len = next - cur.value;
+                have = 1;
+                p = next;
+                continue;
+            }
+            pay = d[p] == '\n' || (d[p] == '\r' && p + 1 < n && d[p + 1] == '\n') ? next : p;
+            break;
+        }
+        if (!r && have && add_field(&fs, cur) < 0)
+            r = -1;
+        for (size_t k = 0; k < fs.n; k++) {
+            Field *f = &fs.f[k];
+            while (f->value_len && (d[f->value + f->value_len - 1] == '\r' || d[f->value + f->value_len - 1] == '\n'))
+                f->value_len--;
+        }
+        /* the payload: up to the next boundary line (or the end), less its last line end */
+        size_t e = pay < n ? pay : n;
+        int kind = 0;
+        while (!r && e < n) {
+            size_t next = line_end(d, n, e);
+            if ((kind = boundary_line(d, e, next, b, bl)))
+                break;
+            e = next;
+        }
+        size_t plen = e - (pay < e ? pay : e);
+        if (plen && d[pay + plen - 1] == '\n') {
+            plen--;
+            if (plen && d[pay + plen - 1] == '\r')
+                plen--;
+        }
+        if (!r)
+            r = body(m, &fs, pay < e ? pay : e, plen, 0, meta, helpers, budget);
+        PyMem_Free(fs.f);
+        if (r == 2)
+            return 0;
+        if (r)
+            return r;
+        if (e >= n || kind == 2)
+            return 0; /* the end (no close boundary: the parts so far), or the close */
+        line = line_end(d, n, e);
+    }
 }
 
 /* -- the message ----------------------------------------------------------------------------- */
@@ -1391,7 +1564,8 @@ static int message(Mail *m, PyObject *helpers)
     const Field *ctf = get(m, &fs, "content-type");
     const unsigned char *ct = ctf ? d + ctf->value : NULL;
     size_t ct_len = ctf ? ctf->value_len : 0;
-    if (ct && !ascii_clean(ct, ct_len))
+    char ctype[128];
+    if ((ct && !ascii_clean(ct, ct_len)) || content_type(ct, ct_len, ctype, sizeof ctype))
         goto done;
     /* the body first (it can say "not mine"), then the header's tokens before its tokens */
     PyObject *meta = PyList_New(0);
@@ -1399,7 +1573,11 @@ static int message(Mail *m, PyObject *helpers)
         ret = -1;
         goto done;
     }
-    int r = body(m, &fs, body_at, ct, ct_len, meta, helpers);
+    Py_ssize_t budget = m->max_bytes;
+    int r = !strncmp(ctype, "multipart/", 10) ? multipart(m, ct, ct_len, ctype, body_at, meta, helpers, &budget)
+                                              : body(m, &fs, body_at, m->n - body_at, 1, meta, helpers, &budget);
+    if (r == 2)
+        r = 0;
     if (r) {
         Py_DECREF(meta);
         ret = r;

@@ -18,6 +18,7 @@ from nbtext.text.mail import mail_tokens
 S = TokenizerSettings()
 HTML = b"Content-Type: text/html\n\n"
 PLAIN = b"Content-Type: text/plain\n\nx"
+MULTI = b"Content-Type: multipart/mixed; boundary=b\n\n"
 BOUND = 2.0  # seconds; each bait below now takes under 0.7 s, and the hostile ones took 5 s to minutes
 
 
@@ -270,6 +271,10 @@ KERNEL_BAIT = {
     "long-params": b"Content-Type: text/plain; " + b"name=a;" * 300 + b"\n\nhi\n",
     "long-url": b"Content-Type: text/plain\n\nhttp://" + b"a/" * 500000,
     "subject-words": b"Subject: " + b"A " * 500000 + b"\n" + PLAIN,
+    "many-parts": MULTI + b"--b\n\nx\n" * 20000,
+    "part-header-lines": MULTI + b"--b\n" + b"X-A: b\n" * 100000 + b"\nx\n--b--\n",
+    "boundary-prefixes": MULTI + b"--b\n\n" + b"--bb\n" * 100000 + b"--b--\n",
+    "dashes": MULTI + b"--b\n\n" + b"-" * 1000000 + b"\n--b--\n",
 }
 
 
