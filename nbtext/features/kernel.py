@@ -56,6 +56,19 @@ MAIL_OFF_BITS = {"headers": 1, "header-names": 2, "received": 4, "recipients": 8
                  "urls": 64, "mime": 128}
 
 
+def mail_helpers(off: frozenset) -> tuple:
+    """What nbtext/_mail.c calls back where the reference calls a library: the same functions
+    (charsets, HTML that is not ASCII, quoted-printable, base64 as get_payload decodes them,
+    entities), and mail_rules_off for html_to_text."""
+    import binascii
+    import html
+    from email.message import decode_b  # (what get_payload(decode=True) calls for base64)
+
+    from ..text.mail import decode_bytes, html_to_text
+
+    return (decode_bytes, html_to_text, binascii.a2b_qp, decode_b, off, html.unescape)
+
+
 def mail_parts(kernel: ModuleType, tokenizer):
     """tokenizer.parts, with the mail rules of a message read by the kernel where it can (the
     same tokens and texts: tests/test_kernel.py), and by Python where it says "not mine"."""
@@ -63,14 +76,8 @@ def mail_parts(kernel: ModuleType, tokenizer):
     off = s.mail_rules_off
     if s.mode == "text" or "decode" in off or not hasattr(kernel, "looks_like_mail"):
         return tokenizer.parts
-    import binascii
-    import html
-    from email.message import decode_b  # (what get_payload(decode=True) calls for base64)
-
-    from ..text.mail import decode_bytes, html_to_text
-
     bits = sum(MAIL_OFF_BITS[r] for r in off)
-    helpers = (decode_bytes, html_to_text, binascii.a2b_qp, decode_b, off, html.unescape)
+    helpers: list = []  # (the email package only once there is mail, as Tokenizer.parts does)
     fast, parts = kernel.mail_parts, tokenizer.parts
     is_mail = (lambda data: True) if s.mode == "email" else kernel.looks_like_mail
     lowercase, max_word, max_bytes, chars = s.lowercase, s.max_word_length, s.max_bytes, s.mail_char_ngrams
@@ -79,7 +86,9 @@ def mail_parts(kernel: ModuleType, tokenizer):
         if isinstance(data, bytes):
             data = data[:max_bytes]
             if is_mail(data):
-                got = fast(data, lowercase, max_word, max_bytes, bits, helpers)
+                if not helpers:
+                    helpers.append(mail_helpers(off))
+                got = fast(data, lowercase, max_word, max_bytes, bits, helpers[0])
                 if got is not None:
                     return got[0], got[1], chars
         return parts(data)
