@@ -864,10 +864,20 @@ done:
     return result;
 }
 
+/* nbtext/_mail.c: the mail rules for the common message */
+PyObject *nbtext_mail_parts(PyObject *self, PyObject *args);
+PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *arg);
+PyObject *nbtext_html_text(PyObject *self, PyObject *args);
+
 static PyMethodDef kernel_methods[] = {
     {"keys", kernel_keys, METH_O, "keys(blob) -> uint64 keys (bytes) of NUL-terminated tokens"},
     {"front_code", kernel_front_code, METH_VARARGS,
      "front_code(blob, block) -> (front-coded bytes, int64 block heads, int64 order) (bytes each)"},
+    {"mail_parts", nbtext_mail_parts, METH_VARARGS,
+     "mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, helpers) -> (tokens, texts) or None"},
+    {"looks_like_mail", nbtext_looks_like_mail, METH_O, "looks_like_mail(data) -> bool, for bytes"},
+    {"html_text", nbtext_html_text, METH_VARARGS,
+     "html_text(text, urls_off, unescape) -> (text, found) or None: html_to_text of ASCII text (tests)"},
     {NULL, NULL, 0, NULL},
 };
 

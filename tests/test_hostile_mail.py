@@ -18,6 +18,7 @@ from nbtext.text.mail import mail_tokens
 S = TokenizerSettings()
 HTML = b"Content-Type: text/html\n\n"
 PLAIN = b"Content-Type: text/plain\n\nx"
+MULTI = b"Content-Type: multipart/mixed; boundary=b\n\n"
 BOUND = 2.0  # seconds; each bait below now takes under 0.7 s, and the hostile ones took 5 s to minutes
 
 
@@ -251,3 +252,44 @@ def test_passthrough_replaces_its_former_headers():
             + b"\r\nX-Nbtext-Class: in the body, kept\r\n")
     assert with_headers(data, "spam", 0.9) == want
     assert with_headers(want, "spam", 0.9) == want
+
+
+# The compiled kernel's mail rules (nbtext/_mail.c) on every bait above and on bait aimed at its
+# own scans: the hash set of header names, folded lines, addresses chained by "@", hosts, blocks,
+# tags, entities in links, parameters, URLs. Each in linear time and read as Python reads it.
+KERNEL_BAIT = {
+    **SLOW_BEFORE, **LINEAR_BEFORE,
+    "header-names": b"".join(b"X-%d: v\n" % i for i in range(100000)) + PLAIN,
+    "folded-lines": b"Subject: a\n" + b" b\n" * 200000 + PLAIN,
+    "chained-ats": b"From: " + b"a@" * 100000 + b"\n" + PLAIN,
+    "chained-at-dots": b"To: " + b"a@b." * 50000 + b"\n" + PLAIN,
+    "received-tld-runs": b"Received: from " + b"a.bb.c1." * 20000 + b"\n" + PLAIN,
+    "message-id-ats": b"Message-ID: " + b"@>" * 100000 + b"\n" + PLAIN,
+    "style-closings": HTML + b"<style>" + b"</style " * 100000,
+    "break-tags": HTML + b"<br" * 500000 + b">",
+    "entity-links": HTML + b"<a href=&amp;" + b"&amp;" * 300 + b">" * 50000,
+    "long-params": b"Content-Type: text/plain; " + b"name=a;" * 300 + b"\n\nhi\n",
+    "long-url": b"Content-Type: text/plain\n\nhttp://" + b"a/" * 500000,
+    "subject-words": b"Subject: " + b"A " * 500000 + b"\n" + PLAIN,
+    "many-parts": MULTI + b"--b\n\nx\n" * 20000,
+    "part-header-lines": MULTI + b"--b\n" + b"X-A: b\n" * 100000 + b"\nx\n--b--\n",
+    "boundary-prefixes": MULTI + b"--b\n\n" + b"--bb\n" * 100000 + b"--b--\n",
+    "dashes": MULTI + b"--b\n\n" + b"-" * 1000000 + b"\n--b--\n",
+}
+
+
+@pytest.mark.parametrize("data", KERNEL_BAIT.values(), ids=KERNEL_BAIT.keys())
+def test_the_kernel_reads_bait_in_linear_time_as_python_does(data):
+    from nbtext.features import kernel
+    from nbtext.text.tokenizer import Tokenizer
+
+    k = kernel.compiled()
+    if k is None:
+        pytest.skip("the Python path alone (no kernel, or NBTEXT_KERNEL=python)")
+    tok = Tokenizer(TokenizerSettings(mode="email"))  # (as mail_tokens above: each is mail)
+    read = kernel.mail_parts(k, tok)
+    start = time.perf_counter()
+    with deadline(BOUND):
+        got = read(data)
+    assert time.perf_counter() - start < BOUND
+    assert got == tok.parts(data)

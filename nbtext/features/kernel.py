@@ -5,8 +5,10 @@ the kernel gives the same Batch: the same tokens in the same first-seen order, t
 keys and the same rows (tests/test_kernel.py checks on arbitrary bytes and on real mail; why C
 and not numba, and what each path costs: docs/kernel.md).
 
-Python still reads the mail (parsing, header, URL and HTML rules: Tokenizer.parts); the kernel
-takes each document's tokens and texts and does the per-word work: the words of ASCII runs of
+The kernel reads the common message's mail rules itself (nbtext/_mail.c: a single-part message
+with a plain header block; mail_parts below) and says "not mine" for what it cannot read exactly
+as nbtext.text.mail does, which Python then reads (Tokenizer.parts). Then the kernel takes each
+document's tokens and texts and does the per-word work: the words of ASCII runs of
 text, word n-grams, character n-grams, hashing and counting in one hash table a chunk. A run of
 text (between ASCII whitespace) holding a non-ASCII character goes back to
 nbtext.text.words.words, which knows Unicode's letters and case folding.
@@ -49,6 +51,51 @@ def compiled() -> ModuleType | None:
     return _kernel
 
 
+# mail_rules_off as the bits nbtext/_mail.c reads (OFF_* there)
+MAIL_OFF_BITS = {"headers": 1, "header-names": 2, "received": 4, "recipients": 8, "decode": 16, "html": 32,
+                 "urls": 64, "mime": 128}
+
+
+def mail_helpers(off: frozenset) -> tuple:
+    """What nbtext/_mail.c calls back where the reference calls a library: the same functions
+    (charsets, HTML that is not ASCII, quoted-printable, base64 as get_payload decodes them,
+    entities), and mail_rules_off for html_to_text."""
+    import binascii
+    import html
+    from email.message import decode_b  # (what get_payload(decode=True) calls for base64)
+
+    from ..text.mail import decode_bytes, html_to_text
+
+    return (decode_bytes, html_to_text, binascii.a2b_qp, decode_b, off, html.unescape)
+
+
+def mail_parts(kernel: ModuleType, tokenizer):
+    """tokenizer.parts, with the mail rules of a message read by the kernel where it can (the
+    same tokens and texts: tests/test_kernel.py), and by Python where it says "not mine"."""
+    s: TokenizerSettings = tokenizer.settings
+    off = s.mail_rules_off
+    if s.mode == "text" or "decode" in off or not hasattr(kernel, "looks_like_mail"):
+        return tokenizer.parts
+    bits = sum(MAIL_OFF_BITS[r] for r in off)
+    helpers: list = []  # (the email package only once there is mail, as Tokenizer.parts does)
+    fast, parts = kernel.mail_parts, tokenizer.parts
+    is_mail = (lambda data: True) if s.mode == "email" else kernel.looks_like_mail
+    lowercase, max_word, max_bytes, chars = s.lowercase, s.max_word_length, s.max_bytes, s.mail_char_ngrams
+
+    def read(data):
+        if isinstance(data, bytes):
+            data = data[:max_bytes]
+            if is_mail(data):
+                if not helpers:
+                    helpers.append(mail_helpers(off))
+                got = fast(data, lowercase, max_word, max_bytes, bits, helpers[0])
+                if got is not None:
+                    return got[0], got[1], chars
+        return parts(data)
+
+    return read
+
+
 def count(kernel: ModuleType, tokenizer, datas: list) -> tuple:
     """(blob, keys, data, indices, indptr, n_cols) of a chunk: Batch.of_tokens's arrays for
     [tokenizer(d) for d in datas], counted by the kernel."""
@@ -57,8 +104,9 @@ def count(kernel: ModuleType, tokenizer, datas: list) -> tuple:
     s: TokenizerSettings = tokenizer.settings
     counter = kernel.Counter(s.lowercase, s.max_word_length, s.ngram_max, s.char_ngram_min,
                              s.char_ngram_max, partial(words, settings=s))
+    parts = mail_parts(kernel, tokenizer)
     for d in datas:
-        tokens, texts, chars = tokenizer.parts(d)
+        tokens, texts, chars = parts(d)
         try:
             counter.add_tokens(tokens)
         except ValueError as e:  # (a NUL: never one of the tokenizer's tokens)
