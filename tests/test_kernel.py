@@ -188,6 +188,17 @@ def test_the_kernel_front_codes_as_numpy_does(tokens):
     assert np.array_equal(np.frombuffer(order, dtype=np.int64), want[2])
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=400) | st.lists(st.binary(max_size=40), max_size=30).map(lambda ts: b"".join(
+    t.replace(b"\0", b"") + b"\0" for t in ts)))
+def test_the_kernel_keys_tokens_as_numpy_does(blob):
+    """token_keys with the kernel (its `keys`) is token_keys_numpy, on any bytes (bytes after
+    the last NUL are no token on either)."""
+    from nbtext.features.vocabulary import token_keys_numpy
+
+    assert np.array_equal(np.frombuffer(compiled().keys(blob), np.uint64), token_keys_numpy(blob))
+
+
 def test_the_kernels_front_coding_refuses_a_bad_block():
     k = compiled()
     with pytest.raises(ValueError, match="at least 1"):
