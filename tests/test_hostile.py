@@ -447,6 +447,14 @@ def children(pid: int) -> list[int]:
     return [int(x) for x in out.split()]
 
 
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError):  # (ended meanwhile)
+        return ""
+
+
 def alive(pids) -> list[int]:
     left = []
     for p in pids:
@@ -459,8 +467,15 @@ def alive(pids) -> list[int]:
     return left
 
 
+# A process with a thread of its own (a library caller's) gets loky's workers, not forked ones
+# (nbtext.batch.chunks.fork_safe): the same command run so.
+WITH_A_THREAD = ("import sys, threading, time; threading.Thread(target=time.sleep, args=(1e6,), daemon=True)"
+                 ".start(); from nbtext.cli import main; sys.argv[0] = 'nbtext'; main()")
+
+
+@pytest.mark.parametrize("pool", ["fork", "loky"])
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "Ctrl-C"])
-def test_a_stopped_parallel_train_leaves_no_workers(tmp_path, how):
+def test_a_stopped_parallel_train_leaves_no_workers(tmp_path, how, pool):
     """kill -9 of a parallel train left its workers running for minutes (68 orphans, 2.7 GB);
     SIGTERM printed joblib's leaked-semaphore warnings; Ctrl-C (to the whole process group, as
     a terminal sends it) while the workers were starting printed their tracebacks. Workers now
@@ -478,17 +493,21 @@ def test_a_stopped_parallel_train_leaves_no_workers(tmp_path, how):
                 link = corpus / f.parent.name / f"{i}-{f.name}"
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(f)
-    p = subprocess.Popen([sys.executable, "-m", "nbtext", "train", str(corpus), "-j", "2", "-q",
+    start = ["-m", "nbtext"] if pool == "fork" else ["-c", WITH_A_THREAD]
+    p = subprocess.Popen([sys.executable, *start, "train", str(corpus), "-j", "2", "-q",
                           "-o", str(tmp_path / "m.nbm")], cwd=ROOT, stderr=subprocess.PIPE,
                          start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline, workers = time.time() + 20, []
     while time.time() < deadline and p.poll() is None:
-        workers = [c for c in children(p.pid) if "LokyProcess" in open(f"/proc/{c}/cmdline").read()]
+        # a forked worker is a copy of train: the same command line; loky's are new interpreters
+        mine = cmdline(p.pid)
+        workers = [c for c in children(p.pid) if (cmdline(c) == mine) == (pool == "fork")
+                   and (pool == "fork" or "LokyProcess" in cmdline(c))]
         if len(workers) == 2:
             break
         time.sleep(0.05)
     assert len(workers) == 2, "the workers never started"
-    if how == "Ctrl-C":  # the workers are still importing (about half a second)
+    if how == "Ctrl-C":  # loky's workers are still importing (about half a second)
         # 0.1 s on: in the ~40 ms while the parent is starting them, a Ctrl-C can still be
         # lost (batch.chunks.sigint_ignored: left alone, a user presses again)
         time.sleep(0.1)

@@ -63,6 +63,41 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
         for chunk in rest:
             yield chunk, count_documents([d.data for d in chunk], settings)
         return
+    if fork_safe():
+        from .pool import ForkPool
+
+        pending: deque = deque()
+
+        def datas():
+            for chunk in rest:
+                pending.append(chunk)
+                yield [d.data for d in chunk]
+
+        parent = os.getpid()
+        with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
+            pool = ForkPool(lambda task: count_documents(task, settings), n_jobs,
+                            on_fork=lambda: watch_parent(parent))
+        with pool:
+            for result in pool.map(datas()):
+                yield pending.popleft(), result
+        return
+    yield from _loky_counted(rest, settings, n_jobs)
+
+
+def fork_safe() -> bool:
+    """Whether train's workers may be forked from this process (nbtext.batch.pool): on Linux,
+    in a process with no thread but the main one (a thread holding a lock at the fork would
+    leave it held forever in the copy; numpy's BLAS threads hold none a worker takes). Elsewhere
+    joblib's loky starts fresh interpreters instead."""
+    import sys
+    import threading
+
+    return (sys.platform.startswith("linux") and hasattr(os, "fork")
+            and threading.active_count() == 1 and threading.current_thread() is threading.main_thread())
+
+
+def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n_jobs: int
+                  ) -> Iterator[tuple[list[Document], Batch]]:
     from joblib import Parallel, delayed, parallel_config
 
     pending: deque = deque()
@@ -90,7 +125,7 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
 
 
 @contextlib.contextmanager
-def sigint_ignored():
+def sigint_ignored(loky: bool = True):
     """Ctrl-C ignored while worker processes are started (about 40 ms): an ignored signal, unlike a
     handler, is kept across exec, and Python leaves it ignored, so a worker never has a Ctrl-C of
     its own (one in the first half second printed the tracebacks of workers still importing);
@@ -107,12 +142,13 @@ def sigint_ignored():
     # The resource trackers that starting the pool would start, started first: the standard
     # library's unblocks Ctrl-C after starting its process (SIG_UNBLOCK, not the mask it found),
     # which inside the window left Ctrl-C ignored and unblocked, and one pressed then was lost.
-    from multiprocessing import resource_tracker
+    if loky:
+        from multiprocessing import resource_tracker
 
-    from joblib.externals.loky.backend import resource_tracker as loky_tracker
+        from joblib.externals.loky.backend import resource_tracker as loky_tracker
 
-    resource_tracker.ensure_running()
-    loky_tracker.ensure_running()
+        resource_tracker.ensure_running()
+        loky_tracker.ensure_running()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:

@@ -197,7 +197,7 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release) -> ThresholdF
     # the candidates (docs/defaults.md: on topics Complement NB, on mail and languages multinomial).
     candidates = ([model.settings.chosen(v) for v in AUTO_CANDIDATES] if model.settings.choosing
                   else [model.settings])
-    best = None
+    scored = []  # (errors, settings, jll, for_threshold)
     for settings in candidates:
         estimator = None if not whole else model.estimator if settings == model.settings else \
             make_estimator(settings, model.counts)
@@ -205,12 +205,19 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release) -> ThresholdF
                               release=release)
         del estimator
         jll, for_threshold = jll if unseen == "both" else (jll, jll)
+        scored.append((int((jll.argmax(axis=1) != t_idx).sum()), settings, jll, for_threshold))
+        del jll, for_threshold
+    # Calibrated only where it counts: the fewest errors alone decide, unless candidates tie
+    # on them (then their Brier scores do): one calibration fit less in nearly every auto train.
+    fewest = min(errors for errors, *_ in scored)
+    tied = [s for s in scored if s[0] == fewest]
+    best = None
+    for _, settings, jll, for_threshold in tied:
         params = fit_calibration(jll, lengths, t_idx) if d.calibrate else {}
-        score = ((int((jll.argmax(axis=1) != t_idx).sum()),
-                  brier_of(calibrated_log(Decision(**params), jll, lengths), t_idx)) if len(candidates) > 1 else 0)
+        score = brier_of(calibrated_log(Decision(**params), jll, lengths), t_idx) if len(tied) > 1 else 0
         if best is None or score < best[0]:
             best = (score, settings, params, for_threshold)
-        del jll
+    del scored, tied
     _, model.settings, params, for_threshold = best
     for name, value in params.items():
         setattr(model.decision, name, value)

@@ -1,0 +1,234 @@
+"""Worker processes forked from the parent, for the map over chunks (nbtext.batch.chunks).
+
+Why not joblib's loky here: a loky worker is a new interpreter that imports joblib, numpy and
+nbtext before its first chunk, about 0.4 s on this machine's 2 cores, while the parent waits and
+the two compete for the cores (spamassassin-2002: the first chunk came back 0.42 s after the
+pool started, against 0.06 s on one core; the workers' start-up was a fifth of train's CPU).
+A forked worker has the parent's imports already and answers its first chunk at once. Loky
+stays where forking is not safe (nbtext.batch.chunks.fork_safe): other than Linux, or a library
+caller's process with threads of its own.
+
+The protocol is one socket pair a worker, each message its length (8 bytes) and a pickle: the
+parent sends a chunk's documents, the worker sends back ("ok", result) or ("error", exception).
+The parent never blocks on a send (it writes what the socket takes, and the rest when it can):
+a parent blocked sending a worker its next chunk while the worker blocked sending it a result
+would each wait for the other. At most ``ahead`` chunks are sent to a worker before its results
+are read, and at most ``ahead`` times the workers' number of results wait for an earlier one:
+memory stays bounded however long the input.
+
+A worker watches its parent (batch.chunks.watch_parent) and ignores Ctrl-C, as loky's did;
+it never runs the parent's cleanup (it ends with os._exit), and its garbage collector leaves
+the parent's objects alone (gc.freeze: a finalizer of the parent's, a temporary file's, must
+not run in a copy).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import struct
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+
+from ..errors import NbtextError
+
+
+class WorkerError(NbtextError):
+    """A worker process ended without answering (killed, or out of memory)."""
+
+
+class ForkPool:
+    """``n_jobs`` worker processes forked at once, each computing fn(task) for the tasks that
+    ``map`` sends it; ``on_fork`` runs in each right after it is forked. Closing the pool (or
+    leaving its ``with``) stops them."""
+
+    def __init__(self, fn: Callable, n_jobs: int, on_fork: Callable | None = None):
+        self.workers: list[_Worker] = []
+        try:
+            for _ in range(n_jobs):
+                ours, theirs = socket.socketpair()
+                pid = os.fork()
+                if pid == 0:  # the worker: never returns
+                    code = 1
+                    try:
+                        ours.close()
+                        for w in self.workers:
+                            w.sock.close()
+                        _serve(theirs, fn, on_fork)
+                        code = 0
+                    finally:
+                        os._exit(code)
+                theirs.close()
+                self.workers.append(_Worker(pid, ours))
+        except BaseException:
+            self.close()
+            raise
+
+    def map(self, tasks: Iterable, ahead: int = 2) -> Iterator:
+        """fn(task) for each task, in order."""
+        return _dispatch(self.workers, iter(tasks), ahead)
+
+    def close(self) -> None:
+        """End the workers (SIGKILL: they hold nothing to clean up) and reap them."""
+        for w in self.workers:
+            w.sock.close()
+            try:
+                os.kill(w.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for w in self.workers:
+            try:
+                os.waitpid(w.pid, 0)
+            except ChildProcessError:
+                pass
+        self.workers = []
+
+    def __enter__(self) -> "ForkPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+HEADER = struct.Struct("<Q")  # a message's length
+
+
+class _Worker:
+    __slots__ = ("pid", "sock", "queued", "outbox")
+
+    def __init__(self, pid: int, sock: socket.socket):
+        self.pid, self.sock = pid, sock
+        self.queued: deque[int] = deque()      # the numbers of the tasks it holds, in order
+        self.outbox: deque[memoryview] = deque()  # what is still to be written to it
+
+    def flush(self) -> None:
+        """Write what the socket takes now, never waiting."""
+        while self.outbox:
+            try:
+                sent = self.sock.send(self.outbox[0], socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                raise WorkerError(f"worker process {self.pid} ended without answering{_how(self.pid)}") from None
+            if sent == len(self.outbox[0]):
+                self.outbox.popleft()
+            else:
+                self.outbox[0] = self.outbox[0][sent:]
+
+    def receive(self):
+        """The worker's next answer (it sends each whole, so this waits only while it arrives)."""
+        data = _recv_message(self.sock)
+        if data is None:
+            raise WorkerError(f"worker process {self.pid} ended without answering{_how(self.pid)}")
+        return pickle.loads(data)
+
+
+def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int) -> Iterator:
+    import selectors
+
+    done: dict[int, object] = {}
+    sent = given = 0  # tasks sent; results given out, in order
+    exhausted = False
+    with selectors.DefaultSelector() as sel:
+        registered: dict[_Worker, int] = {}
+        while True:
+            # Hand out tasks while a worker holds fewer than `ahead` and the results waiting on an
+            # earlier one stay few.
+            while not exhausted and sent - given < ahead * len(workers):
+                w = min(workers, key=lambda w: len(w.queued))
+                if len(w.queued) >= ahead:
+                    break
+                task = next(tasks, _END)
+                if task is _END:
+                    exhausted = True
+                    break
+                data = pickle.dumps(task, pickle.HIGHEST_PROTOCOL)
+                w.outbox += (memoryview(HEADER.pack(len(data))), memoryview(data))
+                w.queued.append(sent)
+                sent += 1
+                w.flush()
+            if given in done:
+                yield done.pop(given)
+                given += 1
+                continue
+            if exhausted and given == sent:
+                return
+            for w in workers:
+                events = (selectors.EVENT_READ if w.queued else 0) | (selectors.EVENT_WRITE if w.outbox else 0)
+                if events != registered.get(w, 0):
+                    if w in registered:
+                        sel.unregister(w.sock)
+                        del registered[w]
+                    if events:
+                        sel.register(w.sock, events, w)
+                        registered[w] = events
+            for key, events in sel.select():
+                w = key.data
+                if events & selectors.EVENT_WRITE:
+                    w.flush()
+                if events & selectors.EVENT_READ:
+                    status, value = w.receive()
+                    if status == "error":
+                        raise value
+                    done[w.queued.popleft()] = value
+
+
+_END = object()
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytearray | None:
+    """n bytes from the socket, or None at its end."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = sock.recv_into(view[got:])
+        if not k:
+            return None
+        got += k
+    return buf
+
+
+def _recv_message(sock: socket.socket) -> bytearray | None:
+    try:
+        head = _recv_exact(sock, HEADER.size)
+        return None if head is None else _recv_exact(sock, HEADER.unpack(head)[0])
+    except (ConnectionError, OSError):
+        return None
+
+
+def _how(pid: int) -> str:
+    """How a worker ended (" (killed by signal 9)"), once it has: else nothing."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return ""
+    if done and os.WIFSIGNALED(status):
+        return f" (killed by signal {os.WTERMSIG(status)})"
+    return ""
+
+
+def _serve(sock: socket.socket, fn: Callable, on_fork: Callable | None) -> None:
+    """A worker's life: a task read, answered, and the next, until the parent closes."""
+    import gc
+
+    gc.freeze()  # (the parent's objects are never this process's garbage to finalize)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (the parent's handler raises, to clean up)
+    if on_fork:
+        on_fork()
+    while (data := _recv_message(sock)) is not None:
+        try:
+            answer = ("ok", fn(pickle.loads(data)))
+        except BaseException as e:  # (sent to the parent, which raises it)
+            answer = ("error", e)
+        del data
+        try:
+            out = pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)
+        except Exception:  # an exception that does not pickle: its text does
+            out = pickle.dumps(("error", RuntimeError(f"{type(answer[1]).__name__}: {answer[1]}")))
+        del answer
+        try:
+            sock.sendall(HEADER.pack(len(out)))
+            sock.sendall(out)
+        except OSError:
+            return  # the parent stopped reading: it is done

@@ -1,0 +1,133 @@
+"""The forked worker pool (nbtext.batch.pool) that counts train's, predict's and eval's chunks:
+results in input order, a worker's error raised in the parent, a worker that dies named, no
+deadlock when tasks and results are larger than a socket's buffer, workers gone when the pool
+closes; and the loky path it replaces where forking is unsafe gives the same batches."""
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from nbtext.batch import chunks
+from nbtext.batch.pool import ForkPool, WorkerError
+from nbtext.errors import NbtextError
+from nbtext.read import Document
+from nbtext.settings import TokenizerSettings
+
+
+def gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_results_come_in_input_order_from_every_worker():
+    # uneven work: the early tasks are the long ones, so later results come back first
+    def work(n):
+        return n, os.getpid(), sum(range((40 - n) * 20_000))
+
+    with ForkPool(work, 3) as pool:
+        out = list(pool.map(range(40), ahead=2))
+        pids = [w.pid for w in pool.workers]
+    assert [n for n, _, _ in out] == list(range(40))
+    assert [s for _, _, s in out] == [sum(range((40 - n) * 20_000)) for n in range(40)]
+    assert {p for _, p, _ in out} == set(pids) and os.getpid() not in pids
+    assert all(gone(p) for p in pids)
+
+
+def test_tasks_and_results_larger_than_a_socket_buffer_do_not_deadlock():
+    # 4 MB each way, two tasks queued a worker: a worker answering while its parent sent it the
+    # next task would each wait for the other, if the parent's sends waited
+    def hung(signum, frame):
+        raise AssertionError("the pool deadlocked")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        with ForkPool(lambda b: b[::-1] + b, 2) as pool:
+            blobs = [bytes([i]) * (2 << 20) for i in range(8)]
+            assert list(pool.map(blobs)) == [b + b for b in blobs]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_an_error_in_a_worker_is_raised_in_the_parent_and_ends_the_workers():
+    def work(n):
+        if n == 5:
+            raise NbtextError(f"bad task {n}")
+        return n
+
+    pool = ForkPool(work, 2)
+    pids = [w.pid for w in pool.workers]
+    with pytest.raises(NbtextError, match="^bad task 5$"):
+        with pool:
+            list(pool.map(range(10)))
+    assert all(gone(p) for p in pids)
+
+
+def test_an_error_that_does_not_pickle_still_says_what_it_was():
+    class Local(Exception):  # (a local class: pickle cannot find it by name)
+        pass
+
+    def work(n):
+        raise Local("no pickling me")
+
+    with ForkPool(work, 2) as pool, pytest.raises(RuntimeError, match="Local: no pickling me"):
+        list(pool.map(range(3)))
+
+
+def test_a_worker_that_dies_is_named_not_waited_for():
+    def work(n):
+        if n == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return n
+
+    with ForkPool(work, 2) as pool, pytest.raises(WorkerError, match=r"worker process \d+ ended without answering"):
+        list(pool.map(range(10)))
+
+
+def test_leaving_early_stops_the_workers():
+    pool = ForkPool(lambda n: n, 2)
+    pids = [w.pid for w in pool.workers]
+    results = pool.map(range(1000))
+    assert next(results) == 0
+    results.close()
+    pool.close()
+    assert all(gone(p) for p in pids)
+
+
+def test_forked_and_loky_workers_count_the_same_batches(monkeypatch, small_corpus):
+    from nbtext.read import label_directory
+
+    docs = list(label_directory(str(small_corpus)))
+    s = TokenizerSettings()
+
+    def run():
+        return [(len(c), b.blob, b.keys.tolist(), b.rows.data.tolist(), b.rows.indices.tolist(), b.rows.indptr.tolist())
+                for c, b in chunks.counted(iter(docs), s, n_jobs=2, chunk_size=7)]
+
+    # (chosen here: once loky has run in a process, its threads stay, and fork_safe says no)
+    monkeypatch.setattr(chunks, "fork_safe", lambda: True)
+    forked = run()
+    monkeypatch.setattr(chunks, "fork_safe", lambda: False)
+    assert run() == forked == [(len(c), b.blob, b.keys.tolist(), b.rows.data.tolist(), b.rows.indices.tolist(),
+                                b.rows.indptr.tolist()) for c, b in chunks.counted(iter(docs), s, n_jobs=1, chunk_size=7)]
+    assert len(forked) > 4
+
+
+def test_a_process_with_threads_of_its_own_is_not_forked():
+    import threading
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert not chunks.fork_safe()
+    finally:
+        stop.set()
+        t.join()
