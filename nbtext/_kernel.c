@@ -780,7 +780,7 @@ done:
  * same ids, and the same new tokens' bytes appended in the same order. The keys are kept in id
  * order in one array (8 bytes a token); an open-addressing table (linear probing) of 32-bit
  * slots, each 0 (empty) or an id + 1, finds them (its size any whole number, kept at a load
- * of at most 0.7: 5.7 to 8.5 bytes a token while growing by half, 6.7 when built at once).
+ * of at most 0.7: 5.7 to 8.5 bytes a token while growing by half, 6 when built at once).
  *
  * A key's first slot comes from the key mixed with a per-index random seed (given by the
  * caller, from os.urandom). A token's key is a public function of its bytes (FNV-1a, then
@@ -844,7 +844,7 @@ static int ki_reserve(KeyIndex *x, size_t want, int exact)
             cap = want;
         if (cap < 64)
             cap = 64;
-        uint64_t *keys = PyMem_Realloc(x->keys, cap * sizeof *keys);  /* (cap < 2**31: no overflow) */
+        uint64_t *keys = cap > SIZE_MAX / sizeof *keys ? NULL : PyMem_Realloc(x->keys, cap * sizeof *keys);
         if (!keys) {
             PyErr_NoMemory();
             return -1;
@@ -854,8 +854,12 @@ static int ki_reserve(KeyIndex *x, size_t want, int exact)
     }
     if (want * 10 > x->scap * 7 || !x->slots) {  /* past a load of 0.7: half as many again */
         size_t cap = exact ? ki_slots_for(want) : x->scap + x->scap / 2;
-        if (cap < ki_slots_for(want))
-            cap = ki_slots_for(want);
+        if (cap < ki_slots_for(want) || cap > (size_t)UINT32_MAX)
+            cap = ki_slots_for(want);  /* (at most 1.5 * 2**31 + 16: the home's arithmetic needs < 2**32) */
+        if (cap > SIZE_MAX / sizeof *x->slots) {
+            PyErr_NoMemory();
+            return -1;
+        }
         /* (rebuilt from the keys, so the old slots need not be kept: a realloc, which may
          * grow them in place, and which leaves them as they were when it fails) */
         uint32_t *slots = PyMem_Realloc(x->slots, cap * sizeof *slots);
