@@ -651,33 +651,123 @@ typedef struct {
 
 static inline size_t tok_len(const Tokens *t, int64_t i) { return t->starts[i + 1] - t->starts[i] - 1; }
 
-/* Byte order (unsigned), a token before any longer one it begins; equal tokens are equal. */
-static int tok_cmp(const Tokens *t, int64_t x, int64_t y)
+/* Token i's byte at depth d plus one, 0 past its end (tokens hold no NUL: a token sorts
+ * before a longer one it begins). */
+static inline unsigned tok_byte(const Tokens *t, int64_t i, size_t d)
 {
-    size_t lx = tok_len(t, x), ly = tok_len(t, y);
-    int c = memcmp(t->b + t->starts[x], t->b + t->starts[y], lx < ly ? lx : ly);
+    return d < tok_len(t, i) ? (unsigned)t->b[t->starts[i] + d] + 1 : 0;
+}
+
+/* Byte order (unsigned) of two tokens known to share their first d bytes, a token before any
+ * longer one it begins; equal tokens are equal. */
+static int tok_cmp_from(const Tokens *t, int64_t x, int64_t y, size_t d)
+{
+    size_t lx = tok_len(t, x), ly = tok_len(t, y), m = lx < ly ? lx : ly;
+    int c = m > d ? memcmp(t->b + t->starts[x] + d, t->b + t->starts[y] + d, m - d) : 0;
     return c ? c : (lx > ly) - (lx < ly);
 }
 
-/* Stable bottom-up merge sort of the ids in a (n of them), tmp as long: ties keep their order,
- * as numpy's lexsort in vocabfile._byte_order keeps them. */
-static void sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
+typedef struct {
+    size_t lo, hi, d; /* a[lo..hi) share their first d bytes */
+} Range;
+
+/* How many bytes from depth d tokens x and y share, at most `most` (a word at a time). */
+static size_t shared_from(const Tokens *t, int64_t x, int64_t y, size_t d, size_t most)
 {
-    for (size_t width = 1; width < n; width *= 2) {
-        for (size_t lo = 0; lo < n; lo += 2 * width) {
-            size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
-            size_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                tmp[k++] = tok_cmp(t, a[j], a[i]) < 0 ? a[j++] : a[i++];
-            while (i < mid)
-                tmp[k++] = a[i++];
-            while (j < hi)
-                tmp[k++] = a[j++];
-        }
-        memcpy(a, tmp, n * sizeof *a); /* (the merged runs are in tmp: back into a) */
-        if (width > n / 2)
-            break; /* (the next width would cover everything: done, and no overflow) */
+    size_t lx = tok_len(t, x), ly = tok_len(t, y), m = lx < ly ? lx : ly;
+    m = m > d ? m - d : 0;
+    if (m > most)
+        m = most;
+    const unsigned char *p = t->b + t->starts[x] + d, *q = t->b + t->starts[y] + d;
+    size_t k = 0;
+    for (uint64_t u, v; k + 8 <= m; k += 8) {
+        memcpy(&u, p + k, 8);
+        memcpy(&v, q + k, 8);
+        if (u != v)
+            break;
     }
+    while (k < m && p[k] == q[k])
+        k++;
+    return k;
+}
+
+#define RADIX_SMALL 24 /* ranges shorter than this are insertion-sorted */
+
+/* Stable most-significant-byte radix sort of the ids in a (n of them), tmp as long: ties keep
+ * their order, as numpy's lexsort in vocabfile._byte_order keeps them. Each range of ids that
+ * share d bytes is dealt into buckets by byte d (a counting sort: stable), the ranges kept on a
+ * heap stack rather than by recursion (a stranger's model file may hold long shared prefixes).
+ * It reads each token's bytes a few times, where a merge sort compared 19 times per token
+ * through the namespaces' long shared prefixes ("subject:", "url:path:"): spamassassin-2002's
+ * vocabulary in first-seen order, 0.16-0.22 -> ~0.06 s. Returns -1 (MemoryError set) when
+ * the stack cannot grow. */
+static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
+{
+    size_t cap = 256, top = 0;
+    Range *stack = PyMem_Malloc(cap * sizeof *stack);
+    size_t count[258];
+    if (!stack) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (n > 1)
+        stack[top++] = (Range){0, n, 0};
+    while (top) {
+        Range r = stack[--top];
+        if (r.hi - r.lo < RADIX_SMALL) {
+            for (size_t i = r.lo + 1; i < r.hi; i++) {
+                int64_t v = a[i];
+                size_t j = i;
+                for (; j > r.lo && tok_cmp_from(t, v, a[j - 1], r.d) < 0; j--)
+                    a[j] = a[j - 1];
+                a[j] = v;
+            }
+            continue;
+        }
+        memset(count, 0, sizeof count);
+        for (size_t i = r.lo; i < r.hi; i++)
+            count[tok_byte(t, a[i], r.d) + 1]++;
+        if (count[0 + 1] == r.hi - r.lo)
+            continue; /* every token ends here: all equal, in their order */
+        int single = -1;
+        for (int c = 1; c < 257 && single < 0; c++)
+            if (count[c + 1] == r.hi - r.lo)
+                single = c;
+        if (single < 0) {
+            for (int c = 1; c < 258; c++)
+                count[c] += count[c - 1]; /* count[c]: where bucket c starts */
+            for (size_t i = r.lo; i < r.hi; i++)
+                tmp[r.lo + count[tok_byte(t, a[i], r.d)]++] = a[i];
+            memcpy(a + r.lo, tmp + r.lo, (r.hi - r.lo) * sizeof *a);
+        } /* (else all in one bucket: already in place) */
+        if (top + 256 > cap) {
+            size_t grown = cap * 2;
+            Range *s = grown < (size_t)PY_SSIZE_T_MAX / sizeof *stack ? PyMem_Realloc(stack, grown * sizeof *stack) : NULL;
+            if (!s) {
+                PyMem_Free(stack);
+                PyErr_NoMemory();
+                return -1;
+            }
+            stack = s, cap = grown;
+        }
+        if (single >= 0) {
+            /* one bucket: every token goes on past d; skip the bytes they all share (long
+             * shared prefixes, read a word at a time rather than a level each) */
+            size_t skip = (size_t)-1;
+            for (size_t i = r.lo + 1; i < r.hi && skip; i++)
+                skip = shared_from(t, a[r.lo], a[i], r.d, skip);
+            stack[top++] = (Range){r.lo, r.hi, r.d + (skip ? skip : 1)};
+            continue;
+        }
+        /* now count[c] is where bucket c ends; bucket 0 (tokens that end here) is done */
+        for (int c = 1; c < 257; c++) {
+            size_t lo = r.lo + count[c - 1], hi = r.lo + count[c];
+            if (hi - lo > 1)
+                stack[top++] = (Range){lo, hi, r.d + 1};
+        }
+    }
+    PyMem_Free(stack);
+    return 0;
 }
 
 /* front_code(blob, block) -> (fc, heads, order): vocabfile.front_code of the NUL-terminated
@@ -725,7 +815,8 @@ static PyObject *kernel_front_code(PyObject *self, PyObject *args)
     int64_t *ids = (int64_t *)PyBytes_AS_STRING(order);
     for (size_t i = 0; i < n; i++)
         ids[i] = (int64_t)i;
-    sort_ids(&t, ids, tmp, n);
+    if (sort_ids(&t, ids, tmp, n) < 0)
+        goto done;
     PyMem_Free(tmp);
     tmp = NULL;
     /* at most: every token whole, with its p byte and its NUL (the blob holds n NULs) */

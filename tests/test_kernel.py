@@ -199,6 +199,27 @@ def test_the_kernel_keys_tokens_as_numpy_does(blob):
     assert np.array_equal(np.frombuffer(compiled().keys(blob), np.uint64), token_keys_numpy(blob))
 
 
+def test_the_kernels_front_coding_sorts_large_vocabularies_by_their_bytes():
+    """The radix sort's paths past the small ranges: namespaces (shared prefixes longer than a
+    word, skipped), chains of tokens each a prefix of the next, bytes past 0x7f; the order is
+    Python's sorted() of the bytes, ties (which a vocabulary never has) in their order."""
+    from nbtext.features.vocabulary import encode_tokens
+    from nbtext.store.vocabfile import BLOCK, front_code_numpy
+
+    rng = np.random.default_rng(7)
+    words = ["".join(rng.choice(list("abz\xe9\u4e2d"), size=rng.integers(0, 6))) for _ in range(3000)]
+    tokens = [rng.choice(["", "subject:", "url:path:", "x" * 300]) + w for w in words] + ["q" * n for n in range(400)]
+    distinct = list(dict.fromkeys(tokens))
+    blob = encode_tokens(distinct)
+    fc, heads, order = compiled().front_code(blob, BLOCK)
+    want = front_code_numpy(blob)
+    assert fc == want[0] and np.array_equal(np.frombuffer(order, dtype=np.int64), want[2])
+    raw = [t.encode() for t in tokens]
+    order = np.frombuffer(compiled().front_code(encode_tokens(tokens), BLOCK)[2], dtype=np.int64)
+    assert order.tolist() == sorted(range(len(raw)), key=raw.__getitem__)
+    assert len(distinct) < len(tokens)
+
+
 def test_the_kernels_front_coding_refuses_a_bad_block():
     k = compiled()
     with pytest.raises(ValueError, match="at least 1"):

@@ -197,11 +197,11 @@ def front_code(blob: bytes) -> tuple[bytes, "np.ndarray", "np.ndarray"]:
     """(front-coded vocabulary, block head offsets, the sorting permutation) of NUL-terminated
     UTF-8 tokens (Vocabulary.encoded()), distinct as a vocabulary's are.
 
-    With the compiled kernel (nbtext/_kernel.c, docs/kernel.md), in C: a stable merge sort of
+    With the compiled kernel (nbtext/_kernel.c, docs/kernel.md), in C: a stable radix sort of
     the tokens' ids by their bytes, then one pass writing the entries (spamassassin-2002's
     441,690 tokens in first-seen order, as train saves them: about 10 MB against numpy's 31,
-    in about the same time, 0.2-0.6 s, the merge sort's reads of the tokens missing the cache;
-    a sorted vocabulary 0.05-0.2 s); the numpy implementation below is the reference, and both give the same bytes and order
+    in 0.06 s, where a merge sort took 0.16-0.22 s comparing through the namespaces' shared
+    prefixes); the numpy implementation below is the reference, and both give the same bytes and order
     (tests/test_modelfile.py, and the kernel's fuzz under AddressSanitizer)."""
     import numpy as np
 
