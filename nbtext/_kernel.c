@@ -864,6 +864,70 @@ done:
     return result;
 }
 
+/* front_decode(fc, block) -> bytes: vocabfile.front_decode_numpy in one pass (the reference:
+ * the same tokens, or the same ValueError, checked in the same order). fc is a model file's,
+ * a stranger's: every entry's prefix is checked against the token before it before a byte is
+ * copied. Loading spamassassin-2002's model decoded its 441,690 tokens with numpy in 0.09 s,
+ * half of what loading took. */
+static PyObject *kernel_front_decode(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t block;
+    if (!PyArg_ParseTuple(args, "y*n:front_decode", &view, &block))
+        return NULL;
+    PyObject *out = NULL;
+    const unsigned char *f = view.buf;
+    size_t len = (size_t)view.len, pos, i, total = 0, prev = 0;
+    if (block < 1) {
+        PyErr_Format(PyExc_ValueError, "vocabulary block size %zd", block);
+        goto done;
+    }
+    if (len && f[len - 1] != 0) {
+        PyErr_SetString(PyExc_ValueError, "vocabulary does not end with a NUL");
+        goto done;
+    }
+    for (pos = 0; pos < len; pos++) {  /* an entry is at least its shared-prefix byte */
+        if (f[pos] == 0 && (pos == 0 || f[pos - 1] == 0)) {
+            PyErr_SetString(PyExc_ValueError, "empty vocabulary entry");
+            goto done;
+        }
+    }
+    for (pos = 0, i = 0; pos < len; i++) {  /* (f ends with a NUL: memchr finds one) */
+        size_t entry = (size_t)((const unsigned char *)memchr(f + pos, 0, len - pos) - (f + pos));
+        size_t shared = (size_t)f[pos] - 1, length = shared + entry - 1;
+        if ((i % (size_t)block == 0 && shared != 0) || (i > 0 && shared > prev)) {
+            PyErr_SetString(PyExc_ValueError, "vocabulary entries share more than the entry before holds");
+            goto done;
+        }
+        total += length + 1;  /* (at most 256 bytes an entry byte: no overflow) */
+        prev = length;
+        pos += entry + 1;
+    }
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (!out)
+        goto done;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out), *last = o;
+    size_t at = 0;
+    for (pos = 0; pos < len;) {
+        size_t entry = (size_t)((const unsigned char *)memchr(f + pos, 0, len - pos) - (f + pos));
+        size_t shared = (size_t)f[pos] - 1, rest = entry - 1;
+        if (at + shared + rest + 1 > total) { /* (cannot happen: the sizes were added above) */
+            Py_CLEAR(out);
+            PyErr_SetString(PyExc_RuntimeError, "front_decode: output overflow");
+            goto done;
+        }
+        memmove(o + at, last, shared);  /* (the token before's prefix; checked above) */
+        memcpy(o + at + shared, f + pos + 1, rest);
+        last = o + at;
+        at += shared + rest;
+        o[at++] = 0;
+        pos += entry + 1;
+    }
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
 /* -- the vocabulary's index: token key -> id (nbtext.features.vocabulary) --------------------
  *
  * A KeyIndex maps the vocabulary's 64-bit token keys to their ids (positions in first-seen
@@ -1185,6 +1249,8 @@ static PyMethodDef kernel_methods[] = {
     {"keys", kernel_keys, METH_O, "keys(blob) -> uint64 keys (bytes) of NUL-terminated tokens"},
     {"front_code", kernel_front_code, METH_VARARGS,
      "front_code(blob, block) -> (front-coded bytes, int64 block heads, int64 order) (bytes each)"},
+    {"front_decode", kernel_front_decode, METH_VARARGS,
+     "front_decode(fc, block) -> bytes: the NUL-terminated tokens of a front-coded vocabulary"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -220,6 +220,40 @@ def test_the_kernels_front_coding_sorts_large_vocabularies_by_their_bytes():
     assert len(distinct) < len(tokens)
 
 
+def decoded(decode, fc, block):
+    """front_decode's bytes, or its error's message."""
+    try:
+        return decode(fc, block)
+    except ValueError as e:
+        return str(e)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.sampled_from("ab\xe9\u4e2d") | st.characters(blacklist_characters="\x00"), max_size=12)
+                | st.builds(lambda n, t: "a" * n + t, st.integers(250, 300), st.text("ab", max_size=3)),
+                unique=True, max_size=80),
+       st.sampled_from([1, 2, 16]),
+       st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=3),
+       st.binary(max_size=60))
+def test_the_kernel_front_decodes_as_numpy_does(tokens, block, edits, junk):
+    """A model file's vocabulary decoded in C (store.vocabfile.front_decode): the tokens the
+    numpy reference gives, and on a mangled or arbitrary section the same error."""
+    from nbtext.features.vocabulary import encode_tokens
+    from nbtext.store.vocabfile import front_code_numpy, front_decode_numpy
+
+    blob = encode_tokens(tokens)
+    fc, _, order = front_code_numpy(blob)  # (block 16; other blocks make the heads' rule fail)
+    k = compiled()
+    if block == 16:
+        assert k.front_decode(fc, 16) == front_decode_numpy(fc, 16) == encode_tokens([tokens[i] for i in order])
+    mangled = bytearray(fc)
+    for at, byte in edits:
+        if mangled:
+            mangled[at % len(mangled)] = byte
+    for data in (bytes(mangled), junk, junk + b"\0", b"\1" + junk.replace(b"\0", b"") + b"\0"):
+        assert decoded(k.front_decode, data, block) == decoded(front_decode_numpy, data, block)
+
+
 def test_the_kernels_front_coding_refuses_a_bad_block():
     k = compiled()
     with pytest.raises(ValueError, match="at least 1"):
@@ -414,6 +448,17 @@ FUZZ = textwrap.dedent('''
         want = vocabfile.front_code_numpy(blob)
         assert fc == want[0] and (np.frombuffer(heads, np.int64) == want[1]).all()
         assert (np.frombuffer(order, np.int64) == want[2]).all()
+        block = rng.choice([1, 2, 16])
+        for data in (fc, bytes(b if rng.random() > 0.05 else rng.randrange(256) for b in fc), blob):
+            try:
+                got = k.front_decode(data, block)
+            except ValueError as e:
+                got = str(e)
+            try:
+                want = vocabfile.front_decode_numpy(data, block)
+            except ValueError as e:
+                want = str(e)
+            assert got == want
         x, ref, xb, rb = k.KeyIndex(rng.getrandbits(64), rng.getrandbits(64)), SortedLevels(), bytearray(), bytearray()
         for _ in range(rng.randrange(8)):  # the vocabulary's index: growth, repeats, shared low bits
             m = rng.randrange(300)
