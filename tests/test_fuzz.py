@@ -118,3 +118,22 @@ def test_vocabulary_gives_first_seen_ids_even_when_keys_collide(batches, buckets
         assert ids.tolist() == [ref[k] for k in keys.tolist()]
     assert len(vocab) == len(ref) and vocab.tokens == firsts
     assert vocab.keys().tolist() == list(ref)
+
+
+def test_a_vocabulary_pickles_with_its_tokens_ids_and_keys():
+    """A Model (and so its Vocabulary) may be pickled by a user or by joblib: the copy holds
+    the same tokens, ids and keys, and finds and grows as the original does (on either path:
+    the kernel's index is rebuilt where the copy is made)."""
+    import copy
+    import pickle
+
+    import numpy as np
+
+    from nbtext.features.vocabulary import Vocabulary, encode_tokens
+
+    vocab = Vocabulary(["b", "a", "é", "b c"])
+    for clone in (pickle.loads(pickle.dumps(vocab)), copy.deepcopy(vocab)):
+        assert clone.tokens == vocab.tokens and np.array_equal(clone.keys(), vocab.keys())
+        assert clone.lookup(["a", "zz", "é"]).tolist() == [1, -1, 2]
+        assert clone.extend_encoded(encode_tokens(["zz", "a"])).tolist() == [4, 1]
+        assert len(vocab) == 4

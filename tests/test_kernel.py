@@ -188,6 +188,17 @@ def test_the_kernel_front_codes_as_numpy_does(tokens):
     assert np.array_equal(np.frombuffer(order, dtype=np.int64), want[2])
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=400) | st.lists(st.binary(max_size=40), max_size=30).map(lambda ts: b"".join(
+    t.replace(b"\0", b"") + b"\0" for t in ts)))
+def test_the_kernel_keys_tokens_as_numpy_does(blob):
+    """token_keys with the kernel (its `keys`) is token_keys_numpy, on any bytes (bytes after
+    the last NUL are no token on either)."""
+    from nbtext.features.vocabulary import token_keys_numpy
+
+    assert np.array_equal(np.frombuffer(compiled().keys(blob), np.uint64), token_keys_numpy(blob))
+
+
 def test_the_kernels_front_coding_sorts_large_vocabularies_by_their_bytes():
     """The radix sort's paths past the small ranges: namespaces (shared prefixes longer than a
     word, skipped), chains of tokens each a prefix of the next, bytes past 0x7f; the order is
@@ -209,6 +220,40 @@ def test_the_kernels_front_coding_sorts_large_vocabularies_by_their_bytes():
     assert len(distinct) < len(tokens)
 
 
+def decoded(decode, fc, block):
+    """front_decode's bytes, or its error's message."""
+    try:
+        return decode(fc, block)
+    except ValueError as e:
+        return str(e)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.sampled_from("ab\xe9\u4e2d") | st.characters(blacklist_characters="\x00"), max_size=12)
+                | st.builds(lambda n, t: "a" * n + t, st.integers(250, 300), st.text("ab", max_size=3)),
+                unique=True, max_size=80),
+       st.sampled_from([1, 2, 16]),
+       st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=3),
+       st.binary(max_size=60))
+def test_the_kernel_front_decodes_as_numpy_does(tokens, block, edits, junk):
+    """A model file's vocabulary decoded in C (store.vocabfile.front_decode): the tokens the
+    numpy reference gives, and on a mangled or arbitrary section the same error."""
+    from nbtext.features.vocabulary import encode_tokens
+    from nbtext.store.vocabfile import front_code_numpy, front_decode_numpy
+
+    blob = encode_tokens(tokens)
+    fc, _, order = front_code_numpy(blob)  # (block 16; other blocks make the heads' rule fail)
+    k = compiled()
+    if block == 16:
+        assert k.front_decode(fc, 16) == front_decode_numpy(fc, 16) == encode_tokens([tokens[i] for i in order])
+    mangled = bytearray(fc)
+    for at, byte in edits:
+        if mangled:
+            mangled[at % len(mangled)] = byte
+    for data in (bytes(mangled), junk, junk + b"\0", b"\1" + junk.replace(b"\0", b"") + b"\0"):
+        assert decoded(k.front_decode, data, block) == decoded(front_decode_numpy, data, block)
+
+
 def test_the_kernels_front_coding_refuses_a_bad_block():
     k = compiled()
     with pytest.raises(ValueError, match="at least 1"):
@@ -217,6 +262,131 @@ def test_the_kernels_front_coding_refuses_a_bad_block():
         k.front_code("a", 16)
     assert k.front_code(b"", 16) == (b"", b"", b"")
     assert k.front_code(b"no nul", 16) == (b"", b"", b"")  # (bytes after the last NUL: no token)
+
+
+# -- the vocabulary's index (KeyIndex) against numpy's sorted levels ------------------------------
+
+def both_vocabularies():
+    """A Vocabulary on the kernel's index and one on numpy's levels (the reference)."""
+    from nbtext.features.vocabulary import CompiledIndex, SortedLevels, Vocabulary
+
+    compiled()
+    old = os.environ.get("NBTEXT_KERNEL")
+    try:
+        os.environ["NBTEXT_KERNEL"] = "c"
+        c = Vocabulary()
+        os.environ["NBTEXT_KERNEL"] = "python"
+        py = Vocabulary()
+    finally:
+        os.environ["NBTEXT_KERNEL"] = old if old is not None else ""
+    assert isinstance(c._index, CompiledIndex) and isinstance(py._index, SortedLevels)
+    return c, py
+
+
+# Keys from a small pool (repeats within and across chunks), sharing their low 32 or 48 bits
+# (one probe chain if the table took a key's own bits), and anything at all.
+KEY = st.integers(0, 5) | st.integers(0, 300).map(lambda i: i << 32) | st.integers(0, 9).map(lambda i: i << 48 | 7) \
+    | st.integers(0, 2**64 - 1)
+COLUMN = st.tuples(KEY, st.binary(max_size=6).map(lambda b: b.replace(b"\0", b"\1")))
+CALLS = st.lists(st.tuples(st.sampled_from(["extend", "extend", "find"]), st.lists(COLUMN, max_size=80)), max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(CALLS)
+def test_the_kernels_vocabulary_index_gives_numpys_ids(calls):
+    """Any sequence of extend_encoded and find_keys calls (empty chunks, keys repeated within a
+    chunk, keys sharing their low bits, growth past several resizes) gives the same ids, the
+    same appended bytes and the same keys on the kernel's hash table as on numpy's levels."""
+    c, py = both_vocabularies()
+    for call, columns in calls:
+        keys = np.array([k for k, _ in columns], dtype=np.uint64)
+        blob = b"".join(t + b"\0" for _, t in columns)
+        if call == "extend":
+            got, want = c.extend_encoded(blob, keys), py.extend_encoded(blob, keys)
+        else:
+            got, want = c.find_keys(keys), py.find_keys(keys)
+        assert got.dtype == want.dtype == np.int64 and np.array_equal(got, want)
+        assert len(c) == len(py) and c.encoded() == py.encoded()
+        assert np.array_equal(c.keys(), py.keys())
+
+
+def test_the_kernels_vocabulary_index_loads_a_model_files_tokens_as_numpy_does():
+    """A whole vocabulary at once (as a model file is loaded), with a duplicate token: dropped
+    on both (the loader then refuses the file by the length); and real mail's chunk ids."""
+    from nbtext.features.vocabulary import encode_tokens
+
+    c, py = both_vocabularies()
+    blob = encode_tokens([f"t{i}" for i in range(5000)] + ["t17"] + [f"u{i}" for i in range(100)])
+    assert np.array_equal(c.extend_encoded(blob), py.extend_encoded(blob))
+    assert len(c) == len(py) == 5100 and c.encoded() == py.encoded()
+
+
+def invert_mix(h: int) -> int:
+    """x such that kernel.c's finish(x) == h (SplitMix64's finalizer is a bijection)."""
+    m = 2**64 - 1
+    h ^= h >> 31 ^ h >> 62
+    h = h * pow(0x94D049BB133111EB, -1, 2**64) & m
+    h ^= h >> 27 ^ h >> 54
+    h = h * pow(0xBF58476D1CE4E5B9, -1, 2**64) & m
+    return h ^ h >> 30 ^ h >> 60
+
+
+def test_keys_chosen_for_one_probe_chain_meet_a_secret_seed():
+    """Keys that share a table slot under a known seed (an attacker who knew it could choose
+    a model file's tokens so): quadratic probing under that seed, linear under a random one,
+    as Vocabulary seeds it (os.urandom)."""
+    from nbtext.features.vocabulary import CompiledIndex
+
+    k, n = compiled(), 2000
+    keys = np.array([invert_mix(invert_mix(7 << 32 | i)) for i in range(n)], dtype=np.uint64)
+    blob = b"x\0" * n
+    known = k.KeyIndex(0, 0)
+    known.extend(blob, keys, np.empty(n, dtype=np.int64), bytearray())
+    assert known.stats()["probes"] > n * n // 4  # (the attack is real...)
+    index = CompiledIndex(k)
+    ids = index.extend(blob, keys, bytearray())
+    assert np.array_equal(ids, np.arange(n)) and index._x.stats()["probes"] < 3 * n  # (...and met)
+
+
+def test_the_kernels_vocabulary_index_refuses_what_does_not_fit_and_changes_nothing():
+    from nbtext.features.vocabulary import Vocabulary
+
+    k = compiled()
+    x = k.KeyIndex(1, 2)
+    vocab, ids = bytearray(), np.empty(2, dtype=np.int64)
+    assert x.extend(b"a\0b\0", np.array([1, 2], dtype=np.uint64), ids, vocab) == 2
+    for blob, keys, out, error in [
+        (b"a\0", np.array([1, 2], dtype=np.uint64), np.empty(2, dtype=np.int64), "2 keys for a blob of 1"),
+        (b"a\0b", np.array([1], dtype=np.uint64), np.empty(1, dtype=np.int64), "trailing bytes"),
+        (b"a\0", np.array([1], dtype=np.uint64), np.empty(2, dtype=np.int64), "one length"),
+        (b"a\0", b"\1" * 7, np.empty(1, dtype=np.int64), "one length"),
+    ]:
+        with pytest.raises(ValueError, match=error):
+            x.extend(blob, keys, out, vocab)
+    with pytest.raises(BufferError):  # (ids not writable, the vocabulary not a bytearray)
+        x.extend(b"c\0", np.array([3], dtype=np.uint64), b"\0" * 8, vocab)
+    with pytest.raises(TypeError):
+        x.extend(b"c\0", np.array([3], dtype=np.uint64), np.empty(1, dtype=np.int64), b"")
+    held = memoryview(vocab)  # (a resize refused: the new key is taken back)
+    with pytest.raises(BufferError):
+        x.extend(b"c\0", np.array([3], dtype=np.uint64), np.empty(1, dtype=np.int64), vocab)
+    held.release()
+    assert len(x) == 2 and vocab == b"a\0b\0"
+    found = np.empty(3, dtype=np.int64)
+    x.find(np.array([2, 3, 1], dtype=np.uint64), found)
+    assert found.tolist() == [1, -1, 0]
+    with pytest.raises(ValueError, match="need 16 bytes"):
+        x.keys(np.empty(3, dtype=np.uint64))
+    with pytest.raises(RuntimeError, match="not initialized"):
+        k.KeyIndex.__new__(k.KeyIndex).find(np.zeros(1, dtype=np.uint64), np.empty(1, dtype=np.int64))
+    with pytest.raises(RuntimeError, match="once"):
+        x.__init__(1, 2)
+    v = Vocabulary()  # (both paths: the Vocabulary checks first, with one message)
+    with pytest.raises(ValueError, match="2 keys for 1 NUL-terminated tokens"):
+        v.extend_encoded(b"a\0", np.array([1, 2], dtype=np.uint64))
+    with pytest.raises(ValueError, match="bytes after the last"):
+        v.extend_encoded(b"a\0b", np.array([1], dtype=np.uint64))
+    assert len(v) == 0
 
 
 # -- AddressSanitizer ----------------------------------------------------------------------------
@@ -233,6 +403,7 @@ FUZZ = textwrap.dedent('''
     from nbtext.settings import TokenizerSettings
     from nbtext.text.tokenizer import Tokenizer
     from nbtext.store import vocabfile
+    from nbtext.features.vocabulary import SortedLevels
     import numpy as np
     assert kernel.compiled() is k
     rng = random.Random(int(sys.argv[3]))
@@ -289,6 +460,39 @@ FUZZ = textwrap.dedent('''
                                    "&amp;", "&#1;", "http://", " ", "'", '"', "\\x00"]) for _ in range(rng.randrange(80)))
         got, found = k.html_text(text, rng.random() < 0.3, __import__("html").unescape) or (None, None)
         k.looks_like_mail(rng.randbytes(rng.randrange(200)))
+        block = rng.choice([1, 2, 16])
+        for data in (fc, bytes(b if rng.random() > 0.05 else rng.randrange(256) for b in fc), blob):
+            try:
+                got = k.front_decode(data, block)
+            except ValueError as e:
+                got = str(e)
+            try:
+                want = vocabfile.front_decode_numpy(data, block)
+            except ValueError as e:
+                want = str(e)
+            assert got == want
+        x, ref, xb, rb = k.KeyIndex(rng.getrandbits(64), rng.getrandbits(64)), SortedLevels(), bytearray(), bytearray()
+        for _ in range(rng.randrange(8)):  # the vocabulary's index: growth, repeats, shared low bits
+            m = rng.randrange(300)
+            keys = np.array([rng.choice([rng.randrange(6), rng.randrange(300) << 32, rng.getrandbits(64)])
+                             for _ in range(m)], dtype=np.uint64)
+            blob = b"".join(rng.randbytes(rng.randrange(5)).replace(b"\\0", b"\\1") + b"\\0" for _ in range(m))
+            ids = np.empty(m, np.int64)
+            if rng.random() < 0.6:
+                x.extend(blob, keys, ids, xb)
+                assert (ids == ref.extend(blob, keys, rb)).all() and xb == rb
+            else:
+                x.find(keys, ids)
+                assert (ids == ref.find(keys)).all()
+        out = np.empty(len(x), np.uint64)
+        x.keys(out)
+        assert (out == ref.keys()).all()
+        try:  # (any bytes, any number of keys: only safety)
+            m = rng.randrange(20)
+            k.KeyIndex(1, 2).extend(rng.randbytes(rng.randrange(40)), np.arange(m, dtype=np.uint64),
+                                    np.empty(m, np.int64), bytearray())
+        except ValueError:
+            pass
         n += 1
     print(n)
 ''')
@@ -325,6 +529,7 @@ def test_the_kernel_under_address_sanitizer(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     assert int(r.stdout) > 20, "the fuzz loop hardly ran"
+    print("fuzz iterations:", r.stdout.strip())
 
 
 # -- the mail rules in C (nbtext/_mail.c) ---------------------------------------------------------
@@ -507,3 +712,20 @@ def test_the_kernel_reads_html_as_python_does(text, urls_off):
     found: list = []
     want = html_to_text(text, found, frozenset(["urls"] if urls_off else []))
     assert got == (want, found) if got is not None else "&" in text  # (only an entity leaves ASCII)
+
+
+def test_tokens_chosen_for_one_probe_chain_stay_spread_in_a_chunk():
+    """A chunk's counting table (the kernel's Counter) takes a token's first slot from its key
+    mixed with a secret seed: keys are a public function of the bytes, so mail could hold
+    tokens whose keys share their low bits, and with those bits as the slot every such token
+    went into one probe chain (a chunk quadratic in its distinct tokens; docs/hostile.md)."""
+    k = compiled()
+    cands = [f"w{i}".encode() for i in range(1_000_000)]
+    keys = np.frombuffer(k.keys(b"\0".join(cands) + b"\0"), dtype=np.uint64)
+    chosen = [cands[i].decode() for i in np.flatnonzero((keys & np.uint64(0xFF)) == 0)]
+    assert len(chosen) > 3000
+    c = k.Counter(True, 40, 1, 0, 0, lambda t: t.split())
+    c.add_tokens(chosen)
+    c.end_document(False)
+    assert c.probes() < 3 * len(chosen)  # (the key's low bits as the slot: over 100,000)
+    assert c.result()[0] == "\0".join(chosen).encode() + b"\0"  # first-seen order, whatever the slots

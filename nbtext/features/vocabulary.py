@@ -1,13 +1,15 @@
 """The vocabulary: tokens, their 64-bit keys and their ids (columns of the counts).
 
 The Vocabulary holds no Python string per token:
-its tokens live in one UTF-8 byte string, found by a 64-bit hash of their bytes in sorted numpy
-arrays. That is about 40 bytes a token where a dict of strings took about 200 (spamassassin's
-441,690 tokens: 89 MB as a dict, 18 MB here), and a model file's vocabulary loads without
-creating one string.
+its tokens live in one UTF-8 byte string, found by a 64-bit hash of their bytes in an index (a
+hash table in the compiled kernel, or sorted numpy arrays, the reference). That is about 30 bytes
+a token where a dict of strings took about 200 (spamassassin's 441,690 tokens: 89 MB as a dict,
+13 MB here), and a model file's vocabulary loads without creating one string.
 """
 from __future__ import annotations
 
+import os
+import struct
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
@@ -38,7 +40,21 @@ def token_spans(blob: bytes | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def token_keys(blob: bytes | np.ndarray) -> np.ndarray:
     """A 64-bit key per NUL-terminated token of ``blob``: FNV-1a over its bytes, then the
     SplitMix64 finalizer. Two of a million distinct tokens share a key with probability
-    about 3e-8; the vocabulary takes a token's key for the token."""
+    about 3e-8; the vocabulary takes a token's key for the token.
+
+    With the compiled kernel, its `keys` (the loop the kernel keys every token with): loading
+    spamassassin-2002's model keys 441,690 tokens in 9 ms where numpy takes 40; the numpy
+    code below is the reference (tests/test_kernel.py holds them equal on any bytes)."""
+    from .kernel import compiled
+
+    kernel = compiled()
+    if kernel is not None:
+        return np.frombuffer(kernel.keys(blob), dtype=np.uint64)
+    return token_keys_numpy(blob)
+
+
+def token_keys_numpy(blob: bytes | np.ndarray) -> np.ndarray:
+    """token_keys in numpy, a byte position at a time over the tokens still that long."""
     b = np.frombuffer(blob, dtype=np.uint8) if isinstance(blob, (bytes, bytearray)) else blob
     starts, lengths = token_spans(b)
     n = len(starts)
@@ -58,6 +74,11 @@ def token_keys(blob: bytes | np.ndarray) -> np.ndarray:
     keys = np.empty(n, dtype=np.uint64)
     keys[by_length] = h
     return keys
+
+
+def _key_array(keys) -> np.ndarray:
+    """Keys as the index reads them: uint64, contiguous and aligned."""
+    return np.require(keys, dtype=np.uint64, requirements=["C", "A"])
 
 
 def checked_keys(blob: bytes, tokens: list[str]) -> np.ndarray:
@@ -90,44 +111,21 @@ class _Level:
         self.keys, self.ids = np.insert(self.keys, at, keys), np.insert(self.ids, at, ids)
 
 
-class Vocabulary:
-    """Tokens in first-seen order; a token's id is its position. New tokens only ever append,
-    so ids stay valid while a model learns.
+class SortedLevels:
+    """The vocabulary's key -> id index in numpy, the reference (the compiled KeyIndex gives
+    the same ids and appends the same bytes): two sorted levels, the main one and a small one
+    that takes new keys and is folded into the main one when it reaches an eighth of its size,
+    so adding a chunk's tokens costs the chunk's size, not the vocabulary's. About 12 bytes a
+    token."""
 
-    Lookups search two sorted levels: the main one and a small one that takes new keys and is
-    folded into the main one when it reaches an eighth of its size, so adding a chunk's tokens
-    costs the chunk's size, not the vocabulary's."""
-
-    def __init__(self, tokens: Iterable[str] = ()):
-        self._blob = bytearray()
-        self._starts: np.ndarray | None = None  # byte offset of each token, made when asked for
-        self._n = 0
+    def __init__(self):
         self._main, self._recent = _Level(), _Level()
-        tokens = list(tokens)
-        if tokens:
-            self.extend(tokens)
-
-    @classmethod
-    def from_encoded(cls, blob: bytes, keys: np.ndarray | None = None) -> "Vocabulary":
-        """The vocabulary of NUL-terminated UTF-8 tokens (duplicates are dropped: check len)."""
-        v = cls()
-        v.extend_encoded(blob, keys)
-        return v
+        self._n = 0
 
     def __len__(self) -> int:
         return self._n
 
-    def _token_starts(self) -> np.ndarray:
-        """Byte offset of each token in the blob. Not kept while the vocabulary grows: the
-        levels hold the keys and the blob the tokens, and each copy more was 3.5 MB of
-        train's peak on spamassassin-2002."""
-        if self._starts is None or len(self._starts) != self._n:
-            self._starts = token_spans(self._blob)[0]  # (the view on the blob ends with the call)
-        return self._starts
-
-    # -- finding and adding -----------------------------------------------------------
-    def find_keys(self, keys: np.ndarray) -> np.ndarray:
-        """Ids of the tokens with these keys, -1 for the ones the vocabulary lacks."""
+    def find(self, keys: np.ndarray) -> np.ndarray:
         order = np.argsort(keys)
         ids = np.empty(len(keys), dtype=np.int64)
         ids[order] = self._find_sorted(keys[order])
@@ -140,18 +138,17 @@ class Vocabulary:
             ids[miss] = self._recent.find_sorted(keys[miss])
         return ids
 
-    def extend_encoded(self, blob: bytes, keys: np.ndarray | None = None) -> np.ndarray:
-        """Ids of NUL-terminated tokens, appending the ones not seen yet in order.
+    def extend(self, blob: bytes, keys: np.ndarray, out: bytearray) -> np.ndarray:
+        """Ids of the tokens of ``blob`` (keys: theirs), the new ones (by key) numbered on in
+        order of first appearance, their bytes appended to ``out`` in that order.
 
         The keys are sorted once: the lookups, the distinct new keys (equal keys are then
         neighbours) and their insertion all use that order (one sort a chunk, not three)."""
-        if keys is None:
-            keys = token_keys(blob)
         order = np.argsort(keys)
         ks = keys[order]
         if not self._n and len(keys):  # a whole vocabulary at once (a model file's)
             if not (ks[1:] == ks[:-1]).any():
-                self._blob += blob
+                out += blob
                 self._n = len(keys)
                 self._main.keys, self._main.ids = ks, order.astype(index_dtype(len(order)))
                 return np.arange(len(keys), dtype=np.int64)
@@ -168,7 +165,7 @@ class Vocabulary:
             found[missing] = new_ids[np.cumsum(fresh) - 1]
             starts, lengths = token_spans(blob)
             rows = first[by_input]                # first occurrences, in input order
-            self._blob += gather(blob, starts, lengths, rows)
+            out += gather(blob, starts, lengths, rows)
             self._recent.insert_sorted(mk[fresh], new_ids)
             self._n += len(rows)
             if len(self._recent.keys) * 8 > len(self._main.keys):
@@ -176,6 +173,106 @@ class Vocabulary:
                 self._recent = _Level()
         ids = np.empty(len(keys), dtype=np.int64)
         ids[order] = found
+        return ids
+
+    def keys(self) -> np.ndarray:
+        keys = np.empty(self._n, dtype=np.uint64)
+        for level in (self._main, self._recent):
+            keys[level.ids] = level.keys
+        return keys
+
+
+class CompiledIndex:
+    """The same index from the compiled kernel (nbtext/_kernel.c, KeyIndex): an open-addressing
+    hash table of 32-bit ids over the keys kept in id order, seeded from os.urandom so that
+    nobody can choose tokens whose keys pile into one probe chain (docs/hostile.md). Each call
+    is one pass over the chunk; about 14-17 bytes a token."""
+
+    def __init__(self, kernel):
+        self._x = kernel.KeyIndex(*struct.unpack("<QQ", os.urandom(16)))
+
+    def __len__(self) -> int:
+        return len(self._x)
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        ids = np.empty(len(keys), dtype=np.int64)
+        self._x.find(keys, ids)
+        return ids
+
+    def extend(self, blob: bytes, keys: np.ndarray, out: bytearray) -> np.ndarray:
+        ids = np.empty(len(keys), dtype=np.int64)
+        self._x.extend(blob, keys, ids, out)
+        return ids
+
+    def keys(self) -> np.ndarray:
+        keys = np.empty(len(self._x), dtype=np.uint64)
+        self._x.keys(keys)
+        return keys
+
+
+def new_index() -> SortedLevels | CompiledIndex:
+    """The key -> id index of a new vocabulary: the kernel's when NBTEXT_KERNEL selects it
+    (nbtext.features.kernel.compiled), else numpy's."""
+    from .kernel import compiled
+
+    kernel = compiled()
+    return SortedLevels() if kernel is None else CompiledIndex(kernel)
+
+
+class Vocabulary:
+    """Tokens in first-seen order; a token's id is its position. New tokens only ever append,
+    so ids stay valid while a model learns. A token is found by its 64-bit key in an index
+    (new_index: a hash table in C, or sorted levels in numpy: the same ids either way)."""
+
+    def __init__(self, tokens: Iterable[str] = ()):
+        self._blob = bytearray()
+        self._starts: np.ndarray | None = None  # byte offset of each token, made when asked for
+        self._n = 0
+        self._index = new_index()
+        tokens = list(tokens)
+        if tokens:
+            self.extend(tokens)
+
+    @classmethod
+    def from_encoded(cls, blob: bytes, keys: np.ndarray | None = None) -> "Vocabulary":
+        """The vocabulary of NUL-terminated UTF-8 tokens (duplicates are dropped: check len)."""
+        v = cls()
+        v.extend_encoded(blob, keys)
+        return v
+
+    def __reduce__(self):
+        """Pickled (joblib, a cluster, a user's copy) as its tokens and keys; the index is
+        built again where it is unpickled, with that process's kernel and seed."""
+        return Vocabulary.from_encoded, (bytes(self._blob), self.keys())
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _token_starts(self) -> np.ndarray:
+        """Byte offset of each token in the blob. Not kept while the vocabulary grows: the
+        index holds the keys and the blob the tokens, and each copy more was 3.5 MB of
+        train's peak on spamassassin-2002."""
+        if self._starts is None or len(self._starts) != self._n:
+            self._starts = token_spans(self._blob)[0]  # (the view on the blob ends with the call)
+        return self._starts
+
+    # -- finding and adding -----------------------------------------------------------
+    def find_keys(self, keys: np.ndarray) -> np.ndarray:
+        """Ids of the tokens with these keys, -1 for the ones the vocabulary lacks."""
+        return self._index.find(_key_array(keys))
+
+    def extend_encoded(self, blob: bytes, keys: np.ndarray | None = None) -> np.ndarray:
+        """Ids of NUL-terminated tokens (``keys``: theirs, else token_keys), appending the ones
+        not seen yet (by key) in order of first appearance."""
+        if keys is None:
+            keys = token_keys(blob)
+        keys = _key_array(keys)
+        tokens = (blob if isinstance(blob, (bytes, bytearray)) else bytes(blob)).count(0)
+        if tokens != len(keys) or (len(blob) and blob[-1] != 0):
+            raise ValueError(f"{len(keys)} keys for {tokens} NUL-terminated tokens"
+                             + (" and bytes after the last" if len(blob) and blob[-1] != 0 else ""))
+        ids = self._index.extend(blob, keys, self._blob)
+        self._n = len(self._index)
         return ids
 
     def extend(self, distinct: list[str]) -> np.ndarray:
@@ -205,11 +302,8 @@ class Vocabulary:
         return memoryview(self._blob).toreadonly()
 
     def keys(self) -> np.ndarray:
-        """Each token's key (see token_keys), in id order."""
-        keys = np.empty(self._n, dtype=np.uint64)
-        for level in (self._main, self._recent):
-            keys[level.ids] = level.keys
-        return keys
+        """Each token's key (see token_keys), in id order (a new array)."""
+        return self._index.keys()
 
     def subset(self, ids: np.ndarray) -> "Vocabulary":
         """A new vocabulary of the tokens with these ids, in this order."""
