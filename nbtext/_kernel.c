@@ -908,8 +908,8 @@ PyObject *nbtext_html_text(PyObject *self, PyObject *args);
 static PyObject *kernel_front_decode(PyObject *self, PyObject *args)
 {
     Py_buffer view;
-    Py_ssize_t block;
-    if (!PyArg_ParseTuple(args, "y*n:front_decode", &view, &block))
+    Py_ssize_t block, limit = PY_SSIZE_T_MAX;
+    if (!PyArg_ParseTuple(args, "y*n|n:front_decode", &view, &block, &limit))
         return NULL;
     PyObject *out = NULL;
     const unsigned char *f = view.buf;
@@ -938,6 +938,10 @@ static PyObject *kernel_front_decode(PyObject *self, PyObject *args)
         total += length + 1;  /* (at most 256 bytes an entry byte: no overflow) */
         prev = length;
         pos += entry + 1;
+    }
+    if (total > (size_t)(limit < 0 ? 0 : limit)) {  /* (vocabfile.front_decode: a bomb) */
+        PyErr_SetString(PyExc_ValueError, "vocabulary decodes to more bytes than its limit");
+        goto done;
     }
     out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
     if (!out)

@@ -249,3 +249,27 @@ def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
         store.save(iir_model("bernoulli"), str(path))
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.nbm"]
+
+
+def test_a_vocabulary_that_decodes_to_a_bomb_is_refused_before_it_is_allocated():
+    """A front-coded entry of 3 bytes can stand for 256 (254 shared with the token before): a
+    file saying vocab_block 4096 decodes 85 times its size. Past vocabfile.MAX_EXPANSION times
+    (nbtext's own files, at BLOCK 16, reach at most 13.6) it is refused, on both paths alike."""
+    from nbtext.features import kernel
+
+    head = b"\x01" + b"a" * 254 + b"\x00"
+    bomb = head + b"".join(b"\xff" + bytes([98 + i % 20]) + b"\x00" for i in range(4095))  # (each shares 254)
+    whole = 255 + 4095 * 256
+    assert len(bomb) * vocabfile.MAX_EXPANSION < whole
+    for decode in (vocabfile.front_decode, vocabfile.front_decode_numpy):
+        with pytest.raises(ValueError, match="^vocabulary decodes to more bytes than its limit$"):
+            decode(bomb, 4096) if decode is vocabfile.front_decode else decode(bomb, 4096, len(bomb) * 16)
+    assert len(vocabfile.front_decode_numpy(bomb, 4096)) == whole  # (no limit: what it would be)
+    k = kernel.compiled()
+    if k is not None:
+        assert k.front_decode(bomb, 4096) == vocabfile.front_decode_numpy(bomb, 4096)
+    # the worst nbtext writes itself: every entry sharing 254 bytes, at BLOCK 16
+    tokens = ["a" * 254 + chr(98 + i % 20) + "x" * (i // 20) for i in range(4000)]
+    fc, _, _ = vocabfile.front_code(encode_tokens(tokens))
+    assert vocabfile.front_decode(fc, vocabfile.BLOCK)
+    assert len(encode_tokens(tokens)) < 14 * len(fc)

@@ -262,22 +262,32 @@ def _front_code_sorted(tokens: bytes, length) -> tuple[bytes, "np.ndarray"]:
     return out.tobytes(), rest_start + np.arange(n)
 
 
+# A front-coded entry of 3 bytes can stand for a token of 256 (254 bytes shared with the token
+# before it), so a model file's vocabulary could decode to 85 times its size: a decompression
+# bomb. Every block starts with a whole token, so at nbtext's BLOCK of 16 a vocabulary decodes
+# to at most 13.6 times its size (spamassassin-2002's: 1.85); a file's vocab_block may say up
+# to 4096. Decoding past this many times the section's size is refused before allocating.
+MAX_EXPANSION = 16
+
+
 def front_decode(fc: bytes, block: int) -> bytes:
     """The NUL-terminated tokens of a front-coded vocabulary (see front_code); ValueError when
-    the entries do not fit together. With the compiled kernel, in C, in one pass (loading
-    spamassassin-2002's model: 441,690 tokens, numpy 0.09 s, half of the load); the numpy
-    implementation below is the reference, and both give the same bytes or the same error
-    (tests/test_modelfile.py, and the kernel's fuzz under AddressSanitizer on any bytes)."""
+    the entries do not fit together, or decode to more than MAX_EXPANSION times their size.
+    With the compiled kernel, in C, in one pass (loading spamassassin-2002's model: 441,690
+    tokens, numpy 0.09 s, half of the load); the numpy implementation below is the reference,
+    and both give the same bytes or the same error (tests/test_modelfile.py, and the kernel's
+    fuzz under AddressSanitizer on any bytes)."""
     from ..features.kernel import compiled
 
     kernel = compiled()
     if kernel is not None:
-        return kernel.front_decode(fc, block)
-    return front_decode_numpy(fc, block)
+        return kernel.front_decode(fc, block, MAX_EXPANSION * len(fc))
+    return front_decode_numpy(fc, block, MAX_EXPANSION * len(fc))
 
 
-def front_decode_numpy(fc: bytes, block: int) -> bytes:
-    """front_decode with numpy, block row by block row."""
+def front_decode_numpy(fc: bytes, block: int, limit: int | None = None) -> bytes:
+    """front_decode with numpy, block row by block row (``limit``: the most bytes it may
+    decode to)."""
     import numpy as np
 
     from ..features.rows import ranges
@@ -298,6 +308,8 @@ def front_decode_numpy(fc: bytes, block: int) -> bytes:
         raise ValueError("vocabulary entries share more than the entry before holds")
     out_start = np.cumsum(length + 1) - (length + 1)
     total = int((length + 1).sum())
+    if limit is not None and total > max(limit, 0):
+        raise ValueError("vocabulary decodes to more bytes than its limit")
     out = np.zeros(total, dtype=np.uint8)
     head = np.zeros(len(f), dtype=bool)
     head[starts] = True
