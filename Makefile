@@ -8,7 +8,7 @@ BUILD  := build
 .PHONY: demo test bench accuracy floor clean
 
 # (setup.py builds the optional compiled kernel, nbtext/_kernel.c, in place: docs/kernel.md)
-$(STAMP): pyproject.toml setup.py nbtext/_kernel.c nbtext/_mail.c
+$(STAMP): pyproject.toml setup.py nbtext/_kernel.c nbtext/_mail.c nbtext/_buf.h
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' --config-settings editable_mode=compat
 	$(BIN)/python -m compileall -q nbtext

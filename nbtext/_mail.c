@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_buf.h"
+
 #define MAX_URLS 200
 #define MAX_PARTS 500
 #define MAX_PARAM_HEADER 2000
@@ -43,36 +45,6 @@
 
 #define BAIL 1 /* (a return value: not mine; -1 is a Python error) */
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-} MBuf;
-
-static int mb_put(MBuf *b, const void *src, size_t n)
-{
-    if (n > SIZE_MAX / 4 - b->len) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n)
-            cap *= 2;
-        char *p = PyMem_Realloc(b->p, cap);
-        if (!p) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p + b->len, src, n);
-    b->len += n;
-    return 0;
-}
-
-static int mb_str(MBuf *b, const char *s) { return mb_put(b, s, strlen(s)); }
 
 typedef struct {
     const unsigned char *d; /* the message's bytes */
@@ -83,8 +55,8 @@ typedef struct {
     long off;
     PyObject *tokens; /* list: the header tokens, then the body's */
     PyObject *texts;  /* list */
-    MBuf tok;         /* one token being built */
-    MBuf tmp;         /* a text being built */
+    Buf tok;         /* one token being built */
+    Buf tmp;         /* a text being built */
 } Mail;
 
 /* A token made of the bytes in m->tok (ASCII) appended to list. */
@@ -101,7 +73,7 @@ static int emit(Mail *m, PyObject *list)
 static int emit2(Mail *m, PyObject *list, const char *a, const char *b, size_t bn)
 {
     m->tok.len = 0;
-    if (mb_str(&m->tok, a) < 0 || mb_put(&m->tok, b, bn) < 0)
+    if (buf_str(&m->tok, a) < 0 || buf_put(&m->tok, b, bn) < 0)
         return -1;
     return emit(m, list);
 }
@@ -167,13 +139,13 @@ static int words(Mail *m, const unsigned char *s, size_t n, const char *prefix, 
             char skip[64];
             unsigned char first = m->lowercase ? lower(s[start]) : s[start];
             int k = snprintf(skip, sizeof skip, "skip:%c %zu", first, len / 10 * 10);
-            if (k < 0 || (size_t)k >= sizeof skip || mb_put(&m->tok, skip, (size_t)k) < 0)
+            if (k < 0 || (size_t)k >= sizeof skip || buf_put(&m->tok, skip, (size_t)k) < 0)
                 return -1;
         } else {
-            if (mb_str(&m->tok, prefix) < 0)
+            if (buf_str(&m->tok, prefix) < 0)
                 return -1;
             size_t at = m->tok.len;
-            if (mb_put(&m->tok, s + start, len) < 0)
+            if (buf_put(&m->tok, s + start, len) < 0)
                 return -1;
             if (m->lowercase)
                 for (size_t j = at; j < m->tok.len; j++)
@@ -210,9 +182,9 @@ static int is_ip(const unsigned char *h, size_t n)
 /* domain_tokens(prefix, host)[:most] of ASCII host[0:n] */
 static int domain_tokens(Mail *m, const char *prefix, const unsigned char *host, size_t n, size_t most)
 {
-    MBuf *t = &m->tmp;
+    Buf *t = &m->tmp;
     t->len = 0;
-    if (mb_put(t, host, n) < 0)
+    if (buf_put(t, host, n) < 0)
         return -1;
     unsigned char *h = (unsigned char *)t->p;
     for (size_t i = 0; i < n; i++)
@@ -240,7 +212,7 @@ static int domain_tokens(Mail *m, const char *prefix, const unsigned char *host,
         size_t s = starts[k - 1 - j];
         /* (emit2 copies from the buffer before it is reused) */
         m->tok.len = 0;
-        if (mb_str(&m->tok, prefix) < 0 || mb_put(&m->tok, h + s, b - s) < 0 || emit(m, m->tokens) < 0)
+        if (buf_str(&m->tok, prefix) < 0 || buf_put(&m->tok, h + s, b - s) < 0 || emit(m, m->tokens) < 0)
             return -1;
     }
     return 0;
@@ -370,7 +342,7 @@ static int address_rule(Mail *m, const char *name, const unsigned char *s, size_
             continue;
         snprintf(prefix, sizeof prefix, "%s:addr:", name);
         m->tok.len = 0;
-        if (mb_str(&m->tok, prefix) < 0 || mb_put(&m->tok, s + a, b - a) < 0)
+        if (buf_str(&m->tok, prefix) < 0 || buf_put(&m->tok, s + a, b - a) < 0)
             return -1;
         for (size_t j = strlen(prefix); j < m->tok.len; j++)
             m->tok.p[j] = (char)lower((unsigned char)m->tok.p[j]);
@@ -397,19 +369,19 @@ static int address_rule(Mail *m, const char *name, const unsigned char *s, size_
     /* Python's order: the none token, then the addresses: the none token is alone when there
      * are none, so emitting it after the (absent) addresses keeps the order. The names: the
      * words of the text with a space for each address. */
-    MBuf rest = {0};
+    Buf rest = {0};
     i = 0;
     size_t last = 0;
     while ((r = next_address(s, n, &i, &a, &b))) {
         if (r != 1)
             continue;
-        if (mb_put(&rest, s + last, a - last) < 0 || mb_put(&rest, " ", 1) < 0) {
+        if (buf_put(&rest, s + last, a - last) < 0 || buf_put(&rest, " ", 1) < 0) {
             PyMem_Free(rest.p);
             return -1;
         }
         last = b;
     }
-    if (mb_put(&rest, s + last, n - last) < 0) {
+    if (buf_put(&rest, s + last, n - last) < 0) {
         PyMem_Free(rest.p);
         return -1;
     }
@@ -435,7 +407,7 @@ static int received_rule(Mail *m, const unsigned char *s, size_t n)
                 break;
             }
         m->tok.len = 0;
-        if (mb_str(&m->tok, "received:") < 0 || mb_put(&m->tok, s + st, b - st) < 0)
+        if (buf_str(&m->tok, "received:") < 0 || buf_put(&m->tok, s + st, b - st) < 0)
             return -1;
         for (size_t j = 9; j < m->tok.len; j++)
             m->tok.p[j] = (char)lower((unsigned char)m->tok.p[j]);
@@ -612,7 +584,7 @@ static int url_tokens(Mail *m, PyObject *meta, const unsigned char *u, size_t n)
     if (l > 0 && l + 3 <= n && memcmp(u + l, "://", 3) == 0) {
         p = l + 3;
         m->tok.len = 0;
-        if (mb_str(&m->tok, "url:scheme:") < 0 || mb_put(&m->tok, u, l) < 0)
+        if (buf_str(&m->tok, "url:scheme:") < 0 || buf_put(&m->tok, u, l) < 0)
             return -1;
         for (size_t j = 11; j < m->tok.len; j++)
             m->tok.p[j] = (char)lower((unsigned char)m->tok.p[j]);
@@ -654,14 +626,14 @@ static int url_tokens(Mail *m, PyObject *meta, const unsigned char *u, size_t n)
         size_t len = j - a;
         m->tok.len = 0;
         if (len <= 20) {
-            if (mb_str(&m->tok, "url:path:") < 0 || mb_put(&m->tok, u + a, len) < 0)
+            if (buf_str(&m->tok, "url:path:") < 0 || buf_put(&m->tok, u + a, len) < 0)
                 return -1;
             for (size_t k = 9; k < m->tok.len; k++)
                 m->tok.p[k] = (char)lower((unsigned char)m->tok.p[k]);
         } else {
             char skip[64];
             snprintf(skip, sizeof skip, "url:path:skip %zu", len / 10 * 10);
-            if (mb_str(&m->tok, skip) < 0)
+            if (buf_str(&m->tok, skip) < 0)
                 return -1;
         }
         if (emit(m, meta) < 0)
@@ -691,7 +663,7 @@ static int scan_urls(Mail *m, PyObject *meta, PyObject *text, PyObject **out)
     Py_ssize_t len = PyUnicode_GET_LENGTH(text);
     PyObject *pieces = NULL;
     Py_ssize_t last = 0, count = 0;
-    MBuf url = {0};
+    Buf url = {0};
     int ret = -1;
     for (Py_ssize_t i = 0; i < len; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
@@ -732,7 +704,7 @@ static int scan_urls(Mail *m, PyObject *meta, PyObject *text, PyObject **out)
                     goto done;
                 }
                 unsigned char b = (unsigned char)u;
-                if (mb_put(&url, &b, 1) < 0)
+                if (buf_put(&url, &b, 1) < 0)
                     goto done;
             }
             if (url_tokens(m, meta, (const unsigned char *)url.p, url.len) < 0)
@@ -889,7 +861,7 @@ static int block_at(const unsigned char *s, size_t n, size_t i, size_t *len)
 
 /* drop_blocks: DROP_BLOCK_RE.sub(" ", text) (each block a space), as nbtext.text.mail runs it:
  * a kind of block that once fails to close is not tried again. Into out. */
-static int drop_blocks(const unsigned char *s, size_t n, MBuf *out)
+static int drop_blocks(const unsigned char *s, size_t n, Buf *out)
 {
     int unclosed[5] = {0};
     size_t last = 0, i = 0;
@@ -929,11 +901,11 @@ static int drop_blocks(const unsigned char *s, size_t n, MBuf *out)
             i++;
             continue;
         }
-        if (mb_put(out, s + last, i - last) < 0 || mb_put(out, " ", 1) < 0)
+        if (buf_put(out, s + last, i - last) < 0 || buf_put(out, " ", 1) < 0)
             return -1;
         last = i = end;
     }
-    return mb_put(out, s + last, n - last);
+    return buf_put(out, s + last, n - last);
 }
 
 static const char *BREAK_TAGS[] = {"br", "p", "div", "td", "th", "tr", "li", "ul", "ol", "table", "h1", "h2",
@@ -941,7 +913,7 @@ static const char *BREAK_TAGS[] = {"br", "p", "div", "td", "th", "tr", "li", "ul
 
 /* tag_re.sub(repl, text) of BREAK_TAG_RE (breaks: 1, repl " ") or TAG_RE (0, repl ""): a tag
  * is its start, then at most TAG_MAX characters other than ">", then ">". Into out. */
-static int sub_tags(const unsigned char *s, size_t n, int breaks, MBuf *out)
+static int sub_tags(const unsigned char *s, size_t n, int breaks, Buf *out)
 {
     size_t i = 0, last = 0, gt = 0; /* gt: the first ">" at or after i (n: none) */
     while (i < n) {
@@ -978,11 +950,11 @@ static int sub_tags(const unsigned char *s, size_t n, int breaks, MBuf *out)
             i++;
             continue;
         }
-        if (mb_put(out, s + last, i - last) < 0 || (breaks && mb_put(out, " ", 1) < 0))
+        if (buf_put(out, s + last, i - last) < 0 || (breaks && buf_put(out, " ", 1) < 0))
             return -1;
         last = i = gt + 1;
     }
-    return mb_put(out, s + last, n - last);
+    return buf_put(out, s + last, n - last);
 }
 
 static int link_start(const unsigned char *t, size_t n)
@@ -1031,7 +1003,7 @@ static int html_text(Mail *m, const unsigned char *s, size_t n, PyObject *found,
         Py_DECREF(alt);
         i = e - 1;
     }
-    MBuf x = {0}, y = {0};
+    Buf x = {0}, y = {0};
     int r = -1;
     if (drop_blocks(s, n, &x) < 0 || sub_tags((unsigned char *)x.p, x.len, 1, &y) < 0)
         goto done;
@@ -1150,14 +1122,14 @@ static int body(Mail *m, const Fields *fs, size_t pay, size_t plen, int top, PyO
                 break;
             }
         m->tok.len = 0;
-        if (mb_str(&m->tok, "filename:ext:") < 0)
+        if (buf_str(&m->tok, "filename:ext:") < 0)
             return -1;
         if (dot == fb) {
-            if (mb_str(&m->tok, "none") < 0)
+            if (buf_str(&m->tok, "none") < 0)
                 return -1;
         } else {
             size_t el = fb - dot - 1;
-            if (mb_put(&m->tok, fsrc + dot + 1, el > 10 ? 10 : el) < 0)
+            if (buf_put(&m->tok, fsrc + dot + 1, el > 10 ? 10 : el) < 0)
                 return -1;
             for (size_t j = 13; j < m->tok.len; j++)
                 m->tok.p[j] = (char)lower((unsigned char)m->tok.p[j]);
@@ -1173,7 +1145,7 @@ static int body(Mail *m, const Fields *fs, size_t pay, size_t plen, int top, PyO
     strip(cv, &ca, &cb);
     if (ieq(cv + ca, cb - ca, "base64") || ieq(cv + ca, cb - ca, "quoted-printable")) {
         m->tok.len = 0;
-        if (mb_str(&m->tok, "cte:") < 0 || mb_put(&m->tok, cv + ca, cb - ca) < 0)
+        if (buf_str(&m->tok, "cte:") < 0 || buf_put(&m->tok, cv + ca, cb - ca) < 0)
             return -1;
         for (size_t j = 4; j < m->tok.len; j++)
             m->tok.p[j] = (char)lower((unsigned char)m->tok.p[j]);
@@ -1186,13 +1158,13 @@ static int body(Mail *m, const Fields *fs, size_t pay, size_t plen, int top, PyO
         raw = PyObject_CallFunction(PyTuple_GET_ITEM(helpers, 2), "y#", payload, (Py_ssize_t)plen);
     } else if (ieq(cv, cl, "base64")) {
         /* b"".join(payload.splitlines()): every CR and LF out */
-        MBuf joined = {0};
+        Buf joined = {0};
         size_t i = 0;
         while (i < plen) {
             const char *cr = memchr(payload + i, '\r', plen - i), *lf = memchr(payload + i, '\n', plen - i);
             const char *stop = !cr ? lf : !lf ? cr : cr < lf ? cr : lf;
             size_t e = stop ? (size_t)(stop - payload) : plen;
-            if (mb_put(&joined, payload + i, e - i) < 0) {
+            if (buf_put(&joined, payload + i, e - i) < 0) {
                 PyMem_Free(joined.p);
                 return -1;
             }
@@ -1235,7 +1207,7 @@ static int body(Mail *m, const Fields *fs, size_t pay, size_t plen, int top, PyO
     if (ct && get_param(ct, ct_len, "charset", &sa, &sb)) {
         Py_DECREF(charset);
         m->tok.len = 0;
-        if (mb_put(&m->tok, ct + sa, sb - sa) < 0) {
+        if (buf_put(&m->tok, ct + sa, sb - sa) < 0) {
             Py_DECREF(raw);
             return -1;
         }
@@ -1662,7 +1634,7 @@ static int message(Mail *m, PyObject *helpers)
                 b++;
             strip(v, &a, &b);
             m->tok.len = 0;
-            if (mb_str(&m->tok, "ct:") < 0 || mb_put(&m->tok, v + a, b - a) < 0)
+            if (buf_str(&m->tok, "ct:") < 0 || buf_put(&m->tok, v + a, b - a) < 0)
                 goto body_done;
             for (size_t j = 3; j < m->tok.len; j++)
                 m->tok.p[j] = (char)lower((unsigned char)m->tok.p[j]);
