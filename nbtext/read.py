@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 
@@ -43,6 +44,7 @@ EXTENSIONS = {".tsv": "tsv", ".tab": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".
 MAX_DOCUMENT_BYTES = 64 << 20
 
 _CHUNK = 1 << 20  # bytes asked of a stream at a time
+_FIRST = 1 << 16  # bytes asked of a regular file first: a file shorter than this is read whole
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -140,25 +142,40 @@ class _Input:
             except OSError as e:
                 self.close()
                 raise _os_error(path, e) from None
+        self._whole: bytes | None = None  # a small regular file, read whole at once
+        self._raw = raw
         try:
-            head = raw.read(1)
-            if head == b"\x1f" and not offset:
-                head += raw.read(1)
+            if self._file is not None and not offset and stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+                # One read for a small file (a message a file: most of a mail corpus), which
+                # then needs no buffered reader: spamassassin-2002's 3,250 files were read in
+                # 0.16-0.19 s through it, 0.035 s by plain reads. A short read of a regular
+                # file is its end; of a pipe or device it is not, so they take the general path.
+                head = raw.read(_FIRST)
+                if len(head) < _FIRST and head[:2] != b"\x1f\x8b":
+                    self._whole, self.errors, self._buffered = head, OSError, None
+                    return
+            else:
+                head = raw.read(1)
+                if head == b"\x1f" and not offset:
+                    head += raw.read(1)
         except OSError as e:
             self.close()
             raise _os_error(path, e) from None
         src = _Prefixed(head, raw)
-        if head == b"\x1f\x8b":
+        if head[:2] == b"\x1f\x8b":
             import gzip
             import zlib
 
             self.gzip, self.errors = True, (OSError, EOFError, zlib.error)
-            self.stream = gzip.GzipFile(fileobj=src, mode="rb")
+            self._buffered = gzip.GzipFile(fileobj=src, mode="rb")
         else:
             self.errors = OSError
-            self.stream = io.BufferedReader(src, 1 << 16)
+            self._buffered = io.BufferedReader(src, 1 << 16)
 
     def read(self, n: int) -> bytes:
+        if self._whole is not None and len(self._whole) <= n:
+            data, self._whole = self._whole, b""
+            return data
         try:
             return self.stream.read(n)
         except self.errors as e:
@@ -169,6 +186,15 @@ class _Input:
             return self.stream.readline(limit)
         except self.errors as e:
             raise self.error(e) from None
+
+    @property
+    def stream(self):
+        """The input as a buffered (or gzip) stream: a small file's is made when first needed,
+        holding what is left of it, then whatever the file may have grown by since."""
+        if self._buffered is None:
+            self._buffered = io.BufferedReader(_Prefixed(self._whole or b"", self._raw), 1 << 16)
+            self._whole = None
+        return self._buffered
 
     def error(self, e: Exception) -> NbtextError:
         if self.gzip and not (isinstance(e, OSError) and e.errno is not None):
@@ -506,13 +532,13 @@ def _reporting(docs: Iterator[Document], on_error) -> Iterator[Document]:
         on_error(e)
 
 
-def _maildir_files(path: str) -> Iterator[tuple[str, bool]]:
+def _maildir_files(path: str) -> Iterator[tuple[str, bool, bool]]:
     for sub in ("cur", "new"):
         d = os.path.join(path, sub)
         for name in _listdir(d):
             p = os.path.join(d, name)
             if os.path.isfile(p):
-                yield p, True
+                yield p, True, False
 
 
 def _walk(top: str, seen: set, on_error: OnError) -> Iterator[Document]:
@@ -530,7 +556,8 @@ def file_documents(path: str, single: bool, on_error: OnError = None) -> Iterato
 
 def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, bool]]:
     """The files _walk reads, in its order: (path, one message)."""
-    stack = [iter([(top, False)])]  # iterators of (path, one message: a Maildir's file)
+    stack = [iter([(top, False, None)])]  # iterators of (path, one message: a Maildir's file,
+    # whether it is a directory: None when not yet known)
     while stack:
         try:
             entry = next(stack[-1], None)
@@ -541,8 +568,8 @@ def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, b
         if entry is None:
             stack.pop()
             continue
-        path, single = entry
-        if single or not os.path.isdir(path):
+        path, single, is_dir = entry
+        if single or not (os.path.isdir(path) if is_dir is None else is_dir):
             yield path, single
             continue
         try:
@@ -564,7 +591,18 @@ def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, b
         if is_mh(path):
             names = sorted((n for n in names if n.isdigit()), key=int)
         paths = [os.path.join(path, n) for n in names]
-        stack.append((p, False) for p in paths if os.path.isdir(p) or os.path.isfile(p))
+        # (one stat a name, where isdir then isfile, and isdir again when taken, made three)
+        stack.append((p, False, kind == "dir") for p, kind in ((p, _kind(p)) for p in paths) if kind)
+
+
+def _kind(path: str) -> str | None:
+    """"dir" or "file" (symbolic links followed), None for anything else or what cannot be
+    stat'ed: os.path.isdir(path) or os.path.isfile(path), in one stat."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else None
 
 
 def mail_folder_files(path: str, on_error: OnError = None) -> Iterator[tuple[str, bool]]:

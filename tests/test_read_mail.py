@@ -324,3 +324,32 @@ def test_parse_message_agrees_on_every_spamassassin_message():
         if f.is_file():
             data = f.read_bytes().lstrip(b"\r\n")
             same_parse(strip_from(data))
+
+
+@pytest.mark.parametrize("size", [0, 1, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, 3 << 16])
+def test_a_file_read_in_one_read_gives_what_the_buffered_reader_gives(tmp_path, size):
+    """A regular file shorter than read._FIRST is read whole in one read (no buffered reader);
+    its documents (one message, an mbox of two, gzip) are those of the general path, which a
+    copy given as stdin takes, at every size about the cut."""
+    import io
+
+    from nbtext import read
+
+    assert read._FIRST == 1 << 16
+    body = (b"Subject: x\n\n" + b"word " * size)[:size]
+    mbox = b"From a@b Mon Jan  1 00:00:00 2024\nSubject: one\n\nhi\n\nFrom c@d Mon Jan  1 00:00:00 2024\nSubject: two\n\n"
+    mbox = (mbox + b"x" * size)[:max(size, len(mbox))]
+    for name, data in (("one.eml", body), ("box.mbox", mbox), ("z.gz", gzip.compress(body))):
+        p = tmp_path / name
+        p.write_bytes(data)
+        got = [(d.id, d.data) for d in read.file_documents(str(p), False)]
+        with read._Input(str(p), io.BytesIO(data)) as inp:
+            assert inp._whole is None  # (the general path)
+        want_data = read.read_bytes(str(p), io.BytesIO(data), read.MAX_DOCUMENT_BYTES)
+        if name == "box.mbox":
+            assert len(got) == 2 and got[0][1].startswith(b"Subject: one")
+        else:
+            assert got == [(str(p), want_data)] and want_data == body
+        with read._Input(str(p)) as inp:
+            assert (inp._whole is not None) == (len(data) < read._FIRST and name != "z.gz")
+            assert inp.read(7) + inp.read(1 << 20) + inp.read(5) == (body if name == "z.gz" else data)
