@@ -50,6 +50,36 @@ def unseen_left_out(X, seen_in):
     return X.multiply(np.asarray(seen_in.sum(axis=0)) > 0).tocsr()
 
 
+def test_candidates_scored_in_one_pass_equal_each_scored_alone(monkeypatch):
+    """auto scores its candidates on the same folds in one pass (calibrate.out_of_fold_jlls),
+    each fold's counts taken out once for the variants that count a document alike: the same
+    numbers, bit for bit, as scoring each alone."""
+    from nbtext.nb.calibrate import out_of_fold_jlls
+    from nbtext.nb.counts import Counts
+    from nbtext.nb.estimators import make_estimator
+
+    X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+    classes = sorted(set(y))
+    counts = Counts(classes, X.shape[1])
+    counts.add(X, list(y))
+    candidates = [ModelSettings().chosen("multinomial"), ModelSettings().chosen("complement"),
+                  ModelSettings(variant="complement", tf=True)]
+    taken = []
+    real = Counts.minus_at
+    monkeypatch.setattr(Counts, "minus_at", lambda self, *a: taken.append(1) or real(self, *a))
+    for whole in (True, False):
+        pairs = [(s, make_estimator(s, counts) if whole else None) for s in candidates]
+        taken.clear()
+        together = out_of_fold_jlls(X, y, classes, pairs, k=4, seed=1, unseen="both")
+        shared = len(taken)
+        for (s, full), got in zip(pairs, together):
+            alone = out_of_fold_jll(X, y, classes, s, k=4, seed=1, full=full, unseen="both")
+            for a, b in zip(got, alone):
+                np.testing.assert_array_equal(a, b)
+        if whole:  # multinomial and plain complement share the fold's counts; tf's are its own
+            assert shared == 4 * 2, shared
+
+
 def test_out_of_fold_scores_equal_refitting_on_the_other_folds():
     """Taking a fold's counts out of the whole sample's is the model trained without it, and it
     scores the fold as it would score new mail: the tokens it never saw are left out."""

@@ -181,7 +181,7 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None) -> Thr
 
 
 def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release) -> ThresholdFit | None:
-    from ..nb.calibrate import (brier_of, calibrated_log, fit_calibration, lengths_of, out_of_fold_jll,
+    from ..nb.calibrate import (brier_of, calibrated_log, fit_calibration, lengths_of, out_of_fold_jlls,
                                 threshold_for_fpr)
 
     classes, pos = model.classes, model.decision.positive
@@ -197,16 +197,16 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release) -> ThresholdF
     # the candidates (docs/defaults.md: on topics Complement NB, on mail and languages multinomial).
     candidates = ([model.settings.chosen(v) for v in AUTO_CANDIDATES] if model.settings.choosing
                   else [model.settings])
+    estimators = [None if not whole else model.estimator if settings == model.settings else
+                  make_estimator(settings, model.counts) for settings in candidates]
+    jlls = out_of_fold_jlls(X, y, classes, list(zip(candidates, estimators)), d.folds, d.seed, unseen=unseen,
+                            release=release)
+    del estimators
     scored = []  # (errors, settings, jll, for_threshold)
-    for settings in candidates:
-        estimator = None if not whole else model.estimator if settings == model.settings else \
-            make_estimator(settings, model.counts)
-        jll = out_of_fold_jll(X, y, classes, settings, d.folds, d.seed, full=estimator, unseen=unseen,
-                              release=release)
-        del estimator
+    for settings, jll in zip(candidates, jlls):
         jll, for_threshold = jll if unseen == "both" else (jll, jll)
         scored.append((int((jll.argmax(axis=1) != t_idx).sum()), settings, jll, for_threshold))
-        del jll, for_threshold
+    del jlls, jll, for_threshold
     # Calibrated only where it counts: the fewest errors alone decide, unless candidates tie
     # on them (then their Brier scores do): one calibration fit less in nearly every auto train.
     fewest = min(errors for errors, *_ in scored)

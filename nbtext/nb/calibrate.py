@@ -76,16 +76,27 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
     a token new to them is more like a rare one than an unknown one (dropped, the bundled
     sample's 120-document sample gave T = 0.02 instead of above 1). ``release`` is called after
     each fold (train returns freed memory to the system there)."""
+    return out_of_fold_jlls(X, y, classes, [(settings, full)], k, seed, unseen, release)[0]
+
+
+def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: int = 5, seed: int = 0,
+                     unseen: str = "keep", release=None) -> list:
+    """out_of_fold_jll of each (settings, full) candidate, on the same folds, each fold's rows
+    and columns made once for all of them (and its counts taken out once for the variants
+    that count a document alike: estimators._taken): auto's candidates, scored in one pass."""
     if unseen not in ("keep", "drop", "both"):
         raise ValueError(f"unseen must be keep, drop or both, not {unseen!r}")
     X = Rows.of(X)
-    kept = np.zeros((X.shape[0], len(classes))) if unseen != "drop" else None
-    dropped = np.zeros((X.shape[0], len(classes))) if unseen != "keep" else None
     folds = stratified_folds(y, k, seed)
-    if full is None:
-        full = make_estimator(settings, Counts(classes, X.shape[1]))
-        for f in range(k):
-            full.partial_fit(X[folds == f].astype(np.float64), y[folds == f])
+    fulls, outs = [], []
+    for settings, full in candidates:
+        if full is None:
+            full = make_estimator(settings, Counts(classes, X.shape[1]))
+            for f in range(k):
+                full.partial_fit(X[folds == f].astype(np.float64), y[folds == f])
+        fulls.append(full)
+        outs.append((np.zeros((X.shape[0], len(classes))) if unseen != "drop" else None,
+                     np.zeros((X.shape[0], len(classes))) if unseen != "keep" else None))
     for f in range(k):
         test = folds == f
         Xf, yf = X[test].astype(np.float64), y[test]
@@ -94,16 +105,20 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
         cols, local = _own_columns(Xf.indices, X.shape[1])
         Xf = Rows(Xf.data, local, Xf.indptr, len(cols))
         del local
-        linear, seen = full.fold_linear(Xf, yf, cols)
-        # (seen: taking out transformed counts can leave rounding dust where there should be zeros)
-        if kept is not None:
-            kept[test] = linear.jll(Xf)
-        if dropped is not None:
-            dropped[test] = linear.jll(Xf.with_data(Xf.data * seen[Xf.indices]))
-        del linear, Xf
+        memo: dict = {}
+        for full, (kept, dropped) in zip(fulls, outs):
+            linear, seen = full.fold_linear(Xf, yf, cols, memo)
+            # (seen: taking out transformed counts can leave rounding dust where there should be zeros)
+            if kept is not None:
+                kept[test] = linear.jll(Xf)
+            if dropped is not None:
+                dropped[test] = linear.jll(Xf.with_data(Xf.data * seen[Xf.indices]))
+            del linear
+        del Xf, memo
         if release:
             release()  # (a fold's arrays under glibc's mapping threshold left their pages behind)
-    return (kept, dropped) if unseen == "both" else kept if unseen == "keep" else dropped
+    return [(kept, dropped) if unseen == "both" else kept if unseen == "keep" else dropped
+            for kept, dropped in outs]
 
 
 def _own_columns(indices: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:

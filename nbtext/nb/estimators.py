@@ -141,17 +141,19 @@ class _BaseNB:
         return self.of_counts(self.counts_.plus(self.features(X), [str(v) for v in y],
                                                 -np.ones(len(y))), **self.get_params())
 
-    def fold_linear(self, X, y, cols: np.ndarray) -> tuple[Linear, np.ndarray]:
+    def fold_linear(self, X, y, cols: np.ndarray, memo: dict | None = None) -> tuple[Linear, np.ndarray]:
         """The linear view of ``without(X', y)`` at the columns ``cols`` (sorted) alone, X' being
         X over the whole vocabulary with column j at ``cols[j]``; and per column whether any
         count is left there. Calibration scores each fold with it: the same numbers bit for bit
         as the whole fold model's weights at those columns (tests/test_naive_bayes.py), without
         a fold's whole counts and weights (tens of MB of train's peak on spamassassin-2002).
         Here, the reference: the whole fold model, cut to the columns; the variants that
-        calibration's auto chooses between compute only the columns (``_fold_linear``)."""
+        calibration's auto chooses between compute only the columns (``_fold_linear``).
+        ``memo``: a dict shared by the candidates scoring one fold, so that the fold's counts are
+        taken out once for all that count a document alike (``_taken``)."""
         y = [str(v) for v in y]
         X = self.features(X)
-        fold = self._fold_linear(X, y, cols)
+        fold = self._fold_linear(X, y, cols, memo)
         if fold is not None:
             return fold
         whole = Rows(X.data, np.asarray(cols, dtype=np.int64)[X.indices], X.indptr, self.counts_.width)
@@ -160,8 +162,22 @@ class _BaseNB:
         seen = est.feature_count_.sum(axis=0)[cols] > 1e-9
         return Linear(np.ascontiguousarray(linear.W[:, cols]), linear.bias_terms, linear.features), seen
 
-    def _fold_linear(self, X, y, cols):
+    def _fold_linear(self, X, y, cols, memo=None):
         return None
+
+    # What features() makes of a document, when two variants make the same of it: their fold
+    # counts (Counts.minus_at, read only) are then the same, and taken out once (``memo``).
+    same_features: str | None = None
+
+    def _taken(self, X, y, cols, memo):
+        """counts_.minus_at(X, y, cols) (X: features already), shared through ``memo``."""
+        key = (id(self.counts_), self.same_features) if memo is not None and self.same_features else None
+        if key is None or key not in memo:
+            taken = self.counts_.minus_at(X, y, cols)
+            if key is None:
+                return taken
+            memo[key] = taken
+        return memo[key]
 
     @staticmethod
     def _seen(fc_cols: np.ndarray) -> np.ndarray:
@@ -250,10 +266,12 @@ class MultinomialNB(_BaseNB):
                                  lambda a: np.log(a, out=a)).T
         return Linear(W, F.Multinomial.bias_terms(W.shape[0], self.class_log_prior_, None), self.featurizer())
 
-    def _fold_linear(self, X, y, cols):
+    same_features = "counts"
+
+    def _fold_linear(self, X, y, cols, memo=None):
         self._check_alpha()
         counts = self.counts_
-        fc, _, cc = counts.minus_at(X, y, cols)
+        fc, _, cc = self._taken(X, y, cols, memo)
         seen = self._seen(fc)
         # _log_den's sums, a class at a time, over the fold model's whole row
         log_den = np.log(np.array([np.add(r := counts.row_with(c, cols, fc[:, c]), self.alpha, out=r).sum()
@@ -379,15 +397,20 @@ class ComplementNB(_BaseNB):
         W = F.complement_weight(logged, logged.sum(axis=1, keepdims=True) if self.norm else None)
         return Linear(W, F.Complement.bias_terms(len(W), self.class_log_prior_, None), self.featurizer())
 
-    def _fold_linear(self, X, y, cols):
+    @property
+    def same_features(self) -> str | None:
+        return None if self.tf or self.length_norm else "counts"  # (document_transform's identity)
+
+    def _fold_linear(self, X, y, cols, memo=None):
         counts = self.counts_
         if counts.width < 2:  # (a one-token vocabulary: summed across classes otherwise)
             return None
         self._check_alpha()
         k = len(counts.classes)
-        fc, df, cc = counts.minus_at(X, y, cols)
+        fc, df, cc = self._taken(X, y, cols, memo)
         seen = self._seen(fc)
-        fc = np.ascontiguousarray(fc.T)  # classes x columns, as weighted_counts makes it
+        fc = np.array(fc.T, order="C")  # classes x columns, as weighted_counts makes it (a copy:
+        # it is written in place below, and the memo's is another variant's too)
         idf = None
         if self.idf:
             whole_df = np.array(counts.doc_freq, dtype=np.float64)
