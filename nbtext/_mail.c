@@ -188,7 +188,8 @@ static int words(Mail *m, const unsigned char *s, size_t n, const char *prefix, 
 
 /* -- domain_tokens --------------------------------------------------------------------------- */
 
-/* IP_RE: ^\d{1,3}(?:\.\d{1,3}){3}$ */
+/* IP_RE: ^\d{1,3}(?:\.\d{1,3}){3}$ ("$": the end, or a last "\n" before it: a link's host
+ * can end in one, from an entity) */
 static int is_ip(const unsigned char *h, size_t n)
 {
     size_t i = 0;
@@ -204,7 +205,7 @@ static int is_ip(const unsigned char *h, size_t n)
         if (k < 1 || k > 3)
             return 0;
     }
-    return i == n;
+    return i == n || (i + 1 == n && h[i] == '\n');
 }
 
 /* domain_tokens(prefix, host)[:most] of ASCII host[0:n] */
