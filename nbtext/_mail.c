@@ -657,6 +657,16 @@ static inline int ci(Py_UCS4 c, char lit) { return c < 128 && lower((unsigned ch
 /* URL_RE.finditer over text: each URL's tokens (the first MAX_URLS) to meta and a space for
  * it in the text; *out: the new text (a new reference). BAIL for a URL with a non-ASCII
  * character. */
+
+/* pieces.append(text[a:b]) */
+static int append_slice(PyObject *pieces, PyObject *text, Py_ssize_t a, Py_ssize_t b)
+{
+    PyObject *piece = PyUnicode_Substring(text, a, b);
+    int r = piece ? PyList_Append(pieces, piece) : -1;
+    Py_XDECREF(piece);
+    return r;
+}
+
 static int scan_urls(Mail *m, PyObject *meta, PyObject *text, PyObject **out)
 {
     int kind = PyUnicode_KIND(text);
@@ -712,14 +722,8 @@ static int scan_urls(Mail *m, PyObject *meta, PyObject *text, PyObject **out)
                 goto done;
         }
         count++;
-        if (!pieces && !(pieces = PyList_New(0)))
+        if ((!pieces && !(pieces = PyList_New(0))) || append_slice(pieces, text, last, i) < 0)
             goto done;
-        PyObject *piece = PyUnicode_Substring(text, last, i);
-        if (!piece || PyList_Append(pieces, piece) < 0) {
-            Py_XDECREF(piece);
-            goto done;
-        }
-        Py_DECREF(piece);
         last = k;
         i = k - 1;
     }
@@ -729,12 +733,8 @@ static int scan_urls(Mail *m, PyObject *meta, PyObject *text, PyObject **out)
         ret = 0;
         goto done;
     }
-    PyObject *piece = PyUnicode_Substring(text, last, len);
-    if (!piece || PyList_Append(pieces, piece) < 0) {
-        Py_XDECREF(piece);
+    if (append_slice(pieces, text, last, len) < 0)
         goto done;
-    }
-    Py_DECREF(piece);
     PyObject *space = PyUnicode_FromString(" ");
     if (!space)
         goto done;
