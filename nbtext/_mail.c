@@ -654,10 +654,6 @@ static inline int url_char(Py_UCS4 c)
 
 static inline int ci(Py_UCS4 c, char lit) { return c < 128 && lower((unsigned char)c) == (unsigned char)lit; }
 
-/* URL_RE.finditer over text: each URL's tokens (the first MAX_URLS) to meta and a space for
- * it in the text; *out: the new text (a new reference). BAIL for a URL with a non-ASCII
- * character. */
-
 /* pieces.append(text[a:b]) */
 static int append_slice(PyObject *pieces, PyObject *text, Py_ssize_t a, Py_ssize_t b)
 {
@@ -666,6 +662,10 @@ static int append_slice(PyObject *pieces, PyObject *text, Py_ssize_t a, Py_ssize
     Py_XDECREF(piece);
     return r;
 }
+
+/* URL_RE.finditer over text: each URL's tokens (the first MAX_URLS) to meta and a space for
+ * it in the text; *out: the new text (a new reference). BAIL for a URL with a non-ASCII
+ * character. */
 
 static int scan_urls(Mail *m, PyObject *meta, PyObject *text, PyObject **out)
 {
@@ -780,6 +780,19 @@ static PyObject *unescaped(const unsigned char *s, size_t n, PyObject *unescape)
     return r;
 }
 
+/* The position past `\s*=\s*` from p (the patterns' "href\s*=\s*", "alt\s*=\s*"), 0 if none. */
+static size_t past_equals(const unsigned char *s, size_t n, size_t p)
+{
+    while (p < n && py_space(s[p]))
+        p++;
+    if (p >= n || s[p] != '=')
+        return 0;
+    p++;
+    while (p < n && py_space(s[p]))
+        p++;
+    return p;
+}
+
 /* HREF_RE = (?is)(?=[hsa])\b(?:href|src|action)\s*=\s*["']?([^"'\s>]{1,2000}) and
  * ALT_RE = (?is)(?=a)\balt\s*=\s*["']([^"']{0,500})["'] at s[i]: the end of the match and
  * group 1 in [*a, *b), or 0. */
@@ -794,13 +807,8 @@ static size_t href_at(const unsigned char *s, size_t n, size_t i, size_t *a, siz
         p = i + 6;
     else
         return 0;
-    while (p < n && py_space(s[p]))
-        p++;
-    if (p >= n || s[p] != '=')
+    if (!(p = past_equals(s, n, p)))
         return 0;
-    p++;
-    while (p < n && py_space(s[p]))
-        p++;
     if (p < n && (s[p] == '"' || s[p] == '\''))
         p++;
     size_t q = p;
@@ -818,13 +826,8 @@ static size_t alt_at(const unsigned char *s, size_t n, size_t i, size_t *a, size
     if (!ci_at(s, n, i, "alt"))
         return 0;
     size_t p = i + 3;
-    while (p < n && py_space(s[p]))
-        p++;
-    if (p >= n || s[p] != '=')
+    if (!(p = past_equals(s, n, p)))
         return 0;
-    p++;
-    while (p < n && py_space(s[p]))
-        p++;
     if (p >= n || (s[p] != '"' && s[p] != '\''))
         return 0;
     p++;
