@@ -16,6 +16,13 @@ would each wait for the other. At most ``ahead`` chunks are sent to a worker bef
 are read, and at most ``ahead`` times the workers' number of results wait for an earlier one:
 memory stays bounded however long the input.
 
+Pickle here is between a process and its own forked copies, over an anonymous socket pair that
+no other process holds (socketpair, made before the fork): what is unpickled was pickled by
+this same program a moment before (documents' bytes one way, Batches and exceptions the other),
+as multiprocessing and joblib do. No file is ever unpickled: model files are data
+(nbtext.store), and nothing a stranger wrote reaches these sockets except as bytes inside a
+pickle nbtext made.
+
 A worker watches its parent (batch.chunks.watch_parent) and ignores Ctrl-C, as loky's did;
 it never runs the parent's cleanup (it ends with os._exit), and its garbage collector leaves
 the parent's objects alone (gc.freeze: a finalizer of the parent's, a temporary file's, must
