@@ -506,7 +506,8 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     if header and header_row(fmt):
         answer(header_row(fmt))
     for chunk, batch, proba, log_proba in log_scored_batches(
-            model, docs, n_jobs=1 if streaming else jobs or n_jobs({}), chunk_size=1 if streaming else CHUNK):
+            model, docs, n_jobs=1 if streaming else jobs or n_jobs({}), chunk_size=1 if streaming else CHUNK,
+            batches=bool(explain)):
         write_predictions(out, model, fmt, explain, [d.id for d in chunk], batch, proba, log_proba)
         progress(len(chunk))
     progress.done()

@@ -120,6 +120,41 @@ def test_forked_and_loky_workers_count_the_same_batches(monkeypatch, small_corpu
     assert len(forked) > 4
 
 
+def test_forked_workers_score_their_own_chunks_and_give_the_parents_numbers(monkeypatch, small_corpus, sample_model):
+    """predict's scoring runs where a chunk was counted when the workers are forked (only the
+    scores come back), in the parent otherwise: the same log-posteriors either way."""
+    from nbtext import store
+    from nbtext.batch.score import log_scored_batches
+    from nbtext.read import label_directory
+
+    docs = list(label_directory(str(small_corpus)))
+    model = store.load(str(sample_model))
+    where = []
+    original = model.log_proba
+
+    def log_proba(X):
+        where.append(os.getpid())
+        return original(X)
+
+    monkeypatch.setattr(model, "log_proba", log_proba)
+
+    def run(jobs, batches=False):
+        out = list(log_scored_batches(model, iter(docs), n_jobs=jobs, chunk_size=7, batches=batches))
+        assert [d.id for c, *_ in out for d in c] == [d.id for d in docs]
+        assert all((b is not None) == batches for _, b, *_ in out)
+        return np.vstack([lp for *_, lp in out])
+
+    serial = run(1)
+    assert set(where) == {os.getpid()} and len(serial) == len(docs)
+    monkeypatch.setattr(chunks, "fork_safe", lambda: True)
+    where.clear()
+    np.testing.assert_array_equal(run(2, batches=True), serial)
+    assert os.getpid() not in where  # (the parent's list stayed empty: the workers scored)
+    monkeypatch.setattr(chunks, "fork_safe", lambda: False)
+    np.testing.assert_array_equal(run(2), serial)
+    assert set(where) == {os.getpid()}
+
+
 def test_a_process_with_threads_of_its_own_is_not_forked():
     import threading
 

@@ -13,7 +13,7 @@ import os
 import signal
 import warnings
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ..features.counting import Batch, count_documents
 from ..read import Document
@@ -44,14 +44,24 @@ def chunks(docs: Iterable[Document], size: int = CHUNK, max_bytes: int = CHUNK_B
 
 
 def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int = 1,
-            chunk_size: int = CHUNK) -> Iterator[tuple[list[Document], Batch]]:
-    """(documents, their Batch) for consecutive chunks, in input order.
+            chunk_size: int = CHUNK, then: Callable[[Batch], object] | None = None
+            ) -> Iterator[tuple[list[Document], Batch]]:
+    """(documents, their Batch) for consecutive chunks, in input order; with ``then``,
+    (documents, then(Batch)).
 
+    ``then`` runs where the chunk was counted when the workers are forked (they hold the
+    parent's objects: predict's workers score their own chunks against the model, and only
+    the scores come back), else in the parent: the same function, so the same numbers.
     Worker processes start only when there is more than one chunk of work. On one core no chunk
     is read ahead, so a document on a pipe is answered before the next one comes."""
+    finish = then or (lambda batch: batch)
+
+    def work(datas: list):
+        return finish(count_documents(datas, settings))
+
     if n_jobs == 1:
         for chunk in chunks(docs, chunk_size):
-            yield chunk, count_documents([d.data for d in chunk], settings)
+            yield chunk, work([d.data for d in chunk])
         return
     parts = chunks(docs, chunk_size)
     first = next(parts, None)
@@ -61,7 +71,7 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
     rest = itertools.chain([first] + ([second] if second else []), parts)
     if second is None:
         for chunk in rest:
-            yield chunk, count_documents([d.data for d in chunk], settings)
+            yield chunk, work([d.data for d in chunk])
         return
     if fork_safe():
         from .pool import ForkPool
@@ -75,13 +85,13 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
 
         parent = os.getpid()
         with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
-            pool = ForkPool(lambda task: count_documents(task, settings), n_jobs,
-                            on_fork=lambda: watch_parent(parent))
+            pool = ForkPool(work, n_jobs, on_fork=lambda: watch_parent(parent))
         with pool:
             for result in pool.map(datas()):
                 yield pending.popleft(), result
         return
-    yield from _loky_counted(rest, settings, n_jobs)
+    for chunk, batch in _loky_counted(rest, settings, n_jobs):
+        yield chunk, finish(batch)
 
 
 def fork_safe() -> bool:

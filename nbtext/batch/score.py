@@ -12,26 +12,32 @@ from ..read import Document
 from .chunks import CHUNK, counted
 
 
-def scored_batches(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_size: int = CHUNK
-                   ) -> Iterator[tuple[list[Document], Batch, np.ndarray]]:
-    """(documents, their Batch, posteriors) chunk by chunk, in input order."""
-    for chunk, batch, proba, _ in log_scored_batches(model, docs, n_jobs, chunk_size):
-        yield chunk, batch, proba
+def log_scored_batches(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_size: int = CHUNK,
+                       batches: bool = False) -> Iterator[tuple[list[Document], Batch | None, np.ndarray,
+                                                                 np.ndarray]]:
+    """(documents, their Batch if ``batches`` else None, posteriors, the same in log space:
+    Model.log_proba) chunk by chunk, in input order; the posteriors are Model.proba, the model
+    computed once.
 
+    Each chunk is scored where it was counted (batch.chunks.counted's ``then``): forked
+    workers score their own chunks, and only the scores (and the Batch, when asked for) come
+    back, so the parent's share of the work is reading and writing (spamassassin-2002, predict on
+    2 cores: 0.86-0.94 -> 0.72-0.78 s wall, interleaved runs).
+    The weights are made here, before the workers are forked, so that they share one copy."""
+    model.estimator.linear()  # (made once, in the parent: the workers' copy is the parent's pages)
 
-def log_scored_batches(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_size: int = CHUNK
-                       ) -> Iterator[tuple[list[Document], Batch, np.ndarray, np.ndarray]]:
-    """(documents, their Batch, posteriors, the same in log space: Model.log_proba) chunk by
-    chunk, in input order; the posteriors are Model.proba, the model computed once."""
-    for chunk, batch in counted(docs, model.tokenizer_settings, n_jobs=n_jobs, chunk_size=chunk_size):
-        log_proba = model.log_proba(batch.onto(model.vocab, grow=False))
+    def score(batch: Batch):
+        return batch if batches else None, model.log_proba(batch.onto(model.vocab, grow=False))
+
+    for chunk, (batch, log_proba) in counted(docs, model.tokenizer_settings, n_jobs=n_jobs,
+                                             chunk_size=chunk_size, then=score):
         yield chunk, batch, np.exp(log_proba), log_proba
 
 
 def score_chunks(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_size: int = CHUNK
                  ) -> Iterator[tuple[list[Document], np.ndarray]]:
     """(documents, posteriors) chunk by chunk, in input order."""
-    for chunk, _, proba in scored_batches(model, docs, n_jobs, chunk_size):
+    for chunk, _, proba, _ in log_scored_batches(model, docs, n_jobs, chunk_size):
         yield chunk, proba
 
 
