@@ -306,7 +306,7 @@ class Unread:
 def read_labelled(kw: dict, unread: Unread | None = None):
     from .read import labelled_documents
 
-    return labelled_documents(*read_labelled_args(kw), on_error=unread)
+    return labelled_documents(*read_labelled_args(kw), on_error=unread, deferred=True)
 
 
 def read_labelled_args(kw: dict) -> tuple:

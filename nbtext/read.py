@@ -532,20 +532,21 @@ def _reporting(docs: Iterator[Document], on_error) -> Iterator[Document]:
         on_error(e)
 
 
-def _maildir_files(path: str) -> Iterator[tuple[str, bool, bool]]:
+def _maildir_files(path: str) -> Iterator[tuple[str, bool, bool, int]]:
     for sub in ("cur", "new"):
         d = os.path.join(path, sub)
         for name in _listdir(d):
             p = os.path.join(d, name)
-            if os.path.isfile(p):
-                yield p, True, False
+            kind, size = _kind(p)
+            if kind == "file":
+                yield p, True, False, size
 
 
 def _walk(top: str, seen: set, on_error: OnError) -> Iterator[Document]:
     """Every document below top: a file (one message, or an mbox of many), a Maildir, an MH
     folder, a plain directory walked in name order. A directory already entered (its device and
     inode in ``seen``) is not entered again: symlink loops end."""
-    for path, single in _walk_files(top, seen, on_error):
+    for path, single, _ in _walk_files(top, seen, on_error):
         yield from file_documents(path, single, on_error)
 
 
@@ -554,10 +555,11 @@ def file_documents(path: str, single: bool, on_error: OnError = None) -> Iterato
     return _guarded(_one_document(path) if single else _file_documents(path), on_error)
 
 
-def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, bool]]:
-    """The files _walk reads, in its order: (path, one message)."""
-    stack = [iter([(top, False, None)])]  # iterators of (path, one message: a Maildir's file,
-    # whether it is a directory: None when not yet known)
+def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, bool, int | None]]:
+    """The files _walk reads, in its order: (path, one message, size in bytes when the walk
+    stat'ed it, else None)."""
+    stack = [iter([(top, False, None, None)])]  # iterators of (path, one message: a Maildir's
+    # file, whether it is a directory: None when not yet known, its size)
     while stack:
         try:
             entry = next(stack[-1], None)
@@ -568,9 +570,9 @@ def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, b
         if entry is None:
             stack.pop()
             continue
-        path, single, is_dir = entry
+        path, single, is_dir, size = entry
         if single or not (os.path.isdir(path) if is_dir is None else is_dir):
-            yield path, single
+            yield path, single, size
             continue
         try:
             st = os.stat(path)
@@ -592,17 +594,17 @@ def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, b
             names = sorted((n for n in names if n.isdigit()), key=int)
         paths = [os.path.join(path, n) for n in names]
         # (one stat a name, where isdir then isfile, and isdir again when taken, made three)
-        stack.append((p, False, kind == "dir") for p, kind in ((p, _kind(p)) for p in paths) if kind)
+        stack.append((p, False, kind == "dir", size) for p, (kind, size) in ((p, _kind(p)) for p in paths) if kind)
 
 
-def _kind(path: str) -> str | None:
-    """"dir" or "file" (symbolic links followed), None for anything else or what cannot be
-    stat'ed: os.path.isdir(path) or os.path.isfile(path), in one stat."""
+def _kind(path: str) -> tuple[str | None, int]:
+    """("dir" or "file" (symbolic links followed), None for anything else or what cannot be
+    stat'ed; its size): os.path.isdir(path) or os.path.isfile(path), and getsize, in one stat."""
     try:
-        mode = os.stat(path).st_mode
+        st = os.stat(path)
     except (OSError, ValueError):
-        return None
-    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else None
+        return None, 0
+    return ("dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else None), st.st_size
 
 
 def mail_folder_files(path: str, on_error: OnError = None) -> Iterator[tuple[str, bool]]:
@@ -610,7 +612,8 @@ def mail_folder_files(path: str, on_error: OnError = None) -> Iterator[tuple[str
     if not os.path.exists(path):
         _report(NbtextError(f"{path}: no such file or directory"), on_error)
         return
-    yield from _walk_files(path, set(), on_error)
+    for p, single, _ in _walk_files(path, set(), on_error):
+        yield p, single
 
 
 def mail_folder_documents(path: str, on_error: OnError = None) -> Iterator[Document]:
@@ -907,15 +910,17 @@ def _csv_documents(path: str, lines: Iterator[tuple[int, bytes]], opts: LineOpti
 # -- the two entry points -------------------------------------------------------------
 
 def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts: LineOptions,
-                       stdin: BinaryIO | None = None, on_error: OnError = None) -> Iterator[Document]:
+                       stdin: BinaryIO | None = None, on_error: OnError = None,
+                       deferred: bool = False) -> Iterator[Document | FileRef]:
     """Documents with labels from positional sources and ``--label LABEL PATH`` pairs.
     ``on_error``: a file that cannot be read or decoded is reported there, and reading goes
-    on with the next file (None: the error is raised)."""
+    on with the next file (None: the error is raised). ``deferred``: a label directory's
+    small files come as FileRefs, read by whoever counts them (FileRef.read)."""
     for src in sources:
         if src == "-" or (os.path.exists(src) and not os.path.isdir(src)):
             yield from _guarded(line_documents(src, opts, labelled=True, stdin=stdin), on_error)
         elif os.path.isdir(src):
-            yield from label_directory(src, on_error)
+            yield from label_directory(src, on_error, deferred)
         else:
             _report(NbtextError(f"{src}: no such file or directory"), on_error)
     for label, path in labelled:
@@ -926,17 +931,58 @@ def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts
             yield doc
 
 
-def label_directory(path: str, on_error: OnError = None) -> Iterator[Document]:
-    """The documents below each label directory PATH/LABEL, labelled LABEL."""
-    for file, single, label in label_directory_files(path, on_error):
+def label_directory(path: str, on_error: OnError = None, deferred: bool = False) -> Iterator[Document | FileRef]:
+    """The documents below each label directory PATH/LABEL, labelled LABEL (``deferred``: a
+    file of at most FileRef.LARGEST bytes as a FileRef, not read here)."""
+    for file, single, label, size in _label_directory_files(path, on_error):
+        if deferred and size is not None and size <= FileRef.LARGEST:
+            yield FileRef(file, single, label, size, on_error)
+            continue
         for doc in file_documents(file, single, on_error):
             doc.label = label
             yield doc
 
 
+class FileRef:
+    """A file a walk found, to be read where its documents are counted: train's forked workers
+    read their own chunks' files (nbtext.batch.chunks.counted), so that the parent, which has
+    the reduce to do, neither reads them nor sends their bytes. Its path, whether it is one
+    message (a Maildir's file), the label its documents get, its size when the walk took it,
+    and where an error reading it is reported (kept in this process: not pickled)."""
+
+    __slots__ = ("path", "single", "label", "size", "on_error")
+    # An mbox is read whole by the reader of a FileRef: only files this small are deferred
+    # (a larger one is read in the parent, message by message, as before).
+    LARGEST = 1 << 20
+
+    def __init__(self, path: str, single: bool, label: str | None, size: int, on_error: OnError = None):
+        self.path, self.single, self.label, self.size, self.on_error = path, single, label, size, on_error
+
+    def __reduce__(self):
+        return FileRef, (self.path, self.single, self.label, self.size)
+
+    def read(self) -> tuple[list[Document], list[NbtextError]]:
+        """The file's documents, and the errors reading it (reported, not raised: the caller
+        hands them to report() in the process that made the FileRef)."""
+        errors: list[NbtextError] = []
+        docs = list(file_documents(self.path, self.single, errors.append))
+        for doc in docs:
+            doc.label = self.label
+        return docs, errors
+
+    def report(self, error: NbtextError) -> None:
+        """An error read() returned, reported as the walk would have: raised without on_error."""
+        _report(error, self.on_error)
+
+
 def label_directory_files(path: str, on_error: OnError = None) -> Iterator[tuple[str, bool, str]]:
     """The files label_directory reads, in its order: (path, one message, label); each one's
     documents are file_documents(path, one message) (a cluster's workers read them)."""
+    for file, single, label, _ in _label_directory_files(path, on_error):
+        yield file, single, label
+
+
+def _label_directory_files(path: str, on_error: OnError = None) -> Iterator[tuple[str, bool, str, int | None]]:
     try:
         labels = [n for n in _listdir(path) if os.path.isdir(os.path.join(path, n))]
         if not labels:
@@ -958,8 +1004,8 @@ def label_directory_files(path: str, on_error: OnError = None) -> Iterator[tuple
             _report(e, on_error)
             continue
         # a walk per label, that never enters the corpus directory again (a link to ..)
-        for file, single in _walk_files(d, {(st.st_dev, st.st_ino)}, on_error):
-            yield file, single, label
+        for file, single, size in _walk_files(d, {(st.st_dev, st.st_ino)}, on_error):
+            yield file, single, label, size
 
 
 def input_documents(inputs: list[str], lines: bool = False, input_format: str | None = None,

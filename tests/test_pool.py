@@ -155,6 +155,59 @@ def test_forked_workers_score_their_own_chunks_and_give_the_parents_numbers(monk
     assert set(where) == {os.getpid()}
 
 
+def test_forked_workers_read_their_own_files_and_report_errors_in_the_parent(monkeypatch, tmp_path, small_corpus):
+    """train's walk hands the workers FileRefs: each worker reads its chunk's files (an mbox among
+    them splits there), and what comes back, in order, is what reading in the parent gives;
+    a file that cannot be read is reported once, by the parent's on_error, or raised without one."""
+    import shutil
+
+    from nbtext.batch.train import _hashed
+    from nbtext.read import FileRef, LineOptions, labelled_documents
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(small_corpus, corpus)
+    (corpus / "ham" / "zz-broken").write_bytes(b"\x1f\x8bnot gzip at all")
+    (corpus / "spam" / "zz-mbox").write_bytes(b"From a@b Mon Jan  1 00:00:00 2024\nSubject: one\n\nbuy\n\n"
+                                              b"From c@d Mon Jan  1 00:00:00 2024\nSubject: two\n\ncheap\n")
+    s = TokenizerSettings()
+    where = []
+    read = FileRef.read
+
+    def reading(self):
+        where.append(os.getpid())
+        return read(self)
+
+    monkeypatch.setattr(FileRef, "read", reading)
+
+    def run(jobs, deferred=True):
+        errors = []
+        docs = labelled_documents([str(corpus)], [], LineOptions(), on_error=errors.append, deferred=deferred)
+        out = [([(d.id, d.label) for d in c], b.blob, b.rows.data.tolist(), b.rows.indptr.tolist(), digests)
+               for c, (b, digests) in chunks.counted(docs, s, n_jobs=jobs, chunk_size=7, then=_hashed)]
+        return out, [str(e) for e in errors]
+
+    def per_document(result):  # (chunks of files and chunks of documents are cut differently)
+        out, errors = result
+        docs = [d for c in out for d in c[0]]
+        sizes = [sum(c[2][a:b]) for c in out for a, b in zip(c[3], c[3][1:])]
+        return docs, sizes, [h for c in out for h in c[4]], errors
+
+    read_here = per_document(run(1, deferred=False))
+    assert where == [] and read_here[3] == [f"{corpus}/ham/zz-broken: broken gzip data (Unknown compression method)"]
+    assert read_here[0][-2:] == [(f"{corpus}/spam/zz-mbox:1", "spam"), (f"{corpus}/spam/zz-mbox:6", "spam")]
+    serial = run(1)
+    assert per_document(serial) == read_here and set(where) == {os.getpid()}
+    monkeypatch.setattr(chunks, "fork_safe", lambda: True)
+    where.clear()
+    assert run(2) == serial and where == []  # (read in the workers: nothing in the parent's list)
+    monkeypatch.setattr(chunks, "fork_safe", lambda: False)
+    assert run(2) == serial and set(where) == {os.getpid()}
+    monkeypatch.setattr(chunks, "fork_safe", lambda: True)
+    docs = labelled_documents([str(corpus)], [], LineOptions(), deferred=True)
+    with pytest.raises(NbtextError, match="zz-broken: broken gzip data"):
+        list(chunks.counted(docs, s, n_jobs=2, chunk_size=7))
+
+
 def test_a_process_with_threads_of_its_own_is_not_forked():
     import threading
 

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
 from ..features.counting import Batch, count_documents
-from ..read import Document
+from ..read import Document, FileRef
 from ..settings import TokenizerSettings
 
 CHUNK = 400            # documents in a chunk at most
@@ -28,14 +28,16 @@ def default_jobs() -> int:
     return max(1, min(cores, 8))
 
 
-def chunks(docs: Iterable[Document], size: int = CHUNK, max_bytes: int = CHUNK_BYTES) -> Iterator[list[Document]]:
-    """Consecutive lists of at most ``size`` documents that stop once they hold ``max_bytes``:
-    with a count alone, one chunk of long HTML mail took as long as the rest of a corpus
-    (spamassassin-2002 on 2 cores, 400 documents a chunk: 4.8 s, as long as one core)."""
+def chunks(docs: Iterable[Document | FileRef], size: int = CHUNK, max_bytes: int = CHUNK_BYTES
+           ) -> Iterator[list[Document | FileRef]]:
+    """Consecutive lists of at most ``size`` documents (or files not read yet) that stop once
+    they hold ``max_bytes``: with a count alone, one chunk of long HTML mail took as long as
+    the rest of a corpus (spamassassin-2002 on 2 cores, 400 documents a chunk: 4.8 s, as long
+    as one core)."""
     chunk, held = [], 0
     for d in docs:
         chunk.append(d)
-        held += len(d.data)
+        held += d.size if isinstance(d, FileRef) else len(d.data)
         if len(chunk) >= size or held >= max_bytes:
             yield chunk
             chunk, held = [], 0
@@ -43,25 +45,54 @@ def chunks(docs: Iterable[Document], size: int = CHUNK, max_bytes: int = CHUNK_B
         yield chunk
 
 
-def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int = 1,
-            chunk_size: int = CHUNK, then: Callable[[Batch], object] | None = None
+def read_chunk(items: list[Document | FileRef]) -> tuple[list[Document], list[tuple[int, Exception]]]:
+    """A chunk's documents, its FileRefs read (read.FileRef.read), and the errors reading them
+    as (the FileRef's place in the chunk, the error), for the FileRef to report."""
+    docs, errors = [], []
+    for i, item in enumerate(items):
+        if isinstance(item, FileRef):
+            got, failed = item.read()
+            docs += got
+            errors += [(i, e) for e in failed]
+        else:
+            docs.append(item)
+    return docs, errors
+
+
+def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_jobs: int = 1,
+            chunk_size: int = CHUNK, then: Callable[[list[Document], Batch], object] | None = None
             ) -> Iterator[tuple[list[Document], Batch]]:
     """(documents, their Batch) for consecutive chunks, in input order; with ``then``,
-    (documents, then(Batch)).
+    (documents, then(documents, Batch)).
 
-    ``then`` runs where the chunk was counted when the workers are forked (they hold the
-    parent's objects: predict's workers score their own chunks against the model, and only
-    the scores come back), else in the parent: the same function, so the same numbers.
+    Where the workers are forked, a chunk's FileRefs (read.FileRef: files a walk found, not read
+    yet) are read by the worker that counts it, and ``then`` runs there too (the worker holds
+    the parent's objects: predict's workers score their own chunks against the model, train's
+    hash their documents for the ledger); the documents then come back without their bytes
+    (``data`` is b""), and only what ``then`` made of them. Elsewhere both happen in the parent:
+    the same functions, so the same numbers. Errors reading a FileRef are reported (or raised)
+    in the parent, as it would have.
     Worker processes start only when there is more than one chunk of work. On one core no chunk
     is read ahead, so a document on a pipe is answered before the next one comes."""
-    finish = then or (lambda batch: batch)
+    finish = then or (lambda docs, batch: batch)
 
-    def work(datas: list):
-        return finish(count_documents(datas, settings))
+    def work(items: list) -> tuple:
+        read, errors = read_chunk(items)
+        return read, errors, finish(read, count_documents([d.data for d in read], settings))
+
+    def worker(items: list) -> tuple:  # (in a forked worker: the bytes stay there)
+        read, errors, out = work(items)
+        return [Document(d.id, b"", d.label) for d in read], errors, out
+
+    def answered(items: list, result: tuple):
+        read, errors, out = result
+        for i, e in errors:
+            items[i].report(e)
+        return read, out
 
     if n_jobs == 1:
         for chunk in chunks(docs, chunk_size):
-            yield chunk, work([d.data for d in chunk])
+            yield answered(chunk, work(chunk))
         return
     parts = chunks(docs, chunk_size)
     first = next(parts, None)
@@ -71,27 +102,27 @@ def counted(docs: Iterable[Document], settings: TokenizerSettings, n_jobs: int =
     rest = itertools.chain([first] + ([second] if second else []), parts)
     if second is None:
         for chunk in rest:
-            yield chunk, work([d.data for d in chunk])
+            yield answered(chunk, work(chunk))
         return
     if fork_safe():
         from .pool import ForkPool
 
         pending: deque = deque()
 
-        def datas():
+        def tasks():
             for chunk in rest:
                 pending.append(chunk)
-                yield [d.data for d in chunk]
+                yield chunk
 
         parent = os.getpid()
         with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
-            pool = ForkPool(work, n_jobs, on_fork=lambda: watch_parent(parent))
+            pool = ForkPool(worker, n_jobs, on_fork=lambda: watch_parent(parent))
         with pool:
-            for result in pool.map(datas()):
-                yield pending.popleft(), result
+            for result in pool.map(tasks()):
+                yield answered(pending.popleft(), result)
         return
     for chunk, batch in _loky_counted(rest, settings, n_jobs):
-        yield chunk, finish(batch)
+        yield chunk, finish(chunk, batch)
 
 
 def fork_safe() -> bool:
@@ -113,7 +144,10 @@ def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n
     pending: deque = deque()
 
     def tasks():
-        for chunk in rest:
+        for items in rest:
+            chunk, errors = read_chunk(items)  # (read here: a loky worker is not this process)
+            for i, e in errors:
+                items[i].report(e)
             pending.append(chunk)
             yield delayed(count_in_worker)([d.data for d in chunk], settings)
 

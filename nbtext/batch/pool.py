@@ -156,7 +156,10 @@ def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int) -> Iterator:
                 sent += 1
                 w.flush()
             if given in done:
-                yield done.pop(given)
+                status, value = done.pop(given)
+                if status == "error":  # (in input order: what came before it is given out first)
+                    raise value
+                yield value
                 given += 1
                 continue
             if exhausted and given == sent:
@@ -175,10 +178,7 @@ def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int) -> Iterator:
                 if events & selectors.EVENT_WRITE:
                     w.flush()
                 if events & selectors.EVENT_READ:
-                    status, value = w.receive()
-                    if status == "error":
-                        raise value
-                    done[w.queued.popleft()] = value
+                    done[w.queued.popleft()] = w.receive()
 
 
 _END = object()
