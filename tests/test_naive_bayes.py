@@ -269,6 +269,33 @@ def test_counts_add_plus_and_merge_are_sums():
     np.testing.assert_array_equal(first.feature_count, before)
 
 
+def test_sums_made_elsewhere_add_as_the_documents_do():
+    """train's workers sum their own chunks (Counts.summed, over the chunk's own classes) and
+    the parent adds them at the tokens' ids: the same counts as adding the documents, whether
+    a chunk lacks a class, brings a new one, or has its columns in another order."""
+    from nbtext.nb.counts import Counts
+
+    X, y = random_counts(9)
+    y = y.astype(object)
+    y[40:] = "zz-late"  # (a class first seen in the last chunk, sorting after the others)
+    keep = np.flatnonzero((np.arange(len(y)) < 12) | (np.arange(len(y)) >= 40) | (y != y[0]))
+    X, y = X[keep], y[keep]  # (the second chunk below lacks the first document's class)
+    order = np.random.default_rng(3).permutation(X.shape[1])
+    parts = Counts()
+    late = int(np.flatnonzero(y == "zz-late")[0])
+    for lo, hi in ((0, 12), (12, late), (late, len(y))):
+        summed = Counts.summed(X[lo:hi][:, order], list(y[lo:hi]))
+        assert summed[0] == sorted(set(y[lo:hi]))
+        parts.add_summed(summed, ids=order, width=X.shape[1])
+    assert y[0] not in parts.classes[:0] + list(y[12:late]) and len(set(y[:late])) == 3
+    whole = Counts()
+    whole.add(X, list(y))
+    assert parts.classes == whole.classes == sorted(set(y))
+    np.testing.assert_array_equal(parts.feature_count, whole.feature_count)
+    np.testing.assert_array_equal(parts.doc_freq, whole.doc_freq)
+    np.testing.assert_array_equal(parts.class_count, whole.class_count)
+
+
 @pytest.mark.parametrize("cls", [MultinomialNB, BernoulliNB, ComplementNB])
 def test_a_scored_estimator_is_freed_without_the_garbage_collector(cls):
     """Calibration scores each fold with a throwaway estimator: its cached linear view must not

@@ -161,7 +161,7 @@ def test_forked_workers_read_their_own_files_and_report_errors_in_the_parent(mon
     a file that cannot be read is reported once, by the parent's on_error, or raised without one."""
     import shutil
 
-    from nbtext.batch.train import _hashed
+    from nbtext.batch.train import _digests
     from nbtext.read import FileRef, LineOptions, labelled_documents
 
     corpus = tmp_path / "corpus"
@@ -183,7 +183,8 @@ def test_forked_workers_read_their_own_files_and_report_errors_in_the_parent(mon
         errors = []
         docs = labelled_documents([str(corpus)], [], LineOptions(), on_error=errors.append, deferred=deferred)
         out = [([(d.id, d.label) for d in c], b.blob, b.rows.data.tolist(), b.rows.indptr.tolist(), digests)
-               for c, (b, digests) in chunks.counted(docs, s, n_jobs=jobs, chunk_size=7, then=_hashed)]
+               for c, (b, digests) in chunks.counted(docs, s, n_jobs=jobs, chunk_size=7,
+                                                             then=lambda d, b: (b, _digests(d)))]
         return out, [str(e) for e in errors]
 
     def per_document(result):  # (chunks of files and chunks of documents are cut differently)

@@ -117,14 +117,20 @@ class Counts:
             self._df.resize(rows, refcheck=False)
         self.width = max(self.width, width)
 
-    def _sums(self, X, labels: Sequence[str], weights) -> tuple:
-        """(class rows of the labels, X's sums per token and class (tokens x classes, C order),
-        its documents per token, its documents per class)."""
+    @staticmethod
+    def summed(X, labels: Sequence[str], weights: np.ndarray | None = None) -> tuple:
+        """Documents' sums, to be added to counts elsewhere (add_summed): (their classes,
+        sorted; X's sums per token and class, tokens x those classes, C order; its documents
+        per token; its documents per class). train's worker processes make them for their own
+        chunks. Each class's sums are added in the same order whatever other classes there
+        are, so they are the same numbers, bit for bit, as sums over a model's classes."""
         X = Rows.of(X)
         if X.shape[0] != len(labels):
             raise NbtextError(f"X has {X.shape[0]} rows but there are {len(labels)} labels")
-        idx = self._class_rows(labels)
-        k = len(self.classes)
+        classes = sorted(set(labels))
+        index = {c: i for i, c in enumerate(classes)}
+        idx = np.asarray([index[lab] for lab in labels], dtype=np.int64)
+        k = len(classes)
         sums = X.column_sums_by_row_group(idx, k, weights, token_major=True)
         nonzero = X.data != 0
         present = X.indices if nonzero.all() else X.indices[nonzero]
@@ -133,7 +139,18 @@ class Counts:
         if doc_weights is not None and present is not X.indices:
             doc_weights = doc_weights[nonzero]
         df = np.bincount(present, weights=doc_weights, minlength=X.shape[1])
-        return idx, sums, df, np.bincount(idx, weights=weights, minlength=k)
+        return classes, sums, df, np.bincount(idx, weights=weights, minlength=k)
+
+    def _sums(self, X, labels: Sequence[str], weights) -> tuple:
+        """summed(), over all this model's classes (tokens x classes; per class)."""
+        classes, sums, df, cc = Counts.summed(X, labels, weights)
+        rows = self._class_rows(classes)
+        k = len(self.classes)
+        if len(rows) < k:
+            whole = np.zeros((sums.shape[0], k))
+            whole[:, rows] = sums
+            sums, cc = whole, np.bincount(rows, weights=cc, minlength=k)
+        return sums, df, cc
 
     def add(self, X, labels: Sequence[str], ids: np.ndarray | None = None, width: int | None = None,
             weights: np.ndarray | None = None) -> None:
@@ -143,7 +160,12 @@ class Counts:
         negative here: taking documents out is ``plus``."""
         if weights is not None and (np.asarray(weights) < 0).any():
             raise ValueError("Counts.add adds: take documents out with plus()")
-        idx, sums, df, cc = self._sums(X, labels, weights)
+        self.add_summed(Counts.summed(X, labels, weights), ids, width)
+
+    def add_summed(self, summed: tuple, ids: np.ndarray | None = None, width: int | None = None) -> None:
+        """Add what summed() made of documents (columns and ids as in add)."""
+        classes, sums, df, cc = summed
+        rows = self._class_rows(classes)
         n, k = sums.shape[0], len(self.classes)
         cols = None if ids is None else np.asarray(ids, dtype=np.int64)
         if width is None:
@@ -152,16 +174,21 @@ class Counts:
         if self._df.dtype == np.int32 and not np.array_equal(df, np.round(df)):
             self._df = self._df.astype(np.float64)  # fractional weights: no longer whole
         df = df.astype(self._df.dtype)
+        every = len(rows) == k  # (the chunk has every class: rows are 0..k-1, a slice)
+        at = slice(0, k) if every else rows
         if cols is None:
-            self._fc[:n, :k] += sums
+            self._fc[:n, at] += sums
             self._df[:n] += df
         elif self._distinct(cols):
-            self._fc[cols, :k] += sums
+            if every:
+                self._fc[cols, :k] += sums
+            else:
+                self._fc[cols[:, None], rows[None, :]] += sums
             self._df[cols] += df
         else:  # two tokens shared a 64-bit key: add.at sums them (4x slower than the above)
-            np.add.at(self._fc, (cols[:, None], np.arange(k)), sums)
+            np.add.at(self._fc, (cols[:, None], rows[None, :]), sums)
             np.add.at(self._df, cols, df)
-        self._cc[:k] += cc
+        self._cc[rows] += cc
         self.version += 1
 
     def plus(self, X, labels: Sequence[str], weights: np.ndarray) -> "Counts":
@@ -171,7 +198,7 @@ class Counts:
         zero (rounding dust) becomes zero. The documents' sums are made in a new array that
         becomes the result's: no copy of these counts is made on the way."""
         self.check_labels(labels)
-        _, fc, df, cc = self._sums(Rows.of(X).widened(self.width), labels, weights)
+        fc, df, cc = self._sums(Rows.of(X).widened(self.width), labels, weights)
         np.add(self.token_major, fc, out=fc)  # one layout, one rounding
         cc = self.class_count + cc
         if (fc < -1e-9).any() or (cc < -1e-9).any():
