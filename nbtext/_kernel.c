@@ -959,9 +959,8 @@ static inline size_t ki_home(const KeyIndex *x, uint64_t key)
 }
 
 /* The slot holding key, or the empty slot where it would go. scap > n always. */
-static inline size_t ki_probe(KeyIndex *x, uint64_t key)
+static inline size_t ki_probe_from(KeyIndex *x, uint64_t key, size_t j)
 {
-    size_t j = ki_home(x, key);
     for (;;) {
         uint32_t s = x->slots[j];
         if (s == 0 || x->keys[s - 1] == key)
@@ -972,12 +971,60 @@ static inline size_t ki_probe(KeyIndex *x, uint64_t key)
     }
 }
 
+static inline size_t ki_probe(KeyIndex *x, uint64_t key)
+{
+    return ki_probe_from(x, key, ki_home(x, key));
+}
+
+/* Looking up many keys: a lookup reads two places at random (its slot, then the key of the id
+ * there) in arrays larger than a core's cache, and waited on memory for each. So the homes of
+ * the keys KI_AHEAD ahead are computed and their slots fetched early, and half as far ahead
+ * the keys of the ids found there (hints only: a slot filled in between just misses; the
+ * lookup itself reads everything again). spamassassin-2002's train gives its parent's
+ * vocabulary 907,311 lookups. */
+#define KI_AHEAD 16
+#if defined(__GNUC__) || defined(__clang__)
+#define KI_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define KI_PREFETCH(p) ((void)0)
+#endif
+
+typedef struct {
+    size_t homes[KI_AHEAD];  /* the homes of keys j .. j + KI_AHEAD - 1, at their index % KI_AHEAD */
+} KiAhead;
+
+static inline void ki_ahead_start(KeyIndex *x, KiAhead *a, const uint64_t *k, size_t m)
+{
+    for (size_t j = 0; j < m && j < KI_AHEAD; j++) {
+        a->homes[j] = ki_home(x, k[j]);
+        KI_PREFETCH(&x->slots[a->homes[j]]);
+    }
+}
+
+/* Key j's home (computed KI_AHEAD keys ago), the next keys' fetched. */
+static inline size_t ki_ahead_next(KeyIndex *x, KiAhead *a, const uint64_t *k, size_t m, size_t j)
+{
+    size_t home = a->homes[j % KI_AHEAD];
+    if (j + KI_AHEAD / 2 < m) {
+        uint32_t s = x->slots[a->homes[(j + KI_AHEAD / 2) % KI_AHEAD]];
+        if (s)
+            KI_PREFETCH(&x->keys[s - 1]);
+    }
+    if (j + KI_AHEAD < m) {
+        size_t h = a->homes[j % KI_AHEAD] = ki_home(x, k[j + KI_AHEAD]);
+        KI_PREFETCH(&x->slots[h]);
+    }
+    return home;
+}
+
 /* Slots for ids 0..n-1, rebuilt from the keys (each key is distinct). */
 static void ki_fill(KeyIndex *x)
 {
     memset(x->slots, 0, x->scap * sizeof *x->slots);
+    KiAhead a;
+    ki_ahead_start(x, &a, x->keys, x->n);
     for (size_t id = 0; id < x->n; id++)
-        x->slots[ki_probe(x, x->keys[id])] = (uint32_t)(id + 1);
+        x->slots[ki_probe_from(x, x->keys[id], ki_ahead_next(x, &a, x->keys, x->n, id))] = (uint32_t)(id + 1);
 }
 
 static size_t ki_slots_for(size_t n) { return n + n / 2 + 16; }  /* load 2/3 */
@@ -1055,9 +1102,16 @@ static PyObject *KeyIndex_find(KeyIndex *x, PyObject *args)
         return NULL;
     const uint64_t *k = kv.buf;
     int64_t *ids = ov.buf;
-    for (size_t j = 0; j < m; j++) {
-        uint32_t s = x->n ? x->slots[ki_probe(x, k[j])] : 0;
-        ids[j] = (int64_t)s - 1;
+    if (!x->n) {
+        for (size_t j = 0; j < m; j++)
+            ids[j] = -1;
+    } else {
+        KiAhead a;
+        ki_ahead_start(x, &a, k, m);
+        for (size_t j = 0; j < m; j++) {
+            size_t home = ki_ahead_next(x, &a, k, m, j);
+            ids[j] = (int64_t)x->slots[ki_probe_from(x, k[j], home)] - 1;
+        }
     }
     PyBuffer_Release(&kv);
     PyBuffer_Release(&ov);
@@ -1101,8 +1155,10 @@ static PyObject *KeyIndex_extend(KeyIndex *x, PyObject *args)
     if (m > KI_MAX_IDS || ki_reserve(x, n0 + m, n0 == 0) < 0)  /* (no failure past this point but the append's) */
         goto overflow;
     size_t added = 0;
+    KiAhead a;
+    ki_ahead_start(x, &a, k, m);
     for (size_t j = 0; j < m; j++) {
-        size_t at = ki_probe(x, k[j]);
+        size_t at = ki_probe_from(x, k[j], ki_ahead_next(x, &a, k, m, j));
         uint32_t s = x->slots[at];
         if (!s) {
             x->keys[x->n] = k[j];
