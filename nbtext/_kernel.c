@@ -21,6 +21,13 @@
 
 /* -- keys ------------------------------------------------------------------------------------ */
 
+/* A hint that memory is about to be read (random reads of arrays larger than a cache) */
+#if defined(__GNUC__) || defined(__clang__)
+#define KI_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define KI_PREFETCH(p) ((void)0)
+#endif
+
 #define FNV_BASIS 0xCBF29CE484222325ULL
 #define FNV_PRIME 0x100000001B3ULL
 
@@ -657,7 +664,27 @@ static int tok_cmp_from(const Tokens *t, int64_t x, int64_t y, size_t d)
 
 typedef struct {
     size_t lo, hi, d; /* a[lo..hi) share their first d bytes */
+    size_t wd;        /* their windows (w[lo..hi)) hold bytes wd .. wd + 7; NO_WINDOW: not yet */
 } Range;
+
+#define NO_WINDOW ((size_t)-1)
+
+/* Token i's bytes d .. d + 7 as a big-endian word, zeros past its end (tokens hold no NUL: a
+ * zero byte is the end). */
+static inline uint64_t tok_window(const Tokens *t, int64_t i, size_t d)
+{
+    size_t l = tok_len(t, i);
+    const unsigned char *p = t->b + t->starts[i] + d;
+    uint64_t w = 0;
+    if (d + 8 <= l) {
+        for (int k = 0; k < 8; k++)
+            w = w << 8 | p[k];
+        return w;
+    }
+    for (size_t k = 0; k < 8; k++)
+        w = w << 8 | (d + k < l ? p[k] : 0);
+    return w;
+}
 
 /* How many bytes from depth d tokens x and y share, at most `most` (a word at a time). */
 static size_t shared_from(const Tokens *t, int64_t x, int64_t y, size_t d, size_t most)
@@ -687,34 +714,67 @@ static size_t shared_from(const Tokens *t, int64_t x, int64_t y, size_t d, size_
  * heap stack rather than by recursion (a stranger's model file may hold long shared prefixes).
  * It reads each token's bytes a few times, where a merge sort compared 19 times per token
  * through the namespaces' long shared prefixes ("subject:", "url:path:"): spamassassin-2002's
- * vocabulary in first-seen order, 0.16-0.22 -> ~0.06 s. Returns -1 (MemoryError set) when
- * the stack cannot grow. */
+ * vocabulary in first-seen order, 0.16-0.22 -> ~0.06 s. The bytes are read 8 at a time into
+ * a window beside each id (w, wtmp: n words each), which moves with it: a level reads its byte
+ * from there, not from the token (two random reads a token a level, 96 -> ~40 ms on train's
+ * vocabulary, issue 22's third session). Returns -1 (MemoryError set) when memory runs out. */
 static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
 {
     size_t cap = 256, top = 0;
     Range *stack = PyMem_Malloc(cap * sizeof *stack);
+    uint64_t *w = n > 1 ? PyMem_Malloc(n * sizeof *w) : NULL, *wtmp = n > 1 ? PyMem_Malloc(n * sizeof *wtmp) : NULL;
     size_t count[258];
-    if (!stack) {
+    if (!stack || (n > 1 && (!w || !wtmp))) {
+        PyMem_Free(stack);
+        PyMem_Free(w);
+        PyMem_Free(wtmp);
         PyErr_NoMemory();
         return -1;
     }
     if (n > 1)
-        stack[top++] = (Range){0, n, 0};
+        stack[top++] = (Range){0, n, 0, NO_WINDOW};
     while (top) {
         Range r = stack[--top];
         if (r.hi - r.lo < RADIX_SMALL) {
+            /* (with the windows still holding bytes d..: compared first, the tokens' bytes
+             * read only where the windows tie) */
+            int windowed = r.wd != NO_WINDOW && r.d < r.wd + 8;
             for (size_t i = r.lo + 1; i < r.hi; i++) {
                 int64_t v = a[i];
+                uint64_t vw = windowed ? w[i] : 0;
                 size_t j = i;
-                for (; j > r.lo && tok_cmp_from(t, v, a[j - 1], r.d) < 0; j--)
+                for (; j > r.lo; j--) {
+                    int c = !windowed ? tok_cmp_from(t, v, a[j - 1], r.d)
+                            : vw != w[j - 1] ? (vw > w[j - 1]) - (vw < w[j - 1])
+                            : tok_cmp_from(t, v, a[j - 1], r.wd + 8);
+                    if (c >= 0)
+                        break;
                     a[j] = a[j - 1];
+                    if (windowed)
+                        w[j] = w[j - 1];
+                }
                 a[j] = v;
+                if (windowed)
+                    w[j] = vw;
             }
             continue;
         }
+        if (r.wd == NO_WINDOW || r.d >= r.wd + 8) {
+            for (size_t i = r.lo; i < r.hi; i++) {
+                if (i + 16 < r.hi)
+                    KI_PREFETCH(&t->starts[a[i + 16]]);
+                if (i + 8 < r.hi)
+                    KI_PREFETCH(t->b + t->starts[a[i + 8]]); /* (its start: d may be past its end) */
+                w[i] = tok_window(t, a[i], r.d);
+            }
+            r.wd = r.d;
+        }
+        unsigned shift = (unsigned)(8 * (7 - (r.d - r.wd)));
+#define WBYTE(i) ((unsigned)(w[i] >> shift) & 0xFF)
+#define WVAL(i) (WBYTE(i) ? WBYTE(i) + 1 : 0) /* tok_byte's value: 0 past the end */
         memset(count, 0, sizeof count);
         for (size_t i = r.lo; i < r.hi; i++)
-            count[tok_byte(t, a[i], r.d) + 1]++;
+            count[WVAL(i) + 1]++;
         if (count[0 + 1] == r.hi - r.lo)
             continue; /* every token ends here: all equal, in their order */
         int single = -1;
@@ -724,15 +784,23 @@ static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
         if (single < 0) {
             for (int c = 1; c < 258; c++)
                 count[c] += count[c - 1]; /* count[c]: where bucket c starts */
-            for (size_t i = r.lo; i < r.hi; i++)
-                tmp[r.lo + count[tok_byte(t, a[i], r.d)]++] = a[i];
+            for (size_t i = r.lo; i < r.hi; i++) {
+                size_t to = r.lo + count[WVAL(i)]++;
+                tmp[to] = a[i];
+                wtmp[to] = w[i];
+            }
             memcpy(a + r.lo, tmp + r.lo, (r.hi - r.lo) * sizeof *a);
+            memcpy(w + r.lo, wtmp + r.lo, (r.hi - r.lo) * sizeof *w);
         } /* (else all in one bucket: already in place) */
+#undef WVAL
+#undef WBYTE
         if (top + 256 > cap) {
             size_t grown = cap * 2;
             Range *s = grown < (size_t)PY_SSIZE_T_MAX / sizeof *stack ? PyMem_Realloc(stack, grown * sizeof *stack) : NULL;
             if (!s) {
                 PyMem_Free(stack);
+                PyMem_Free(w);
+                PyMem_Free(wtmp);
                 PyErr_NoMemory();
                 return -1;
             }
@@ -744,17 +812,19 @@ static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
             size_t skip = (size_t)-1;
             for (size_t i = r.lo + 1; i < r.hi && skip; i++)
                 skip = shared_from(t, a[r.lo], a[i], r.d, skip);
-            stack[top++] = (Range){r.lo, r.hi, r.d + (skip ? skip : 1)};
+            stack[top++] = (Range){r.lo, r.hi, r.d + (skip ? skip : 1), r.wd};
             continue;
         }
         /* now count[c] is where bucket c ends; bucket 0 (tokens that end here) is done */
         for (int c = 1; c < 257; c++) {
             size_t lo = r.lo + count[c - 1], hi = r.lo + count[c];
             if (hi - lo > 1)
-                stack[top++] = (Range){lo, hi, r.d + 1};
+                stack[top++] = (Range){lo, hi, r.d + 1, r.wd};
         }
     }
     PyMem_Free(stack);
+    PyMem_Free(w);
+    PyMem_Free(wtmp);
     return 0;
 }
 
@@ -778,8 +848,8 @@ static PyObject *kernel_front_code(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "block must be at least 1, got %zd", block);
         goto done;
     }
-    for (size_t i = 0; i < len; i++)
-        n += b[i] == 0;
+    for (const unsigned char *p = b, *end = b + len; p < end && (p = memchr(p, 0, (size_t)(end - p))); p++)
+        n++;
     if (n > (size_t)PY_SSIZE_T_MAX / 8 - 1) {
         PyErr_NoMemory();
         goto done;
@@ -796,9 +866,11 @@ static PyObject *kernel_front_code(PyObject *self, PyObject *args)
     if (!order || !heads)
         goto done;
     starts[0] = 0;
-    for (size_t i = 0, k = 0; i < len && k < n; i++)
-        if (b[i] == 0)
-            starts[++k] = i + 1;
+    {
+        size_t k = 0;
+        for (const unsigned char *p = b, *end = b + len; k < n && (p = memchr(p, 0, (size_t)(end - p))); p++)
+            starts[++k] = (size_t)(p - b) + 1;
+    }
     Tokens t = {b, starts};
     int64_t *ids = (int64_t *)PyBytes_AS_STRING(order);
     for (size_t i = 0; i < n; i++)
@@ -817,6 +889,12 @@ static PyObject *kernel_front_code(PyObject *self, PyObject *args)
     size_t at = 0;
     for (size_t i = 0; i < n; i++) {
         int64_t id = ids[i];
+        /* (tokens are read in byte order, scattered over the blob: fetched ahead, the starts
+         * 16 tokens on and the bytes 8 on) */
+        if (i + 16 < n)
+            KI_PREFETCH(&starts[ids[i + 16]]);
+        if (i + 8 < n)
+            KI_PREFETCH(b + starts[ids[i + 8]]);
         size_t l = tok_len(&t, id), p = 0;
         const unsigned char *s = b + starts[id];
         if (i % (size_t)block == 0) {
@@ -983,11 +1061,6 @@ static inline size_t ki_probe(KeyIndex *x, uint64_t key)
  * lookup itself reads everything again). spamassassin-2002's train gives its parent's
  * vocabulary 907,311 lookups. */
 #define KI_AHEAD 16
-#if defined(__GNUC__) || defined(__clang__)
-#define KI_PREFETCH(p) __builtin_prefetch(p)
-#else
-#define KI_PREFETCH(p) ((void)0)
-#endif
 
 typedef struct {
     size_t homes[KI_AHEAD];  /* the homes of keys j .. j + KI_AHEAD - 1, at their index % KI_AHEAD */
