@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BUILD  := build
 
-.PHONY: demo test bench accuracy floor clean
+.PHONY: demo test bench accuracy floor phases clean
 
 # (setup.py builds the optional compiled kernel, nbtext/_kernel.c, in place: docs/kernel.md)
 $(STAMP): pyproject.toml setup.py nbtext/_kernel.c nbtext/_mail.c nbtext/_buf.h
@@ -42,6 +42,14 @@ bench: $(STAMP)
 floor: $(STAMP)
 	@mkdir -p $(BUILD)
 	$(BIN)/python scripts/floor.py > $(BUILD)/floor.md && cat $(BUILD)/floor.md
+
+## phases: where train's and predict's wall time goes on spamassassin-2002, phase by phase
+phases: $(STAMP)
+	@mkdir -p $(BUILD)
+	$(BIN)/python scripts/phases.py train ../shared/data/spamassassin-2002 > $(BUILD)/phases.md
+	$(BIN)/nbtext train ../shared/data/spamassassin-2002 -o $(BUILD)/phases.nbm -q
+	$(BIN)/python scripts/phases.py predict $(BUILD)/phases.nbm ../shared/data/spamassassin-2002 >> $(BUILD)/phases.md
+	cat $(BUILD)/phases.md
 
 clean:
 	rm -rf $(VENV) $(BUILD) .pytest_cache

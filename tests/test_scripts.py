@@ -30,6 +30,25 @@ def test_bench_script_prints_its_tables(small_corpus):
         assert len(dask) == 4 and all(ln.endswith("| yes |") for ln in dask), dask
 
 
+def test_phases_script_times_each_phase_of_a_real_run(small_corpus, sample_model):
+    def table(*args):
+        r = subprocess.run([sys.executable, str(ROOT / "scripts" / "phases.py"), "--runs", "1", *map(str, args)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        rows = [ln.strip("| ").split(" | ") for ln in r.stdout.splitlines() if ln.startswith("| ") and "---" not in ln]
+        return {row[0]: [float(v) for v in row[1:]] for row in rows[1:]}
+
+    train = table("train", small_corpus, "--", "-j", "1")  # (options after --: for the command)
+    assert list(train) == ["start-up", "counting", "the model", "calibration", "saving", "whole run"]
+    assert all(v[0] > 0 for v in train.values()) and train["counting"][2] == 0  # (-j 1: no workers)
+    assert sum(v[0] for k, v in train.items() if k != "whole run") <= train["whole run"][0] + 0.005  # (rounding)
+    predict = table("predict", sample_model, small_corpus)
+    assert list(predict) == ["start-up", "loading the model", "scoring", "whole run"]
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "phases.py"), "train", str(small_corpus / "nope"),
+                        "--runs", "1"], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "no such file or directory" in r.stderr
+
+
 def test_mail_ablation_script_turns_each_rule_off(small_corpus):
     from nbtext.settings import MAIL_RULES as RULES
 
