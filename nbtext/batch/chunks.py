@@ -47,7 +47,7 @@ def chunks(docs: Iterable[Document | FileRef], size: int = CHUNK, max_bytes: int
 
 def read_chunk(items: list[Document | FileRef]) -> tuple[list[Document], list[tuple[int, Exception]]]:
     """A chunk's documents, its FileRefs read (read.FileRef.read), and the errors reading them
-    as (the FileRef's place in the chunk, the error), for the FileRef to report."""
+    as (the FileRef's place in the chunk, the error), for report_errors."""
     docs, errors = [], []
     for i, item in enumerate(items):
         if isinstance(item, FileRef):
@@ -57,6 +57,12 @@ def read_chunk(items: list[Document | FileRef]) -> tuple[list[Document], list[tu
         else:
             docs.append(item)
     return docs, errors
+
+
+def report_errors(items: list[Document | FileRef], errors: list[tuple[int, Exception]]) -> None:
+    """read_chunk's errors, each reported (or raised) by its FileRef, in the process that made it."""
+    for i, e in errors:
+        items[i].report(e)
 
 
 def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_jobs: int = 1,
@@ -86,8 +92,7 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
 
     def answered(items: list, result: tuple):
         read, errors, out = result
-        for i, e in errors:
-            items[i].report(e)
+        report_errors(items, errors)
         return read, out
 
     if n_jobs == 1:
@@ -146,8 +151,7 @@ def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n
     def tasks():
         for items in rest:
             chunk, errors = read_chunk(items)  # (read here: a loky worker is not this process)
-            for i, e in errors:
-                items[i].report(e)
+            report_errors(items, errors)
             pending.append(chunk)
             yield delayed(count_in_worker)([d.data for d in chunk], settings)
 
