@@ -24,6 +24,11 @@ class SettingError(NbtextError):
         self.param, self.value, self.problem = param, value, problem
         super().__init__(self.worded(str))
 
+    def __reduce__(self):
+        # (as made, not from args: one raised in a worker process reaches train's parent pickled,
+        # and Exception's default unpickled it as SettingError(message), a TypeError)
+        return type(self), (self.param, self.value, self.problem)
+
     def worded(self, name_of) -> str:
         """The message, with each parameter called name_of(parameter). ``problem`` follows the
         parameter's name, unless it starts with a {parameter} of its own; text from outside
