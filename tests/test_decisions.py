@@ -80,6 +80,76 @@ def test_candidates_scored_in_one_pass_equal_each_scored_alone(monkeypatch):
             assert shared == 4 * 2, shared
 
 
+def _sample_counts():
+    X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+    return X, y, sorted(set(y))
+
+
+def test_folds_scored_in_forked_workers_equal_the_folds_scored_in_turn(monkeypatch):
+    """train scores calibration's folds on its cores (batch.train.fold_mapper: workers forked
+    from it, and the parent doing a share): the same numbers, bit for bit, as one fold after
+    another in one process, every fold of them made, and some made in another process."""
+    import os
+
+    from nbtext.batch import train
+    from nbtext.nb.calibrate import out_of_fold_jlls
+
+    monkeypatch.setattr(train, "fork_safe", lambda: True)  # (loky's threads, once run, say no)
+    X, y, classes = _sample_counts()
+    pairs = [(ModelSettings().chosen("multinomial"), None), (ModelSettings().chosen("complement"), None)]
+    serial = out_of_fold_jlls(X, y, classes, pairs, k=5, seed=1, unseen="both")
+    for n_jobs in (2, 3):
+        pids = []
+
+        def spied(fn, tasks, mapper=train.fold_mapper(n_jobs)):
+            out = list(mapper(lambda t: (os.getpid(), fn(t)), tasks))
+            pids.extend(pid for pid, _ in out)
+            return [scores for _, scores in out]
+
+        forked = out_of_fold_jlls(X, y, classes, pairs, k=5, seed=1, unseen="both", mapper=spied)
+        for got, want in zip(forked, serial):
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a, b)
+        assert len(pids) == 5 and os.getpid() in pids and len(set(pids)) == n_jobs, pids
+
+
+def test_an_error_in_a_fold_worker_is_raised_in_the_parent(monkeypatch):
+    import os
+
+    from nbtext.batch import train
+    from nbtext.errors import SettingError
+
+    monkeypatch.setattr(train, "fork_safe", lambda: True)
+    parent = os.getpid()
+
+    def fold(f):
+        if os.getpid() != parent and f == 4:
+            raise SettingError("folds", None, f"fold {f} failed")
+        return f
+
+    with pytest.raises(SettingError, match="fold 4 failed"):
+        list(train.fold_mapper(2)(fold, range(5)))
+    assert list(train.fold_mapper(2)(lambda f: f * f, range(5))) == [0, 1, 4, 9, 16]
+
+
+def test_folds_are_scored_in_turn_where_forking_is_unsafe(monkeypatch):
+    """No worker is forked where fork_safe says no (a thread of the caller's), nor on one core,
+    nor for a single fold: the folds are scored in this process, as before."""
+    import os
+
+    from nbtext.batch import pool, train
+
+    def no_pool(*a, **k):
+        raise AssertionError("a pool was started")
+
+    monkeypatch.setattr(pool, "ForkPool", no_pool)
+    monkeypatch.setattr(train, "fork_safe", lambda: False)
+    assert list(train.fold_mapper(2)(lambda f: os.getpid(), range(5))) == [os.getpid()] * 5
+    monkeypatch.setattr(train, "fork_safe", lambda: True)
+    assert train.fold_mapper(1) is map
+    assert list(train.fold_mapper(2)(lambda f: os.getpid(), range(1))) == [os.getpid()]
+
+
 def test_out_of_fold_scores_equal_refitting_on_the_other_folds():
     """Taking a fold's counts out of the whole sample's is the model trained without it, and it
     scores the fold as it would score new mail: the tokens it never saw are left out."""

@@ -5,6 +5,7 @@ Also what builds on training: the whole corpus as one matrix, and k-fold cross-v
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,7 @@ from ..operations import digest
 from ..read import Document
 from ..record import Record
 from ..settings import AUTO_CANDIDATES, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
-from .chunks import counted
+from .chunks import counted, fork_safe
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -117,7 +118,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
     release()
     model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
-                                       release=release)
+                                       release=release, n_jobs=n_jobs)
     model.ledger = ledger
     release()
     return model, fit
@@ -129,10 +130,11 @@ def _digests(docs: list[Document]) -> list[bytes]:
 
 
 def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
-                       X=None, y=None, release=None) -> tuple[Model, np.ndarray, ThresholdFit | None]:
+                       X=None, y=None, release=None, n_jobs: int = 1) -> tuple[Model, np.ndarray, ThresholdFit | None]:
     """The model of counts over ``vocab``, with the features the options keep and the decisions
     fitted on (X, y) when given; returns it with the kept columns and the threshold's fit
-    (``release``: called between calibration's candidates, see train_model)."""
+    (``release``: called between calibration's folds, see train_model; ``n_jobs``: the cores
+    calibration's folds may use, see apply_decisions)."""
     counts.compact()
     width = counts.width
     fc = counts.feature_count if features.max_features is None else np.ascontiguousarray(counts.feature_count)
@@ -150,7 +152,7 @@ def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, f
         X = X.columns(keep)  # (a copy: only when features were dropped)
     # An identity list of columns need not be held while calibrating (spamassassin-2002: 7 MB).
     keep = None if everything else keep
-    fit = apply_decisions(model, decisions, X, y, release)
+    fit = apply_decisions(model, decisions, X, y, release, n_jobs)
     return model, (np.arange(width) if keep is None else keep), fit
 
 
@@ -174,10 +176,11 @@ class ThresholdFit(Record):
     fnr: float   # the share of the positive class missed
 
 
-def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None) -> ThresholdFit | None:
+def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None, n_jobs: int = 1) -> ThresholdFit | None:
     """Set the model's decision as the options say: the positive class, the calibration map
     and a max_fpr threshold fitted on internal folds of (X, y) (all the model's documents, or a
-    sample of them), a given threshold and unsure band; and the variant, when auto chooses it."""
+    sample of them), a given threshold and unsure band; and the variant, when auto chooses it.
+    With ``n_jobs`` > 1 the folds are scored on that many cores (fold_mapper), to the same bits."""
     classes = model.classes
     model.decision.choose(classes, d.positive, d.threshold, d.unsure, d.max_fpr)
     fit = None
@@ -185,13 +188,13 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None) -> Thr
         from ..nb.calibrate import can_split
 
         if can_split(y, d.folds):
-            fit = _fit_on_folds(model, d, X, y, release or (lambda: None))
+            fit = _fit_on_folds(model, d, X, y, release or (lambda: None), fold_mapper(n_jobs))
         elif d.max_fpr is not None:
             raise SettingError("max_fpr", None, f"needs at least {d.folds} documents of each class")
     return fit  # (auto with too few documents to choose by: the Model's first candidate)
 
 
-def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release) -> ThresholdFit | None:
+def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release, mapper=map) -> ThresholdFit | None:
     from ..nb.calibrate import (brier_of, calibrated_log, fit_calibration, lengths_of, out_of_fold_jlls,
                                 threshold_for_fpr)
 
@@ -211,7 +214,7 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release) -> ThresholdF
     estimators = [None if not whole else model.estimator if settings == model.settings else
                   make_estimator(settings, model.counts) for settings in candidates]
     jlls = out_of_fold_jlls(X, y, classes, list(zip(candidates, estimators)), d.folds, d.seed, unseen=unseen,
-                            release=release)
+                            release=release, mapper=mapper)
     del estimators
     scored = []  # (errors, settings, jll, for_threshold)
     for settings, jll in zip(candidates, jlls):
@@ -241,6 +244,53 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release) -> ThresholdF
     t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr, hint)
     return ThresholdFit(t, float((p[y != pos] >= t).mean()),
                         float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
+
+
+def fold_mapper(n_jobs: int):
+    """A mapper for calibration's folds (nbtext.nb.calibrate.out_of_fold_jlls: mapper(fn, folds)
+    gives fn(fold) for each, in order) that uses ``n_jobs`` cores: n_jobs - 1 worker processes
+    forked (batch.pool.ForkPool) when fn is called, so they hold the sample and the counts as
+    the parent does (shared, copy on write; nothing big is sent: a fold's number one way, its
+    documents' scores the other), and the parent scoring a share of the folds itself meanwhile
+    rather than wait. One fold after another in this process (``map``) on one core, with a
+    single fold, or where forking is not safe (batch.chunks.fork_safe): a fresh interpreter
+    (loky) would have to be sent the sample and the counts, more than a fold's work saves.
+    The same numbers either way: each fold is the same arithmetic in whichever process."""
+    if n_jobs <= 1:
+        return map
+
+    def mapper(fn, tasks):
+        tasks = list(tasks)
+        workers = min(n_jobs, len(tasks)) - 1
+        if workers < 1 or not fork_safe():
+            return map(fn, tasks)
+        return _shared_map(fn, tasks, workers)
+    return mapper
+
+
+def _shared_map(fn, tasks: list, workers: int) -> list:
+    """[fn(t) for t in tasks] by ``workers`` forked processes and this one: the parent takes the
+    first len(tasks) // (workers + 1) tasks (the smaller share: it also forks, sends and
+    receives), the workers the rest."""
+    from .chunks import sigint_ignored, watch_parent
+    from .pool import ForkPool
+
+    mine, theirs = tasks[:len(tasks) // (workers + 1)], tasks[len(tasks) // (workers + 1):]
+    done: list = []
+
+    def sent_then_mine():
+        # The pool asks for a task whenever a worker has room (``ahead``, below, is room for
+        # all of theirs and one more): once theirs are all sent, the next ask is answered by
+        # the parent doing its own share, while the workers do theirs.
+        yield from theirs
+        done.extend(fn(t) for t in mine)
+
+    parent = os.getpid()
+    with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
+        pool = ForkPool(fn, workers, on_fork=lambda: watch_parent(parent))
+    with pool:
+        got = list(pool.map(sent_then_mine(), ahead=len(theirs) + 1))
+    return done + got
 
 
 def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptions = DecisionOptions(),
@@ -275,7 +325,7 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
         raise NbtextError(f"need documents of at least two classes to calibrate, got only {sorted(seen)[0]!r}")
     X, y = reservoir.sample(len(model.vocab)) if reservoir is not None else (None, None)
     model.decision = Decision(positive=default_positive(model.classes))
-    fit = apply_decisions(model, decisions, X, y)
+    fit = apply_decisions(model, decisions, X, y, n_jobs=n_jobs)
     return n_docs, fit
 
 

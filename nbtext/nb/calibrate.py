@@ -80,15 +80,21 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
 
 
 def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: int = 5, seed: int = 0,
-                     unseen: str = "keep", release=None) -> list:
+                     unseen: str = "keep", release=None, mapper=map) -> list:
     """out_of_fold_jll of each (settings, full) candidate, on the same folds, each fold's rows
     and columns made once for all of them (and its counts taken out once for the variants
-    that count a document alike: estimators._taken): auto's candidates, scored in one pass."""
+    that count a document alike: estimators._taken): auto's candidates, scored in one pass.
+
+    ``mapper(fn, folds)`` gives fn(fold) for each fold number, in order: ``map`` by default,
+    one fold after another here; train passes one that runs folds in worker processes forked
+    from this one (nbtext.batch.train), which see X and the candidates' counts as they are when
+    it is called and send back only each fold's scores (a fold's rows: its documents x classes
+    per candidate). Each fold's numbers are the same whichever process makes them."""
     if unseen not in ("keep", "drop", "both"):
         raise ValueError(f"unseen must be keep, drop or both, not {unseen!r}")
     X = Rows.of(X)
     folds = stratified_folds(y, k, seed)
-    fulls, outs = [], []
+    fulls = []
     fitted: dict = {}  # the counts of X fitted for the candidates that count a document alike
     for settings, full in candidates:
         if full is None:
@@ -101,9 +107,9 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
                 if full.same_features:
                     fitted[full.same_features] = full.counts_
         fulls.append(full)
-        outs.append((np.zeros((X.shape[0], len(classes))) if unseen != "drop" else None,
-                     np.zeros((X.shape[0], len(classes))) if unseen != "keep" else None))
-    for f in range(k):
+
+    def fold_scores(f: int) -> list:
+        """Per candidate, (kept, dropped) scores of fold f's documents (None where not asked)."""
         test = folds == f
         Xf, yf = X[test].astype(np.float64), y[test]
         # The fold's model at the fold's own columns (what scoring it reads): its whole counts
@@ -112,17 +118,27 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
         Xf = Rows(Xf.data, local, Xf.indptr, len(cols))
         del local
         memo: dict = {}
-        for full, (kept, dropped) in zip(fulls, outs):
+        scores = []
+        for full in fulls:
             linear, seen = full.fold_linear(Xf, yf, cols, memo)
             # (seen: taking out transformed counts can leave rounding dust where there should be zeros)
-            if kept is not None:
-                kept[test] = linear.jll(Xf)
-            if dropped is not None:
-                dropped[test] = linear.jll(Xf.with_data(Xf.data * seen[Xf.indices]))
+            scores.append((linear.jll(Xf) if unseen != "drop" else None,
+                           linear.jll(Xf.with_data(Xf.data * seen[Xf.indices])) if unseen != "keep" else None))
             del linear
         del Xf, memo
         if release:
             release()  # (a fold's arrays under glibc's mapping threshold left their pages behind)
+        return scores
+
+    outs = [(np.zeros((X.shape[0], len(classes))) if unseen != "drop" else None,
+             np.zeros((X.shape[0], len(classes))) if unseen != "keep" else None) for _ in fulls]
+    for f, scores in zip(range(k), mapper(fold_scores, range(k))):
+        test = folds == f
+        for (kept, dropped), (kept_f, dropped_f) in zip(outs, scores):
+            if kept is not None:
+                kept[test] = kept_f
+            if dropped is not None:
+                dropped[test] = dropped_f
     return [(kept, dropped) if unseen == "both" else kept if unseen == "keep" else dropped
             for kept, dropped in outs]
 
