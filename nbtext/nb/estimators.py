@@ -26,10 +26,20 @@ from .counts import Counts
 
 
 def logsumexp_rows(a: np.ndarray) -> np.ndarray:
-    """log(sum(exp(a), axis=1)) without overflow or underflow."""
-    m = np.max(a, axis=1, keepdims=True)
+    """log(sum(exp(a), axis=1)) without overflow or underflow.
+
+    Two classes (mail) the short way, to the same bits: numpy's reductions along a row of two
+    took 0.12 ms (max) and 0.06 ms (sum) of a 3,250 x 2 array, where the column operations
+    take 0.004 (a maximum is exact, and a0 + a1 is the sum's one addition either way), and
+    calibration's fit evaluates this some 400 times a candidate (0.09 s of train's 1.4)."""
+    if a.ndim != 2 or a.shape[1] != 2:
+        m = np.max(a, axis=1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        return (m + np.log(np.sum(np.exp(a - m), axis=1, keepdims=True)))[:, 0]
+    m = np.maximum(a[:, 0], a[:, 1])
     m = np.where(np.isfinite(m), m, 0.0)
-    return (m + np.log(np.sum(np.exp(a - m), axis=1, keepdims=True)))[:, 0]
+    e = np.exp(a - m[:, None])
+    return m + np.log(e[:, 0] + e[:, 1])
 
 
 def log_posteriors(jll: np.ndarray, temperature: float = 1.0) -> np.ndarray:
