@@ -87,54 +87,83 @@ def _sample_counts():
 
 def test_folds_scored_in_forked_workers_equal_the_folds_scored_in_turn(monkeypatch):
     """train scores calibration's folds on its cores (batch.train.fold_mapper: workers forked
-    from it, and the parent doing a share): the same numbers, bit for bit, as one fold after
-    another in one process, every fold of them made, and some made in another process."""
-    import os
-
-    from nbtext.batch import train
+    from it, and the parent taking folds too): the same numbers, bit for bit, as one fold after
+    another in one process, every fold of them made once."""
+    from nbtext.batch import pool, train
     from nbtext.nb.calibrate import out_of_fold_jlls
 
     monkeypatch.setattr(train, "fork_safe", lambda: True)  # (loky's threads, once run, say no)
+    started = []
+    real = pool.ForkPool
+    monkeypatch.setattr(pool, "ForkPool", lambda fn, n, **kw: started.append(n) or real(fn, n, **kw))
     X, y, classes = _sample_counts()
     pairs = [(ModelSettings().chosen("multinomial"), None), (ModelSettings().chosen("complement"), None)]
     serial = out_of_fold_jlls(X, y, classes, pairs, k=5, seed=1, unseen="both")
     for n_jobs in (2, 3):
-        pids = []
-
-        def spied(fn, tasks, mapper=train.fold_mapper(n_jobs)):
-            out = list(mapper(lambda t: (os.getpid(), fn(t)), tasks))
-            pids.extend(pid for pid, _ in out)
-            return [scores for _, scores in out]
-
-        forked = out_of_fold_jlls(X, y, classes, pairs, k=5, seed=1, unseen="both", mapper=spied)
+        forked = out_of_fold_jlls(X, y, classes, pairs, k=5, seed=1, unseen="both",
+                                  mapper=train.fold_mapper(n_jobs))
         for got, want in zip(forked, serial):
             for a, b in zip(got, want):
                 np.testing.assert_array_equal(a, b)
-        assert len(pids) == 5 and os.getpid() in pids and len(set(pids)) == n_jobs, pids
+    assert started == [1, 2]  # (workers besides the parent; who took which: the tests below)
 
 
-def test_an_error_in_a_fold_worker_is_raised_in_the_parent(monkeypatch):
+@pytest.fixture
+def meeting():
+    """meeting() -> a fold function: a fold taken in a worker says so on a pipe, and the
+    parent's first fold waits (at most 30 s, no sleep) until one has, so that a worker takes
+    one however fast the parent is (fold(f) -> (f, who took it); fold(f, fail=True) raises in
+    a worker)."""
     import os
+    import select
 
+    parent, fds = os.getpid(), []
+
+    def new():
+        r, w = os.pipe()
+        fds.extend((r, w))
+
+        def fold(f, fail=False):
+            if os.getpid() != parent:
+                os.write(w, b"x")
+                if fail:
+                    from nbtext.errors import SettingError
+
+                    raise SettingError("folds", None, f"fold {f} failed")
+                return f, "worker"
+            assert select.select([r], [], [], 30)[0], "no worker took a fold"
+            return f, "parent"
+        return fold
+    yield new
+    for fd in fds:
+        os.close(fd)
+
+
+def test_fold_workers_take_folds_as_they_are_free(monkeypatch, meeting):
+    """Each process, the parent too, takes the next fold when it is free; results in order."""
+    from nbtext.batch import train
+
+    monkeypatch.setattr(train, "fork_safe", lambda: True)
+    for n_jobs in (2, 3):
+        got = list(train.fold_mapper(n_jobs)(meeting(), range(5)))
+        assert [f for f, _ in got] == list(range(5))
+        assert {"worker", "parent"} == {who for _, who in got}
+
+
+def test_an_error_in_a_fold_worker_is_raised_in_the_parent(monkeypatch, meeting):
     from nbtext.batch import train
     from nbtext.errors import SettingError
 
     monkeypatch.setattr(train, "fork_safe", lambda: True)
-    parent = os.getpid()
-
-    def fold(f):
-        if os.getpid() != parent and f == 4:
-            raise SettingError("folds", None, f"fold {f} failed")
-        return f
-
-    with pytest.raises(SettingError, match="fold 4 failed"):
-        list(train.fold_mapper(2)(fold, range(5)))
-    assert list(train.fold_mapper(2)(lambda f: f * f, range(5))) == [0, 1, 4, 9, 16]
+    with pytest.raises(SettingError, match=r"^folds fold \d failed$"):
+        fold = meeting()
+        list(train.fold_mapper(2)(lambda f: fold(f, fail=True), range(5)))
 
 
 def test_folds_are_scored_in_turn_where_forking_is_unsafe(monkeypatch):
     """No worker is forked where fork_safe says no (a thread of the caller's), nor on one core,
-    nor for a single fold: the folds are scored in this process, as before."""
+    nor for a single fold (nor past 1,024, more than the pipe that deals them takes at once):
+    the folds are scored in this process, as before."""
     import os
 
     from nbtext.batch import pool, train
@@ -148,6 +177,7 @@ def test_folds_are_scored_in_turn_where_forking_is_unsafe(monkeypatch):
     monkeypatch.setattr(train, "fork_safe", lambda: True)
     assert train.fold_mapper(1) is map
     assert list(train.fold_mapper(2)(lambda f: os.getpid(), range(1))) == [os.getpid()]
+    assert set(train.fold_mapper(2)(lambda f: os.getpid(), range(1025))) == {os.getpid()}
 
 
 def test_out_of_fold_scores_equal_refitting_on_the_other_folds():

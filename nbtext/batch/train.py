@@ -250,47 +250,71 @@ def fold_mapper(n_jobs: int):
     """A mapper for calibration's folds (nbtext.nb.calibrate.out_of_fold_jlls: mapper(fn, folds)
     gives fn(fold) for each, in order) that uses ``n_jobs`` cores: n_jobs - 1 worker processes
     forked (batch.pool.ForkPool) when fn is called, so they hold the sample and the counts as
-    the parent does (shared, copy on write; nothing big is sent: a fold's number one way, its
-    documents' scores the other), and the parent scoring a share of the folds itself meanwhile
-    rather than wait. One fold after another in this process (``map``) on one core, with a
-    single fold, or where forking is not safe (batch.chunks.fork_safe): a fresh interpreter
-    (loky) would have to be sent the sample and the counts, more than a fold's work saves.
-    The same numbers either way: each fold is the same arithmetic in whichever process."""
+    the parent does (shared, copy on write; nothing big is sent: its folds' scores come back),
+    and the parent scoring folds too rather than wait (_shared_map). One fold after another in
+    this process (``map``) on one core, with a single fold, or where forking is not safe
+    (batch.chunks.fork_safe): a fresh interpreter (loky) would have to be sent the sample and
+    the counts, more than a fold's work saves. The same numbers either way: each fold is the
+    same arithmetic in whichever process."""
     if n_jobs <= 1:
         return map
 
     def mapper(fn, tasks):
         tasks = list(tasks)
         workers = min(n_jobs, len(tasks)) - 1
-        if workers < 1 or not fork_safe():
+        if workers < 1 or len(tasks) > _MOST_SHARED or not fork_safe():
             return map(fn, tasks)
         return _shared_map(fn, tasks, workers)
     return mapper
 
 
+_MOST_SHARED = 1024  # tasks _shared_map deals: their numbers (4 bytes each) fill at most a page,
+# a pipe's least capacity, so that they are written at once without waiting (folds: at most 1,000)
+
+
 def _shared_map(fn, tasks: list, workers: int) -> list:
-    """[fn(t) for t in tasks] by ``workers`` forked processes and this one: the parent takes the
-    first len(tasks) // (workers + 1) tasks (the smaller share: it also forks, sends and
-    receives), the workers the rest."""
+    """[fn(t) for t in tasks], by ``workers`` forked processes and this one, each taking the next
+    task as it is free: the tasks' numbers wait in a pipe, and each process reads one (4 bytes:
+    a pipe's reads take turns, so each number goes to one reader) until none is left. A slow
+    process (the machine is shared) takes fewer; no one waits for a share dealt in advance."""
     from .chunks import sigint_ignored, watch_parent
     from .pool import ForkPool
 
-    mine, theirs = tasks[:len(tasks) // (workers + 1)], tasks[len(tasks) // (workers + 1):]
-    done: list = []
+    out, into = os.pipe()
+    try:
+        os.write(into, b"".join(i.to_bytes(4, "little") for i in range(len(tasks))))
+    finally:
+        os.close(into)  # (read once empty: end of file, never a wait)
 
-    def sent_then_mine():
-        # The pool asks for a task whenever a worker has room (``ahead``, below, is room for
-        # all of theirs and one more): once theirs are all sent, the next ask is answered by
-        # the parent doing its own share, while the workers do theirs.
-        yield from theirs
-        done.extend(fn(t) for t in mine)
+    def taken() -> list:
+        """(number, fn(task)) of each task this process takes."""
+        done = []
+        while len(number := os.read(out, 4)) == 4:
+            i = int.from_bytes(number, "little")
+            done.append((i, fn(tasks[i])))
+        return done
+
+    results: list = [None] * len(tasks)
+
+    def start_then_take():
+        # The pool asks for a task whenever a worker has room (ahead=2, below): once each
+        # worker has been told to start, the next ask is answered by the parent taking tasks
+        # itself, while the workers take theirs.
+        yield from range(workers)
+        for i, value in taken():
+            results[i] = value
 
     parent = os.getpid()
-    with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
-        pool = ForkPool(fn, workers, on_fork=lambda: watch_parent(parent))
-    with pool:
-        got = list(pool.map(sent_then_mine(), ahead=len(theirs) + 1))
-    return done + got
+    try:
+        with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
+            pool = ForkPool(lambda _: taken(), workers, on_fork=lambda: watch_parent(parent))
+        with pool:
+            for done in pool.map(start_then_take(), ahead=2):
+                for i, value in done:
+                    results[i] = value
+    finally:
+        os.close(out)
+    return results
 
 
 def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptions = DecisionOptions(),
