@@ -110,29 +110,29 @@ def test_folds_scored_in_forked_workers_equal_the_folds_scored_in_turn(monkeypat
 
 @pytest.fixture
 def meeting():
-    """meeting() -> a fold function: a fold taken in a worker says so on a pipe, and the
-    parent's first fold waits (at most 30 s, no sleep) until one has, so that a worker takes
-    one however fast the parent is (fold(f) -> (f, who took it); fold(f, fail=True) raises in
-    a worker)."""
+    """meeting() -> a fold function by which the parent and a worker each take a fold: each says
+    on a pipe that it took one and waits (at most 30 s, no sleep) until the other has, however
+    fast either is (fold(f) -> (f, who took it); fold(f, fail=True) raises in a worker)."""
     import os
     import select
 
     parent, fds = os.getpid(), []
 
     def new():
-        r, w = os.pipe()
-        fds.extend((r, w))
+        worker_took, parent_took = os.pipe(), os.pipe()
+        fds.extend(worker_took + parent_took)
 
         def fold(f, fail=False):
-            if os.getpid() != parent:
-                os.write(w, b"x")
-                if fail:
-                    from nbtext.errors import SettingError
+            mine, theirs = (parent_took, worker_took) if os.getpid() == parent else (worker_took, parent_took)
+            os.write(mine[1], b"x")
+            assert select.select([theirs[0]], [], [], 30)[0], "the other process took no fold"
+            if os.getpid() == parent:
+                return f, "parent"
+            if fail:
+                from nbtext.errors import SettingError
 
-                    raise SettingError("folds", None, f"fold {f} failed")
-                return f, "worker"
-            assert select.select([r], [], [], 30)[0], "no worker took a fold"
-            return f, "parent"
+                raise SettingError("folds", None, f"fold {f} failed")
+            return f, "worker"
         return fold
     yield new
     for fd in fds:
