@@ -87,8 +87,8 @@ def _sample_counts():
 
 def test_folds_scored_in_forked_workers_equal_the_folds_scored_in_turn(monkeypatch):
     """train scores calibration's folds on its cores (batch.train.fold_mapper: workers forked
-    from it, and the parent taking folds too): the same numbers, bit for bit, as one fold after
-    another in one process, every fold of them made once."""
+    from it, each taking the next fold): the same numbers, bit for bit, as one fold after
+    another in one process."""
     from nbtext.batch import pool, train
     from nbtext.nb.calibrate import out_of_fold_jlls
 
@@ -105,59 +105,41 @@ def test_folds_scored_in_forked_workers_equal_the_folds_scored_in_turn(monkeypat
         for got, want in zip(forked, serial):
             for a, b in zip(got, want):
                 np.testing.assert_array_equal(a, b)
-    assert started == [1, 2]  # (workers besides the parent; who took which: the tests below)
+    assert started == [2, 3]  # (the workers; who took which: the test below)
 
 
-@pytest.fixture
-def meeting():
-    """meeting() -> a fold function by which the parent and a worker each take a fold: each says
-    on a pipe that it took one and waits (at most 30 s, no sleep) until the other has, however
-    fast either is (fold(f) -> (f, who took it); fold(f, fail=True) raises in a worker)."""
+def test_fold_workers_take_folds_as_they_are_free(monkeypatch):
+    """Each worker takes the next fold when it is free, results in order: here each worker's
+    first fold waits (a barrier, 30 s at most, no sleep) until every worker has taken one."""
+    import multiprocessing
     import os
-    import select
 
-    parent, fds = os.getpid(), []
-
-    def new():
-        worker_took, parent_took = os.pipe(), os.pipe()
-        fds.extend(worker_took + parent_took)
-
-        def fold(f, fail=False):
-            mine, theirs = (parent_took, worker_took) if os.getpid() == parent else (worker_took, parent_took)
-            os.write(mine[1], b"x")
-            assert select.select([theirs[0]], [], [], 30)[0], "the other process took no fold"
-            if os.getpid() == parent:
-                return f, "parent"
-            if fail:
-                from nbtext.errors import SettingError
-
-                raise SettingError("folds", None, f"fold {f} failed")
-            return f, "worker"
-        return fold
-    yield new
-    for fd in fds:
-        os.close(fd)
-
-
-def test_fold_workers_take_folds_as_they_are_free(monkeypatch, meeting):
-    """Each process, the parent too, takes the next fold when it is free; results in order."""
     from nbtext.batch import train
 
     monkeypatch.setattr(train, "fork_safe", lambda: True)
     for n_jobs in (2, 3):
-        got = list(train.fold_mapper(n_jobs)(meeting(), range(5)))
+        barrier, met = multiprocessing.Barrier(n_jobs, timeout=30), []
+
+        def fold(f):
+            if not met:  # (each worker's own copy of the list)
+                met.append(barrier.wait())
+            return f, os.getpid()
+
+        got = list(train.fold_mapper(n_jobs)(fold, range(5)))
         assert [f for f, _ in got] == list(range(5))
-        assert {"worker", "parent"} == {who for _, who in got}
+        assert len({pid for _, pid in got}) == n_jobs and os.getpid() not in {pid for _, pid in got}
 
 
-def test_an_error_in_a_fold_worker_is_raised_in_the_parent(monkeypatch, meeting):
+def test_an_error_in_a_fold_worker_is_raised_in_the_parent(monkeypatch):
     from nbtext.batch import train
     from nbtext.errors import SettingError
 
+    def fold(f):
+        raise SettingError("folds", None, f"fold {f} failed")
+
     monkeypatch.setattr(train, "fork_safe", lambda: True)
     with pytest.raises(SettingError, match=r"^folds fold \d failed$"):
-        fold = meeting()
-        list(train.fold_mapper(2)(lambda f: fold(f, fail=True), range(5)))
+        list(train.fold_mapper(2)(fold, range(5)))
 
 
 def test_folds_are_scored_in_turn_where_forking_is_unsafe(monkeypatch):
