@@ -664,27 +664,7 @@ static int tok_cmp_from(const Tokens *t, int64_t x, int64_t y, size_t d)
 
 typedef struct {
     size_t lo, hi, d; /* a[lo..hi) share their first d bytes */
-    size_t wd;        /* their windows (w[lo..hi)) hold bytes wd .. wd + 7; NO_WINDOW: not yet */
 } Range;
-
-#define NO_WINDOW ((size_t)-1)
-
-/* Token i's bytes d .. d + 7 as a big-endian word, zeros past its end (tokens hold no NUL: a
- * zero byte is the end). */
-static inline uint64_t tok_window(const Tokens *t, int64_t i, size_t d)
-{
-    size_t l = tok_len(t, i);
-    const unsigned char *p = t->b + t->starts[i] + d;
-    uint64_t w = 0;
-    if (d + 8 <= l) {
-        for (int k = 0; k < 8; k++)
-            w = w << 8 | p[k];
-        return w;
-    }
-    for (size_t k = 0; k < 8; k++)
-        w = w << 8 | (d + k < l ? p[k] : 0);
-    return w;
-}
 
 /* How many bytes from depth d tokens x and y share, at most `most` (a word at a time). */
 static size_t shared_from(const Tokens *t, int64_t x, int64_t y, size_t d, size_t most)
@@ -714,67 +694,34 @@ static size_t shared_from(const Tokens *t, int64_t x, int64_t y, size_t d, size_
  * heap stack rather than by recursion (a stranger's model file may hold long shared prefixes).
  * It reads each token's bytes a few times, where a merge sort compared 19 times per token
  * through the namespaces' long shared prefixes ("subject:", "url:path:"): spamassassin-2002's
- * vocabulary in first-seen order, 0.16-0.22 -> ~0.06 s. The bytes are read 8 at a time into
- * a window beside each id (w, wtmp: n words each), which moves with it: a level reads its byte
- * from there, not from the token (two random reads a token a level, 96 -> ~40 ms on train's
- * vocabulary, issue 22's third session). Returns -1 (MemoryError set) when memory runs out. */
+ * vocabulary in first-seen order, 0.16-0.22 -> ~0.06 s. Returns -1 (MemoryError set) when
+ * the stack cannot grow. */
 static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
 {
     size_t cap = 256, top = 0;
     Range *stack = PyMem_Malloc(cap * sizeof *stack);
-    uint64_t *w = n > 1 ? PyMem_Malloc(n * sizeof *w) : NULL, *wtmp = n > 1 ? PyMem_Malloc(n * sizeof *wtmp) : NULL;
     size_t count[258];
-    if (!stack || (n > 1 && (!w || !wtmp))) {
-        PyMem_Free(stack);
-        PyMem_Free(w);
-        PyMem_Free(wtmp);
+    if (!stack) {
         PyErr_NoMemory();
         return -1;
     }
     if (n > 1)
-        stack[top++] = (Range){0, n, 0, NO_WINDOW};
+        stack[top++] = (Range){0, n, 0};
     while (top) {
         Range r = stack[--top];
         if (r.hi - r.lo < RADIX_SMALL) {
-            /* (with the windows still holding bytes d..: compared first, the tokens' bytes
-             * read only where the windows tie) */
-            int windowed = r.wd != NO_WINDOW && r.d < r.wd + 8;
             for (size_t i = r.lo + 1; i < r.hi; i++) {
                 int64_t v = a[i];
-                uint64_t vw = windowed ? w[i] : 0;
                 size_t j = i;
-                for (; j > r.lo; j--) {
-                    int c = !windowed ? tok_cmp_from(t, v, a[j - 1], r.d)
-                            : vw != w[j - 1] ? (vw > w[j - 1]) - (vw < w[j - 1])
-                            : tok_cmp_from(t, v, a[j - 1], r.wd + 8);
-                    if (c >= 0)
-                        break;
+                for (; j > r.lo && tok_cmp_from(t, v, a[j - 1], r.d) < 0; j--)
                     a[j] = a[j - 1];
-                    if (windowed)
-                        w[j] = w[j - 1];
-                }
                 a[j] = v;
-                if (windowed)
-                    w[j] = vw;
             }
             continue;
         }
-        if (r.wd == NO_WINDOW || r.d >= r.wd + 8) {
-            for (size_t i = r.lo; i < r.hi; i++) {
-                if (i + 16 < r.hi)
-                    KI_PREFETCH(&t->starts[a[i + 16]]);
-                if (i + 8 < r.hi)
-                    KI_PREFETCH(t->b + t->starts[a[i + 8]]); /* (its start: d may be past its end) */
-                w[i] = tok_window(t, a[i], r.d);
-            }
-            r.wd = r.d;
-        }
-        unsigned shift = (unsigned)(8 * (7 - (r.d - r.wd)));
-#define WBYTE(i) ((unsigned)(w[i] >> shift) & 0xFF)
-#define WVAL(i) (WBYTE(i) ? WBYTE(i) + 1 : 0) /* tok_byte's value: 0 past the end */
         memset(count, 0, sizeof count);
         for (size_t i = r.lo; i < r.hi; i++)
-            count[WVAL(i) + 1]++;
+            count[tok_byte(t, a[i], r.d) + 1]++;
         if (count[0 + 1] == r.hi - r.lo)
             continue; /* every token ends here: all equal, in their order */
         int single = -1;
@@ -784,23 +731,15 @@ static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
         if (single < 0) {
             for (int c = 1; c < 258; c++)
                 count[c] += count[c - 1]; /* count[c]: where bucket c starts */
-            for (size_t i = r.lo; i < r.hi; i++) {
-                size_t to = r.lo + count[WVAL(i)]++;
-                tmp[to] = a[i];
-                wtmp[to] = w[i];
-            }
+            for (size_t i = r.lo; i < r.hi; i++)
+                tmp[r.lo + count[tok_byte(t, a[i], r.d)]++] = a[i];
             memcpy(a + r.lo, tmp + r.lo, (r.hi - r.lo) * sizeof *a);
-            memcpy(w + r.lo, wtmp + r.lo, (r.hi - r.lo) * sizeof *w);
         } /* (else all in one bucket: already in place) */
-#undef WVAL
-#undef WBYTE
         if (top + 256 > cap) {
             size_t grown = cap * 2;
             Range *s = grown < (size_t)PY_SSIZE_T_MAX / sizeof *stack ? PyMem_Realloc(stack, grown * sizeof *stack) : NULL;
             if (!s) {
                 PyMem_Free(stack);
-                PyMem_Free(w);
-                PyMem_Free(wtmp);
                 PyErr_NoMemory();
                 return -1;
             }
@@ -812,19 +751,17 @@ static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
             size_t skip = (size_t)-1;
             for (size_t i = r.lo + 1; i < r.hi && skip; i++)
                 skip = shared_from(t, a[r.lo], a[i], r.d, skip);
-            stack[top++] = (Range){r.lo, r.hi, r.d + (skip ? skip : 1), r.wd};
+            stack[top++] = (Range){r.lo, r.hi, r.d + (skip ? skip : 1)};
             continue;
         }
         /* now count[c] is where bucket c ends; bucket 0 (tokens that end here) is done */
         for (int c = 1; c < 257; c++) {
             size_t lo = r.lo + count[c - 1], hi = r.lo + count[c];
             if (hi - lo > 1)
-                stack[top++] = (Range){lo, hi, r.d + 1, r.wd};
+                stack[top++] = (Range){lo, hi, r.d + 1};
         }
     }
     PyMem_Free(stack);
-    PyMem_Free(w);
-    PyMem_Free(wtmp);
     return 0;
 }
 
