@@ -296,6 +296,25 @@ def test_sums_made_elsewhere_add_as_the_documents_do():
     np.testing.assert_array_equal(parts.class_count, whole.class_count)
 
 
+def test_a_chunk_whose_tokens_share_a_key_adds_them_at_one_id():
+    """Two distinct tokens of a chunk with one 64-bit key get one id: the worker says so
+    (Batch.keys_distinct), and the parent adds both columns there rather than one over the other."""
+    from nbtext.features.counting import Batch
+    from nbtext.features.rows import Rows
+    from nbtext.features.vocabulary import Vocabulary
+    from nbtext.nb.counts import Counts
+
+    rows = Rows(np.array([1.0, 2.0, 4.0]), np.array([0, 1, 2], dtype=np.int32), np.array([0, 3]), 3)
+    clash = Batch(b"a\0b\0c\0", np.array([5, 7, 5], dtype=np.uint64), rows)
+    assert not clash.keys_distinct()
+    assert Batch(b"a\0b\0", np.array([7, 5], dtype=np.uint64), rows).keys_distinct()
+    vocab, counts = Vocabulary(), Counts()
+    ids = clash.ids_in(vocab, grow=True)
+    assert ids.tolist() == [0, 1, 0] and len(vocab) == 2
+    counts.add_summed(Counts.summed(rows, ["x"]), ids=ids, width=2, distinct=clash.keys_distinct())
+    assert counts.feature_count.tolist() == [[5.0, 2.0]]
+
+
 @pytest.mark.parametrize("cls", [MultinomialNB, BernoulliNB, ComplementNB])
 def test_a_scored_estimator_is_freed_without_the_garbage_collector(cls):
     """Calibration scores each fold with a throwaway estimator: its cached linear view must not

@@ -100,14 +100,15 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         # Where the chunk was counted (a forked worker, else here): its ledger digests, and its
         # sums over its own columns, then added here at their ids: work in proportion to the
         # chunk, not to the whole vocabulary (spamassassin-2002: 0.61 -> 0.05 s).
-        return batch, _digests(chunk), Counts.summed(featurize(batch.rows), [d.label for d in chunk])
+        return (batch, _digests(chunk), Counts.summed(featurize(batch.rows), [d.label for d in chunk]),
+                batch.keys_distinct())
 
-    for chunk, (batch, digests, sums) in counted(docs, tokenizer, n_jobs=n_jobs, then=summed):
+    for chunk, (batch, digests, sums, distinct) in counted(docs, tokenizer, n_jobs=n_jobs, then=summed):
         labels = [d.label for d in chunk]
         n_docs += len(chunk)
         ledger.update(digests)
         ids = batch.ids_in(vocab, grow=True)
-        counts.add_summed(sums, ids=ids, width=len(vocab))
+        counts.add_summed(sums, ids=ids, width=len(vocab), distinct=distinct)
         if reservoir is not None:
             reservoir.add(batch.rows.moved(ids, len(vocab)), labels)
         if progress:

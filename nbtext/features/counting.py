@@ -74,6 +74,13 @@ class Batch:
         blob = encode_tokens(distinct)
         return cls(blob, checked_keys(blob, distinct), Rows(data, indices, indptr, len(distinct)))
 
+    def keys_distinct(self) -> bool:
+        """Whether no two of the chunk's tokens share a 64-bit key: then no two of its columns
+        get one id (a vocabulary gives distinct keys distinct ids), which Counts.add_summed
+        need not check in the parent (sorting each chunk's ids there took 26 ms of train's
+        reduce on spamassassin-2002)."""
+        return len(self.keys) < 2 or bool((np.diff(np.sort(self.keys)) != 0).all())
+
     def ids_in(self, vocab: Vocabulary, grow: bool) -> np.ndarray:
         """Each column's id in ``vocab``: added when ``grow``, else -1 for tokens it lacks."""
         return vocab.extend_encoded(self.blob, self.keys) if grow else vocab.find_keys(self.keys)

@@ -162,8 +162,10 @@ class Counts:
             raise ValueError("Counts.add adds: take documents out with plus()")
         self.add_summed(Counts.summed(X, labels, weights), ids, width)
 
-    def add_summed(self, summed: tuple, ids: np.ndarray | None = None, width: int | None = None) -> None:
-        """Add what summed() made of documents (columns and ids as in add)."""
+    def add_summed(self, summed: tuple, ids: np.ndarray | None = None, width: int | None = None,
+                   distinct: bool | None = None) -> None:
+        """Add what summed() made of documents (columns and ids as in add; ``distinct``: whether
+        no id repeats is known, as train knows it from the chunk's keys, else it is checked)."""
         classes, sums, df, cc = summed
         rows = self._class_rows(classes)
         n, k = sums.shape[0], len(self.classes)
@@ -179,7 +181,7 @@ class Counts:
         if cols is None:
             self._fc[:n, at] += sums
             self._df[:n] += df
-        elif self._distinct(cols):
+        elif distinct if distinct is not None else self._distinct(cols):
             if every:
                 self._fc[cols, :k] += sums
             else:
