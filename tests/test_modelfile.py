@@ -222,6 +222,16 @@ def test_newer_format_is_refused(saved):
                    rf"this nbtext reads format {store.FORMAT_VERSION}")
 
 
+def test_a_damaged_format_version_is_not_read_as_an_older_format(saved):
+    """The prefix's version is outside the header's checksum: 4 damaged to 3 loaded the file as
+    format 3 (the fuzz test found it). The header says the version again."""
+    data = bytearray(saved.read_bytes())
+    for older in range(1, store.FORMAT_VERSION):
+        struct.pack_into("<I", data, 8, older)
+        saved.write_bytes(bytes(data))
+        refused(saved, rf"corrupt model file \(format {older} in the prefix, {store.FORMAT_VERSION} in the header\)")
+
+
 class Boom:
     def __reduce__(self):
         return (open, ("/tmp/nbtext-pickle-ran", "w"))

@@ -126,7 +126,13 @@ def _read(f, size: int, path: str, header_only: bool = False) -> tuple[dict, mem
         raise ModelFileError(f"{path}: truncated model file ({size} bytes, expected {pstart + plen})")
     if pstart + plen < size:
         raise ModelFileError(f"{path}: corrupt model file (trailing bytes after the payload)")
-    header["format_version"] = version  # not stored in the JSON: the prefix holds it
+    # The prefix's version is outside the header's checksum: the header says it again (since
+    # format 4's files of 2026-11-24; an older file's header does not), so that a damaged
+    # prefix is not read as an older format. An older nbtext ignores the field.
+    said = header.get("format_version", version)
+    if said != version:
+        raise ModelFileError(f"{path}: corrupt model file (format {version} in the prefix, {said!r} in the header)")
+    header["format_version"] = version
     if header_only:
         return header, None
     rest = f.read(size - start - hlen)
@@ -184,7 +190,8 @@ def frame(header: dict, sections: list) -> list:
         offset += len(raw) + _pad(len(raw))
     for chunk in chunks:
         crc = zlib.crc32(chunk, crc)
-    header = {**header, "sections": table, "payload_length": offset, "payload_crc32": crc}
+    header = {**header, "sections": table, "payload_length": offset, "payload_crc32": crc,
+              "format_version": FORMAT_VERSION}
     raw_header = json.dumps(header, sort_keys=True).encode("utf-8")
     head = PREFIX.pack(MAGIC, FORMAT_VERSION, len(raw_header), zlib.crc32(raw_header)) + raw_header
     return [head + b"\x00" * _pad(len(head)), *chunks]
