@@ -55,6 +55,9 @@ class ForkPool:
         try:
             for _ in range(n_jobs):
                 ours, theirs = socket.socketpair()
+                for sock in (ours, theirs):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, BUFFER)
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, BUFFER)
                 pid = os.fork()
                 if pid == 0:  # the worker: never returns
                     code = 1
@@ -99,6 +102,12 @@ class ForkPool:
 
 
 HEADER = struct.Struct("<Q")  # a message's length
+# What a socket holds each way (the system caps it: net.core.wmem_max, 4 MiB on this machine, 208
+# KiB by default). A worker sends its answer whole and only then takes its next task: with the
+# default buffer a chunk's answer (about 800 KB for train) waited on the parent, busy with the
+# reduce, to read it, and the worker idled (spamassassin-2002 on 2 cores: counting 0.63-0.74 ->
+# 0.57-0.72 s, predict 0.82-0.87 -> 0.77-0.89 s, interleaved runs).
+BUFFER = 4 << 20
 
 
 class _Worker:
