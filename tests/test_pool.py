@@ -25,6 +25,19 @@ def gone(pid: int) -> bool:
         return True
 
 
+def pids_calling(monkeypatch, owner, name: str) -> list:
+    """The pids of the calls to owner.name from now on, as this process sees them: a forked
+    worker appends to its own copy of the list, so its calls leave no trace here."""
+    where, original = [], getattr(owner, name)
+
+    def recorded(*args, **kw):
+        where.append(os.getpid())
+        return original(*args, **kw)
+
+    monkeypatch.setattr(owner, name, recorded)
+    return where
+
+
 def test_results_come_in_input_order_from_every_worker():
     # uneven work: the early tasks are the long ones, so later results come back first
     def work(n):
@@ -129,14 +142,7 @@ def test_forked_workers_score_their_own_chunks_and_give_the_parents_numbers(monk
 
     docs = list(label_directory(str(small_corpus)))
     model = store.load(str(sample_model))
-    where = []
-    original = model.log_proba
-
-    def log_proba(X):
-        where.append(os.getpid())
-        return original(X)
-
-    monkeypatch.setattr(model, "log_proba", log_proba)
+    where = pids_calling(monkeypatch, model, "log_proba")
 
     def run(jobs, batches=False):
         out = list(log_scored_batches(model, iter(docs), n_jobs=jobs, chunk_size=7, batches=batches))
@@ -170,14 +176,7 @@ def test_forked_workers_read_their_own_files_and_report_errors_in_the_parent(mon
     (corpus / "spam" / "zz-mbox").write_bytes(b"From a@b Mon Jan  1 00:00:00 2024\nSubject: one\n\nbuy\n\n"
                                               b"From c@d Mon Jan  1 00:00:00 2024\nSubject: two\n\ncheap\n")
     s = TokenizerSettings()
-    where = []
-    read = FileRef.read
-
-    def reading(self):
-        where.append(os.getpid())
-        return read(self)
-
-    monkeypatch.setattr(FileRef, "read", reading)
+    where = pids_calling(monkeypatch, FileRef, "read")
 
     def run(jobs, deferred=True):
         errors = []
