@@ -112,6 +112,22 @@ def test_a_gzip_bomb_is_read_up_to_the_document_cap(tmp_path):
     assert (n, longest) == (1, read.MAX_DOCUMENT_BYTES)
 
 
+def test_a_small_gzip_in_a_label_directory_is_read_a_message_at_a_time(tmp_path):
+    """train hands a label directory's small files to its workers unread (read.FileRef), each
+    read whole there; a small gzip can hold a huge mbox (264 KB held 45 MB of messages and took
+    train to 1.6 GB), so it is read here, streamed, as before; a plain small file is deferred."""
+    (tmp_path / "spam").mkdir()
+    message = b"From a@b Mon Jan  1 00:00:00 2001\nSubject: x\n\n" + b"word " * 2000 + b"\n\n"
+    with gzip.open(tmp_path / "spam" / "a.gz", "wb") as f:
+        f.write(message * 3)
+    (tmp_path / "spam" / "b").write_bytes(message)
+    items = list(label_directory(str(tmp_path), deferred=True))
+    assert [type(i).__name__ for i in items] == ["Document"] * 3 + ["FileRef"]
+    assert [d.id for d in items[:3]] == [f"{tmp_path}/spam/a.gz:{n}" for n in (1, 6, 11)]
+    assert items[3].path == f"{tmp_path}/spam/b" and items[3].label == "spam"
+    assert [d.id for d in label_directory(str(tmp_path))] == [d.id for d in items[:3]] + [items[3].path]
+
+
 def test_a_gzip_line_file_is_decompressed_as_it_is_read(tmp_path):
     lines = tmp_path / "lines.gz"
     zeros_gzip(lines, 160, b"\n")  # 160 lines of 1 MiB
