@@ -131,7 +131,8 @@ def _read(f, size: int, path: str, header_only: bool = False) -> tuple[dict, mem
     # prefix is not read as an older format. An older nbtext ignores the field.
     said = header.get("format_version", version)
     if said != version:
-        raise ModelFileError(f"{path}: corrupt model file (format {version} in the prefix, {said!r} in the header)")
+        raise ModelFileError(f"{path}: corrupt model file (format {version} in the prefix, "
+                             f"{repr(said)[:40]} in the header)")
     header["format_version"] = version
     if header_only:
         return header, None
