@@ -57,6 +57,8 @@ def assert_same(datas, s):
         i = next(i for i, (x, y) in enumerate(zip(a + [None], b + [None])) if x != y)
         raise AssertionError(f"token {i}: python {a[i:i + 3]!r}, kernel {b[i:i + 3]!r}")
     assert keys.dtype == want.keys.dtype and np.array_equal(keys, want.keys)
+    # (count_documents' kernel Batch says its keys are distinct, unchecked: each key one column)
+    assert len(np.unique(keys)) == len(keys) and count_documents(datas, s).distinct
     r = want.rows
     assert (r.shape[1], r.data.dtype, r.indices.dtype, r.indptr.dtype) == \
         (n_cols, data.dtype, indices.dtype, indptr.dtype)

@@ -47,7 +47,7 @@ def count_documents(datas: list, settings: TokenizerSettings) -> "Batch":
     if compiled is None:
         return Batch.of_tokens([tok(d) for d in datas])
     blob, keys, data, indices, indptr, n_cols = kernel.count(compiled, tok, datas)
-    return Batch(blob, keys, Rows(data, indices, indptr, n_cols))
+    return Batch(blob, keys, Rows(data, indices, indptr, n_cols), distinct=True)  # (a key, a column)
 
 
 def count_rows(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool) -> Rows:
@@ -63,10 +63,12 @@ class Batch:
     chunk (bytes and arrays, cheap to send, hashed in the worker), and what the parent then
     puts onto the shared vocabulary, whose ids are only given there, after the reduction."""
 
-    __slots__ = ("blob", "keys", "rows")
+    __slots__ = ("blob", "keys", "rows", "distinct")
 
-    def __init__(self, blob: bytes, keys: np.ndarray, rows: Rows):
-        self.blob, self.keys, self.rows = blob, keys, rows
+    def __init__(self, blob: bytes, keys: np.ndarray, rows: Rows, distinct: bool = False):
+        """``distinct``: no two columns share a key, known as the batch is made (the kernel's
+        Counter gives each key one column); else keys_distinct looks."""
+        self.blob, self.keys, self.rows, self.distinct = blob, keys, rows, distinct
 
     @classmethod
     def of_tokens(cls, token_lists: Iterable[list[str]]) -> "Batch":
@@ -78,8 +80,9 @@ class Batch:
         """Whether no two of the chunk's tokens share a 64-bit key: then no two of its columns
         get one id (a vocabulary gives distinct keys distinct ids), which Counts.add_summed
         need not check in the parent (sorting each chunk's ids there took 26 ms of train's
-        reduce on spamassassin-2002)."""
-        return len(self.keys) < 2 or bool((np.diff(np.sort(self.keys)) != 0).all())
+        reduce on spamassassin-2002; sorting them in the worker, 20 ms of its CPU, where the
+        kernel made the batch)."""
+        return self.distinct or len(self.keys) < 2 or bool((np.diff(np.sort(self.keys)) != 0).all())
 
     def ids_in(self, vocab: Vocabulary, grow: bool) -> np.ndarray:
         """Each column's id in ``vocab``: added when ``grow``, else -1 for tokens it lacks."""
