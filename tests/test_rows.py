@@ -4,7 +4,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
-from nbtext.features.rows import Rows
+from nbtext.features.rows import Rows, distinct
 
 
 @st.composite
@@ -111,3 +111,15 @@ def test_products_and_sums_made_a_piece_at_a_time_are_the_same_bits(dense, piece
     finally:
         rows.PIECE = saved
     assert all(np.array_equal(a, b) for a, b in zip(whole, pieces))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-3, 3) | st.sampled_from([2**40, -2**40]), max_size=30),
+       st.sampled_from([np.int64, np.int32, np.float64, str]))
+def test_distinct_is_numpys_unique(values, kind):
+    """distinct (np.unique without its numpy.ma import) gives np.unique's values and dtype."""
+    if kind is np.int32:
+        values = [v for v in values if abs(v) < 2**31]
+    a = np.asarray([kind(v) for v in values]) if kind is str else np.asarray(values, dtype=kind)
+    got, want = distinct(a), np.unique(a)
+    assert got.dtype == want.dtype and np.array_equal(got, want)

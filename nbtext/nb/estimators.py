@@ -180,10 +180,12 @@ class _BaseNB:
     same_features: str | None = None
 
     def _taken(self, X, y, cols, memo):
-        """counts_.minus_at(X, y, cols) (X: features already), shared through ``memo``."""
+        """(counts_.minus_at(X, y, cols), and per column whether any count is left there),
+        X being features already; shared through ``memo``."""
         key = (id(self.counts_), self.same_features) if memo is not None and self.same_features else None
         if key is None or key not in memo:
             taken = self.counts_.minus_at(X, y, cols)
+            taken = (*taken, self._seen(taken[0]))
             if key is None:
                 return taken
             memo[key] = taken
@@ -191,7 +193,11 @@ class _BaseNB:
 
     @staticmethod
     def _seen(fc_cols: np.ndarray) -> np.ndarray:
-        # (a fold model's feature_count_ is the transposed view of tokens x classes: summed so)
+        # (a fold model's feature_count_ is the transposed view of tokens x classes: summed so;
+        # two classes' sum is their one addition, made column by column without the strided
+        # reduction, 3 ms a fold on spamassassin-2002)
+        if fc_cols.ndim == 2 and fc_cols.shape[1] == 2:
+            return np.add(fc_cols[:, 0], fc_cols[:, 1]) > 1e-9
         return fc_cols.T.sum(axis=0) > 1e-9
 
     def _check_alpha(self):
@@ -281,8 +287,7 @@ class MultinomialNB(_BaseNB):
     def _fold_linear(self, X, y, cols, memo=None):
         self._check_alpha()
         counts = self.counts_
-        fc, _, cc = self._taken(X, y, cols, memo)
-        seen = self._seen(fc)
+        fc, _, cc, seen = self._taken(X, y, cols, memo)
         # _log_den's sums, a class at a time, over the fold model's whole row
         log_den = np.log(np.array([np.add(r := counts.row_with(c, cols, fc[:, c]), self.alpha, out=r).sum()
                                    for c in range(len(counts.classes))]))
@@ -417,8 +422,7 @@ class ComplementNB(_BaseNB):
             return None
         self._check_alpha()
         k = len(counts.classes)
-        fc, df, cc = self._taken(X, y, cols, memo)
-        seen = self._seen(fc)
+        fc, df, cc, seen = self._taken(X, y, cols, memo)
         fc = np.array(fc.T, order="C")  # classes x columns, as weighted_counts makes it (a copy:
         # it is written in place below, and the memo's is another variant's too)
         idf = None
