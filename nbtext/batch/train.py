@@ -283,6 +283,7 @@ def _forked_map(fn, tasks: list, workers: int) -> list:
     is free: the tasks' numbers wait in a pipe, and each worker reads one (4 bytes: a pipe's
     reads take turns, so each number goes to one reader) until none is left. A slow worker
     (the machine is shared) takes fewer; none waits on a share dealt in advance."""
+    from ..process import hold_freed_memory
     from .chunks import sigint_ignored, watch_parent
     from .pool import ForkPool
 
@@ -304,7 +305,7 @@ def _forked_map(fn, tasks: list, workers: int) -> list:
     parent = os.getpid()
     try:
         with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
-            pool = ForkPool(taken, workers, on_fork=lambda: watch_parent(parent))
+            pool = ForkPool(taken, workers, on_fork=lambda: (watch_parent(parent), hold_freed_memory()))
         with pool:
             for done in pool.map(range(workers)):  # (one start a worker: the pool gives each
                 for i, value in done:            # task to the worker holding fewest)
