@@ -120,6 +120,28 @@ def test_vocabulary_gives_first_seen_ids_even_when_keys_collide(batches, buckets
     assert vocab.keys().tolist() == list(ref)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(st.characters(blacklist_characters="\x00"), max_size=6), max_size=40),
+       st.lists(st.text(st.characters(blacklist_characters="\x00"), max_size=6), max_size=10))
+def test_a_vocabulary_without_its_index_finds_grows_and_keys_as_before(tokens, more):
+    """Vocabulary.drop_index (train, once it has counted): the index is built again from the
+    tokens when asked for, so finding, keys, subsets and growing give what they gave before."""
+    import numpy as np
+
+    from nbtext.features.vocabulary import Vocabulary, encode_tokens
+
+    vocab, same = Vocabulary(tokens), Vocabulary(tokens)
+    same.drop_index()
+    assert same.keys().tolist() == vocab.keys().tolist() and same.tokens == vocab.tokens
+    ids = np.arange(len(vocab))[::2]
+    assert same.subset(ids).tokens == vocab.subset(ids).tokens
+    assert same.lookup(more + tokens).tolist() == vocab.lookup(more + tokens).tolist()
+    same.drop_index()
+    blob = encode_tokens(list(dict.fromkeys(more)))
+    assert same.extend_encoded(blob).tolist() == vocab.extend_encoded(blob).tolist()
+    assert same.tokens == vocab.tokens and same.keys().tolist() == vocab.keys().tolist()
+
+
 def test_a_vocabulary_pickles_with_its_tokens_ids_and_keys():
     """A Model (and so its Vocabulary) may be pickled by a user or by joblib: the copy holds
     the same tokens, ids and keys, and finds and grows as the original does (on either path:

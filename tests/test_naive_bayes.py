@@ -367,3 +367,33 @@ def test_a_folds_model_at_its_columns_is_the_whole_fold_models_bit_for_bit(cls, 
         assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got.bias_terms, ref.bias_terms))
         assert np.array_equal(scores, expected, equal_nan=True)
         assert np.array_equal(seen, (whole.feature_count_.sum(axis=0) > 1e-9)[cols])
+
+
+@pytest.mark.parametrize("cls,params", [
+    (MultinomialNB, {}), (BernoulliNB, {}), (ComplementNB, {}),
+    (ComplementNB, {"idf": True, "tf": True}), (ComplementNB, {"norm": True, "length_norm": True})])
+def test_adding_a_fold_at_its_own_columns_is_partial_fit_bit_for_bit(cls, params):
+    """add_at (calibration fits a sample's counts fold by fold at each fold's own columns) gives
+    the counts partial_fit gives over the whole vocabulary, to the last bit, transformed
+    counts too: a token's sums add the same entries in the same order."""
+    from nbtext.features.rows import Rows
+    from nbtext.nb.calibrate import _own_columns
+    from nbtext.nb.counts import Counts
+
+    rng = np.random.default_rng(11)
+    for k, V, n in ((2, 40, 30), (3, 500, 80)):
+        dense = rng.poisson(0.6, (n, V)) * (rng.random((n, V)) < 0.3)
+        y = np.array([f"c{i % k}" for i in range(n)])
+        X = Rows.of(dense.astype(float))
+        folds = rng.integers(0, 4, n)
+        ref, got = cls(alpha=0.5, **params), cls(alpha=0.5, **params)
+        ref.counts_, got.counts_ = Counts(sorted(set(y)), V), Counts(sorted(set(y)), V)
+        for f in range(4):
+            Xf, yf = X[folds == f], y[folds == f]
+            ref.partial_fit(Xf, yf)
+            cols, local = _own_columns(Xf.indices, V)
+            got.add_at(Rows(Xf.data, local, Xf.indptr, len(cols)), yf, cols)
+        assert got.counts_.width == ref.counts_.width
+        assert np.array_equal(got.feature_count_, ref.feature_count_)
+        assert np.array_equal(got.counts_.doc_freq, ref.counts_.doc_freq)
+        assert np.array_equal(got.class_count_, ref.class_count_)

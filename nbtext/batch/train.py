@@ -115,6 +115,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
             progress(len(chunk))
     if not n_docs:
         raise NbtextError("no documents found in the training sources")
+    vocab.drop_index()  # (counted: from here on only the tokens are read)
     release()
     sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
     release()

@@ -102,10 +102,15 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
             if full.same_features in fitted:  # (one copy of X's counts for them all: 2 x 11 MB
                 full = make_estimator(settings, fitted[full.same_features])  # on spamassassin x4)
             else:
-                for f in range(k):
-                    full.partial_fit(X[folds == f].astype(np.float64), y[folds == f])
+                for f in range(k):  # (at each fold's own columns: estimators.add_at)
+                    Xf = X[folds == f]
+                    cols, local = _own_columns(Xf.indices, X.shape[1])
+                    full.add_at(Rows(Xf.data.astype(np.float64), local, Xf.indptr, len(cols)), y[folds == f], cols)
+                    del Xf, local
                 if full.same_features:
                     fitted[full.same_features] = full.counts_
+                if release:
+                    release()  # (the fits' temporaries, before the folds' workers copy this process)
         fulls.append(full)
 
     def fold_scores(f: int) -> list:

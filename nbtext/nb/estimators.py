@@ -146,6 +146,21 @@ class _BaseNB:
             self.counts_.add(X, y, width=max(X.shape[1], self.counts_.width), weights=w)
         return self
 
+    def add_at(self, X, y, cols: np.ndarray) -> "_BaseNB":
+        """partial_fit of X', X over the whole vocabulary with column j at ``cols[j]`` (sorted,
+        distinct, as calibrate._own_columns makes them), into counts that exist: the same
+        numbers, bit for bit (a token's sums add its entries in the same order whatever its
+        column number, and the other columns get nothing), with sums as wide as X's own
+        columns rather than the vocabulary. Calibration fits a sample's counts fold by fold
+        this way: two vocabulary-wide arrays a fold were train's peak on a larger corpus."""
+        self._check_alpha()
+        y = [str(v) for v in np.asarray(y)]
+        self.counts_.check_labels(y)
+        cols = np.asarray(cols, dtype=np.int64)
+        self.counts_.add_summed(Counts.summed(self.features(X), y), ids=cols,
+                                width=max(self.counts_.width, int(cols.max(initial=-1)) + 1), distinct=True)
+        return self
+
     def without(self, X, y) -> "_BaseNB":
         """A new estimator of the same kind: these counts less the documents (X, y)."""
         return self.of_counts(self.counts_.plus(self.features(X), [str(v) for v in y],
