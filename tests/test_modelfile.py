@@ -94,6 +94,27 @@ def test_front_coding_round_trips_any_vocabulary(tokens):
     assert len(heads) == -(-len(tokens) // vocabfile.BLOCK)
 
 
+def test_a_vocabulary_keeps_its_coding_until_it_grows_and_save_takes_it(monkeypatch):
+    """Vocabulary.front_coded (train makes it while calibration's workers run; save takes it):
+    front_code's result, made once while the vocabulary stays as it is, made again once it
+    has grown, and not kept once handed over (keep=False)."""
+    from nbtext.features.vocabulary import Vocabulary
+
+    made = []
+    real = vocabfile.front_code
+    monkeypatch.setattr(vocabfile, "front_code", lambda blob: made.append(1) or real(blob))
+    vocab = Vocabulary(["b", "a", "b c"])
+    first = vocab.front_coded()
+    assert vocab.front_coded() is first and len(made) == 1
+    want = real(encode_tokens(["b", "a", "b c"]))
+    assert first[0] == want[0] and all(np.array_equal(x, y) for x, y in zip(first[1:], want[1:]))
+    vocab.extend(["aa"])
+    grown = vocab.front_coded(keep=False)
+    assert len(made) == 2 and grown[0] == real(encode_tokens(["b", "a", "b c", "aa"]))[0]
+    vocab.front_coded(keep=False)
+    assert len(made) == 3  # (handed over: not kept)
+
+
 def test_front_coding_in_pieces_gives_the_bytes_of_one_go(monkeypatch):
     """Saving codes the sorted vocabulary a piece of whole blocks at a time (for memory):
     pieces of 2 blocks must give the same bytes and block heads as one piece."""

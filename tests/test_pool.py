@@ -69,6 +69,32 @@ def test_tasks_and_results_larger_than_a_socket_buffer_do_not_deadlock():
         signal.signal(signal.SIGALRM, previous)
 
 
+def test_the_parents_own_work_runs_once_while_the_workers_work():
+    """map's ``idle`` (train encodes the vocabulary while calibration's workers score folds):
+    called once, in this process, once every task is out and a result is awaited;
+    the results still come whole and in order. Its error is raised, and the workers end."""
+    import time
+
+    calls = []
+
+    def work(n):
+        time.sleep(0.05)
+        return n * n
+
+    with ForkPool(work, 2) as pool:
+        out = list(pool.map(range(4), ahead=2, idle=lambda: calls.append((os.getpid(), time.monotonic()))))
+    assert out == [0, 1, 4, 9] and len(calls) == 1 and calls[0][0] == os.getpid()
+
+    def failing():
+        raise NbtextError("no room")
+
+    pool = ForkPool(work, 2)
+    pids = [w.pid for w in pool.workers]
+    with pytest.raises(NbtextError, match="^no room$"), pool:
+        list(pool.map(range(4), idle=failing))
+    assert all(gone(p) for p in pids)
+
+
 def test_an_error_in_a_worker_is_raised_in_the_parent_and_ends_the_workers():
     def work(n):
         if n == 5:

@@ -75,9 +75,10 @@ class ForkPool:
             self.close()
             raise
 
-    def map(self, tasks: Iterable, ahead: int = 2) -> Iterator:
-        """fn(task) for each task, in order."""
-        return _dispatch(self.workers, iter(tasks), ahead)
+    def map(self, tasks: Iterable, ahead: int = 2, idle: Callable[[], object] | None = None) -> Iterator:
+        """fn(task) for each task, in order; ``idle``, when given, is called once, the first time
+        every task is sent and a result is awaited: this process's own work meanwhile."""
+        return _dispatch(self.workers, iter(tasks), ahead, idle)
 
     def close(self) -> None:
         """End the workers (SIGKILL: they hold nothing to clean up) and reap them."""
@@ -140,7 +141,8 @@ class _Worker:
         return pickle.loads(data)
 
 
-def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int) -> Iterator:
+def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callable[[], object] | None = None
+              ) -> Iterator:
     import selectors
 
     done: dict[int, object] = {}
@@ -173,6 +175,10 @@ def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int) -> Iterator:
                 continue
             if exhausted and given == sent:
                 return
+            if idle is not None and exhausted and not any(w.outbox for w in workers):
+                idle, work = None, idle
+                work()
+                continue  # (results may have come meanwhile)
             for w in workers:
                 events = (selectors.EVENT_READ if w.queued else 0) | (selectors.EVENT_WRITE if w.outbox else 0)
                 if events != registered.get(w, 0):

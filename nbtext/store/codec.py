@@ -20,7 +20,7 @@ import math
 
 from ..errors import BAD_NAME_CHAR, ModelFileError, NbtextError
 from .container import frame, read_container, section
-from .vocabfile import BLOCK, SortedVocabulary, front_code, front_decode
+from .vocabfile import BLOCK, SortedVocabulary, front_decode
 
 
 MAX_BLOCK = 4096  # tokens per front-coded block at most (nbtext writes vocabfile.BLOCK)
@@ -165,7 +165,7 @@ def encode_pieces(model) -> list:
         from .tables import encode_table
 
         return encode_table(model)
-    fc, heads, order = front_code(model.vocab.buffer())
+    fc, heads, order = model.vocab.front_coded(keep=False)
     # The columns in the file's (sorted) order, so that the summary, too, depends only on the
     # counts per token and not on the order tokens were first seen in. (The vocabulary is only
     # asked for its length here.)
