@@ -156,7 +156,7 @@ def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, f
     keep = None if everything else keep
     # The vocabulary's coding for the file (vocabfile.front_code) is made here while
     # calibration's workers score their folds, where this process waited and a core idled as
-    # the last fold ran alone: spamassassin-2002, 10 interleaved runs, train 1.09 -> 1.02 s.
+    # the last fold ran alone: spamassassin-2002, 10 interleaved runs, train 0.954 -> 0.923 s.
     # The kernel's coding only: numpy's takes some 30 MB, and on top of calibration's own
     # memory it raised the Python path's peak from 93 to 103 MB.
     from ..features.kernel import compiled
