@@ -1395,6 +1395,132 @@ static PyTypeObject KeyIndexType = {
     .tp_as_sequence = &KeyIndex_as_sequence,
 };
 
+/* -- rows onto the vocabulary's ids ------------------------------------------------------------ */
+
+/* a[0:n] sorted by their bits from ``shift`` up (below bound << shift), by least-significant-
+ * digit radix passes through tmp (insertion for a short run): as sort_cols, on packed keys. */
+static void sort_packed(uint64_t *a, uint64_t *tmp, size_t n, unsigned shift, uint64_t bound)
+{
+    if (n < 48) {
+        for (size_t i = 1; i < n; i++) {
+            uint64_t v = a[i];
+            size_t j = i;
+            for (; j > 0 && a[j - 1] > v; j--)
+                a[j] = a[j - 1];
+            a[j] = v;
+        }
+        return;
+    }
+    uint64_t *src = a, *dst = tmp;
+    for (unsigned d = 0; d < 64 - shift && bound > 1 && ((bound - 1) >> d) != 0; d += 8) {
+        size_t at[256] = {0};
+        for (size_t i = 0; i < n; i++)
+            at[(src[i] >> (shift + d)) & 255]++;
+        size_t sum = 0;
+        for (size_t b = 0; b < 256; b++) {
+            size_t k = at[b];
+            at[b] = sum;
+            sum += k;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[at[(src[i] >> (shift + d)) & 255]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, n * sizeof(uint64_t));
+}
+
+/* move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool:
+ * nbtext.features.rows.Rows.moved for a mapping that sends the rows' columns to distinct
+ * columns below n_cols (what train's reservoir holds: a chunk's columns onto their ids),
+ * written into out_data (float64) and out_indices (int32, or int64 when the itemsize says so),
+ * each row's columns sorted; the row starts stay. False, with nothing promised of the outputs,
+ * where a column maps below 0 or past n_cols, or two of a row's columns to one (numpy then
+ * moves them, adding such entries up). Every index read is checked. */
+static PyObject *kernel_move_rows(PyObject *self, PyObject *args)
+{
+    Py_buffer dv = {0}, iv = {0}, pv = {0}, mv = {0}, odv = {0}, oiv = {0};
+    Py_ssize_t n_cols;
+    PyObject *result = NULL;
+    uint64_t *keys = NULL, *tmp = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nw*w*:move_rows", &dv, &iv, &pv, &mv, &n_cols, &odv, &oiv))
+        return NULL;
+    size_t nnz = (size_t)dv.len / sizeof(double), rows = (size_t)pv.len / sizeof(int64_t);
+    size_t isz = iv.len && nnz ? (size_t)iv.len / nnz : 4, osz = oiv.len && nnz ? (size_t)oiv.len / nnz : 4;
+    size_t width = (size_t)mv.len / sizeof(int64_t);
+    if (dv.len % sizeof(double) || pv.len % sizeof(int64_t) || mv.len % sizeof(int64_t) || !rows
+        || (isz != 4 && isz != 8) || (osz != 4 && osz != 8) || (size_t)iv.len != isz * nnz
+        || odv.len != dv.len || (size_t)oiv.len != osz * nnz || n_cols < 0
+        || (osz == 4 && n_cols > INT32_MAX) || (uint64_t)n_cols >= ((uint64_t)1 << 32)) {
+        PyErr_SetString(PyExc_ValueError, "move_rows: arrays of the wrong sizes");
+        goto done;
+    }
+    const double *data = dv.buf;
+    const int64_t *indptr = pv.buf, *mapping = mv.buf;
+    double *out_data = odv.buf;
+    if (indptr[0] != 0 || (size_t)indptr[rows - 1] != nnz) {
+        PyErr_SetString(PyExc_ValueError, "move_rows: row starts do not span the entries");
+        goto done;
+    }
+    size_t longest = 0;
+    for (size_t r = 0; r + 1 < rows; r++) {
+        if (indptr[r + 1] < indptr[r]) {
+            PyErr_SetString(PyExc_ValueError, "move_rows: row starts go backwards");
+            goto done;
+        }
+        if ((size_t)(indptr[r + 1] - indptr[r]) > longest)
+            longest = (size_t)(indptr[r + 1] - indptr[r]);
+    }
+    if (longest >= ((size_t)1 << 32)) {
+        PyErr_SetString(PyExc_ValueError, "move_rows: a row too long");
+        goto done;
+    }
+    keys = PyMem_Malloc((longest ? longest : 1) * sizeof *keys);
+    tmp = PyMem_Malloc((longest ? longest : 1) * sizeof *tmp);
+    if (!keys || !tmp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int ok = 1;
+    for (size_t r = 0; r + 1 < rows && ok; r++) {
+        size_t p0 = (size_t)indptr[r], n = (size_t)indptr[r + 1] - p0;
+        for (size_t j = 0; j < n; j++) {
+            int64_t c = isz == 4 ? ((const int32_t *)iv.buf)[p0 + j] : ((const int64_t *)iv.buf)[p0 + j];
+            if (c < 0 || (size_t)c >= width || mapping[c] < 0 || mapping[c] >= n_cols) {
+                ok = 0;
+                break;
+            }
+            keys[j] = (uint64_t)mapping[c] << 32 | j;
+        }
+        if (!ok)
+            break;
+        sort_packed(keys, tmp, n, 32, (uint64_t)n_cols);
+        for (size_t j = 0; j < n; j++) {
+            uint64_t col = keys[j] >> 32;
+            if (j && col == keys[j - 1] >> 32) {
+                ok = 0;
+                break;
+            }
+            out_data[p0 + j] = data[p0 + (keys[j] & 0xFFFFFFFFu)];
+            if (osz == 4)
+                ((int32_t *)oiv.buf)[p0 + j] = (int32_t)col;
+            else
+                ((int64_t *)oiv.buf)[p0 + j] = (int64_t)col;
+        }
+    }
+    result = PyBool_FromLong(ok);
+done:
+    PyMem_Free(keys);
+    PyMem_Free(tmp);
+    Py_buffer *views[] = {&dv, &iv, &pv, &mv, &odv, &oiv};
+    for (size_t i = 0; i < 6; i++)
+        if (views[i]->obj)
+            PyBuffer_Release(views[i]);
+    return result;
+}
+
 static PyMethodDef kernel_methods[] = {
     {"keys", kernel_keys, METH_O, "keys(blob) -> uint64 keys (bytes) of NUL-terminated tokens"},
     {"front_code", kernel_front_code, METH_VARARGS,
@@ -1404,6 +1530,8 @@ static PyMethodDef kernel_methods[] = {
     {"looks_like_mail", nbtext_looks_like_mail, METH_O, "looks_like_mail(data) -> bool, for bytes"},
     {"html_text", nbtext_html_text, METH_VARARGS,
      "html_text(text, urls_off, unescape) -> (text, found) or None: html_to_text of ASCII text (tests)"},
+    {"move_rows", kernel_move_rows, METH_VARARGS,
+     "move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool: Rows.moved onto distinct columns"},
     {"front_decode", kernel_front_decode, METH_VARARGS,
      "front_decode(fc, block) -> bytes: the NUL-terminated tokens of a front-coded vocabulary"},
     {NULL, NULL, 0, NULL},

@@ -391,6 +391,30 @@ def test_the_kernels_vocabulary_index_refuses_what_does_not_fit_and_changes_noth
     assert len(v) == 0
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_kernels_rows_onto_ids_are_numpys(data):
+    """Rows.moved(distinct=True), train's sample onto the vocabulary's ids, by the kernel's
+    move_rows: numpy's arrays, dtypes included, bit for bit; where the caller was wrong (a
+    column dropped, or two meeting) the kernel says so and numpy moves them, adding up."""
+    from nbtext.features.rows import Rows
+
+    compiled()
+    rows, width = data.draw(st.integers(0, 12)), data.draw(st.integers(1, 80))
+    cells = data.draw(st.lists(st.sampled_from([0, 0, 0, 1, 2, 3, 2**16 + 1]), min_size=rows * width,
+                               max_size=rows * width))
+    R = Rows.of(np.asarray(cells, dtype=np.float64).reshape(rows, width))
+    R = Rows(R.data, R.indices.astype(data.draw(st.sampled_from([np.int32, np.int64]))), R.indptr, width)
+    n_cols = width + data.draw(st.integers(0, 5000))
+    mapping = np.asarray(data.draw(st.permutations(range(n_cols)))[:width], dtype=np.int64)
+    if data.draw(st.booleans()):
+        mapping[data.draw(st.integers(0, width - 1))] = data.draw(st.sampled_from([-1, int(mapping[0])]))
+    got, want = R.moved(mapping, n_cols, distinct=True), R.moved(mapping, n_cols)
+    assert got.shape == want.shape
+    for a, b in ((got.data, want.data), (got.indices, want.indices), (got.indptr, want.indptr)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
 # -- AddressSanitizer ----------------------------------------------------------------------------
 
 FUZZ = textwrap.dedent('''
@@ -489,6 +513,27 @@ FUZZ = textwrap.dedent('''
         out = np.empty(len(x), np.uint64)
         x.keys(out)
         assert (out == ref.keys()).all()
+        # rows onto ids (train's sample): parity where the mapping is one to one, only safety
+        # (a refusal or False) for crafted sizes, row starts, columns and mappings
+        from nbtext.features.rows import Rows
+        nr, w = rng.randrange(1, 6), rng.randrange(1, 60)
+        dense = np.array([[rng.choice([0, 0, 1, 2, 7]) for _ in range(w)] for _ in range(nr)], dtype=float)
+        R = Rows.of(dense)
+        n_cols = w + rng.randrange(300)
+        mapping = np.array(rng.sample(range(n_cols), w), dtype=np.int64)
+        if rng.random() < 0.3:
+            mapping[rng.randrange(w)] = rng.choice([-1, mapping[0]])  # (numpy takes no column past n_cols)
+        got, want = R.moved(mapping, n_cols, distinct=True), R.moved(mapping, n_cols)
+        assert (got.data == want.data).all() and (got.indices == want.indices).all() and (got.indptr == want.indptr).all()
+        try:
+            nnz = rng.randrange(12)
+            k.move_rows(np.array([rng.random() for _ in range(nnz)]),
+                        np.array([rng.randrange(-3, 20) for _ in range(nnz)], dtype=rng.choice([np.int32, np.int64])),
+                        np.array(sorted(rng.randrange(-2, nnz + 3) for _ in range(rng.randrange(4))), dtype=np.int64),
+                        np.array([rng.randrange(-2, 30) for _ in range(rng.randrange(25))], dtype=np.int64),
+                        rng.randrange(-1, 40), np.empty(nnz), np.empty(nnz, dtype=np.int32))
+        except ValueError:
+            pass
         try:  # (any bytes, any number of keys: only safety)
             m = rng.randrange(20)
             k.KeyIndex(1, 2).extend(rng.randbytes(rng.randrange(40)), np.arange(m, dtype=np.uint64),

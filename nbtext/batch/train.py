@@ -110,7 +110,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         ids = batch.ids_in(vocab, grow=True)
         counts.add_summed(sums, ids=ids, width=len(vocab), distinct=distinct)
         if reservoir is not None:
-            reservoir.add(batch.rows.moved(ids, len(vocab)), labels)
+            reservoir.add(batch.rows.moved(ids, len(vocab), distinct=distinct), labels)
         if progress:
             progress(len(chunk))
     if not n_docs:
