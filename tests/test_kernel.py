@@ -358,8 +358,8 @@ def test_the_kernels_vocabulary_index_refuses_what_does_not_fit_and_changes_noth
     vocab, ids = bytearray(), np.empty(2, dtype=np.int64)
     assert x.extend(b"a\0b\0", np.array([1, 2], dtype=np.uint64), ids, vocab) == 2
     for blob, keys, out, error in [
-        (b"a\0", np.array([1, 2], dtype=np.uint64), np.empty(2, dtype=np.int64), "2 keys for a blob of 1"),
-        (b"a\0b", np.array([1], dtype=np.uint64), np.empty(1, dtype=np.int64), "trailing bytes"),
+        (b"a\0", np.array([1, 2], dtype=np.uint64), np.empty(2, dtype=np.int64), "2 keys for 1 NUL-terminated tokens"),
+        (b"a\0b", np.array([1], dtype=np.uint64), np.empty(1, dtype=np.int64), "bytes after the last"),
         (b"a\0", np.array([1], dtype=np.uint64), np.empty(2, dtype=np.int64), "one length"),
         (b"a\0", b"\1" * 7, np.empty(1, dtype=np.int64), "one length"),
     ]:
@@ -383,7 +383,7 @@ def test_the_kernels_vocabulary_index_refuses_what_does_not_fit_and_changes_noth
         k.KeyIndex.__new__(k.KeyIndex).find(np.zeros(1, dtype=np.uint64), np.empty(1, dtype=np.int64))
     with pytest.raises(RuntimeError, match="once"):
         x.__init__(1, 2)
-    v = Vocabulary()  # (both paths: the Vocabulary checks first, with one message)
+    v = Vocabulary()  # (both paths: either index refuses them, with one message)
     with pytest.raises(ValueError, match="2 keys for 1 NUL-terminated tokens"):
         v.extend_encoded(b"a\0", np.array([1, 2], dtype=np.uint64))
     with pytest.raises(ValueError, match="bytes after the last"):

@@ -143,7 +143,13 @@ class SortedLevels:
         order of first appearance, their bytes appended to ``out`` in that order.
 
         The keys are sorted once: the lookups, the distinct new keys (equal keys are then
-        neighbours) and their insertion all use that order (one sort a chunk, not three)."""
+        neighbours) and their insertion all use that order (one sort a chunk, not three).
+        ValueError, with nothing changed, where the blob holds another number of tokens (the
+        kernel's KeyIndex.extend says the same)."""
+        tokens = (blob if isinstance(blob, (bytes, bytearray)) else bytes(blob)).count(0)
+        if tokens != len(keys) or (len(blob) and blob[-1] != 0):
+            raise ValueError(f"{len(keys)} keys for {tokens} NUL-terminated tokens"
+                             + (" and bytes after the last" if len(blob) and blob[-1] != 0 else ""))
         order = np.argsort(keys)
         ks = keys[order]
         if not self._n and len(keys):  # a whole vocabulary at once (a model file's)
@@ -298,11 +304,7 @@ class Vocabulary:
         if keys is None:
             keys = token_keys(blob)
         keys = _key_array(keys)
-        tokens = (blob if isinstance(blob, (bytes, bytearray)) else bytes(blob)).count(0)
-        if tokens != len(keys) or (len(blob) and blob[-1] != 0):
-            raise ValueError(f"{len(keys)} keys for {tokens} NUL-terminated tokens"
-                             + (" and bytes after the last" if len(blob) and blob[-1] != 0 else ""))
-        index = self._indexed()
+        index = self._indexed()  # (which refuses a blob of another number of tokens)
         ids = index.extend(blob, keys, self._blob)
         self._n = len(index)
         return ids
