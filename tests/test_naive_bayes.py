@@ -397,3 +397,25 @@ def test_adding_a_fold_at_its_own_columns_is_partial_fit_bit_for_bit(cls, params
         assert np.array_equal(got.feature_count_, ref.feature_count_)
         assert np.array_equal(got.counts_.doc_freq, ref.counts_.doc_freq)
         assert np.array_equal(got.class_count_, ref.class_count_)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_rows_added_at_ids_are_numpys_fancy_add(k):
+    """counts.add_rows_at (train's reduce: a chunk's sums added at its ids; two classes as
+    complex numbers) gives numpy's a[rows, cols] += values to the bit, for a subset of the
+    columns too, and leaves every other element alone."""
+    from nbtext.nb.counts import add_rows_at
+
+    rng = np.random.default_rng(k)
+    a = rng.random((300, k)) * 10.0 ** rng.integers(-3, 9, (300, k))
+    rows = rng.choice(300, 120, replace=False)
+    values = rng.random((120, k)) * 10.0 ** rng.integers(-3, 9, (120, k))
+    want, got = a.copy(), a.copy()
+    want[rows, :k] += values
+    add_rows_at(got, rows, values)
+    assert np.array_equal(got, want)
+    columns = rng.permutation(k)[:max(1, k - 1)]
+    want, got = a.copy(), a.copy()
+    want[rows[:, None], columns[None, :]] += values[:, :len(columns)]
+    add_rows_at(got, rows, np.ascontiguousarray(values[:, :len(columns)]), columns)
+    assert np.array_equal(got, want)

@@ -37,6 +37,22 @@ def room(k: int, tokens: int) -> None:
                           "--ngrams 1 and --char-ngrams 0,0 make fewer)")
 
 
+def add_rows_at(a: np.ndarray, rows: np.ndarray, values: np.ndarray, columns: np.ndarray | None = None) -> None:
+    """a[rows, columns] += values (``columns`` None: the first values.shape[1] of a's), rows
+    distinct: each element one addition, as numpy's fancy-indexed += makes it, so the same
+    bits, without its element-by-element 2-d indexing: a column at a time, or two as one
+    complex number (both parts added as two floats are). train's reduce adds each chunk's sums
+    this way: spamassassin-2002, 40,000 rows of two a chunk, 0.9 -> 0.14 ms."""
+    k = values.shape[1]
+    if (columns is None and k == 2 and a.dtype == values.dtype == np.float64 and a.shape[1] == 2
+            and a.flags.c_contiguous and values.flags.c_contiguous):
+        a.view(np.complex128)[:, 0][rows] += values.view(np.complex128)[:, 0]
+        return
+    for i in range(k):
+        column = a[:, i if columns is None else columns[i]]
+        column[rows] += values[:, i]
+
+
 class Counts:
     def __init__(self, classes: Sequence[str] = (), n_features: int = 0):
         self.classes: list[str] = sorted(set(classes))
@@ -182,10 +198,7 @@ class Counts:
             self._fc[:n, at] += sums
             self._df[:n] += df
         elif distinct if distinct is not None else self._distinct(cols):
-            if every:
-                self._fc[cols, :k] += sums
-            else:
-                self._fc[cols[:, None], rows[None, :]] += sums
+            add_rows_at(self._fc, cols, sums, None if every else rows)
             self._df[cols] += df
         else:  # two tokens shared a 64-bit key: add.at sums them (4x slower than the above)
             np.add.at(self._fc, (cols[:, None], rows[None, :]), sums)
@@ -230,7 +243,7 @@ class Counts:
         nonzero = X.data != 0
         df = -np.bincount(X.indices if nonzero.all() else X.indices[nonzero], minlength=X.shape[1]).astype(np.float64)
         cc = -np.bincount(idx, minlength=k).astype(np.float64)
-        np.add(self.token_major[cols], fc, out=fc)
+        np.add(np.take(self.token_major, cols, axis=0), fc, out=fc)  # (np.take: see columns)
         cc = self.class_count + cc
         if (fc < -1e-9).any() or (cc < -1e-9).any():
             raise NbtextError("that would take counts below zero: those documents were not learned")
