@@ -1528,6 +1528,61 @@ done:
     return result;
 }
 
+/* rows_dot(data, indices, indptr, W, out) -> bool: nbtext.features.rows.Rows @ W for float64
+ * rows (int32 or int64 columns, by the itemsize) and a C-ordered float64 W (columns x k) into out
+ * (rows x k): each row's product, entry by entry in order, added up from 0.0, as numpy's
+ * bincount of the products adds them (the same bits: each product rounded, then added;
+ * setup.py compiles with -ffp-contract=off, so that no multiply-add fuses them). False, with
+ * out partly written, where a column is past W's rows or the row starts do not span the entries
+ * (numpy then raises its error). */
+static PyObject *kernel_rows_dot(PyObject *self, PyObject *args)
+{
+    Py_buffer dv = {0}, iv = {0}, pv = {0}, wv = {0}, ov = {0};
+    Py_ssize_t k;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nw*:rows_dot", &dv, &iv, &pv, &wv, &k, &ov))
+        return NULL;
+    size_t nnz = (size_t)dv.len / sizeof(double), n = (size_t)pv.len / sizeof(int64_t);
+    size_t isz = iv.len && nnz ? (size_t)iv.len / nnz : 4;
+    if (k < 1 || dv.len % sizeof(double) || pv.len % sizeof(int64_t) || !n || (isz != 4 && isz != 8)
+        || (size_t)iv.len != isz * nnz || wv.len % (Py_ssize_t)(k * sizeof(double))
+        || (size_t)ov.len != (n - 1) * (size_t)k * sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "rows_dot: arrays of the wrong sizes");
+        goto done;
+    }
+    size_t width = (size_t)wv.len / ((size_t)k * sizeof(double)), kk = (size_t)k;
+    const double *data = dv.buf, *W = wv.buf;
+    const int64_t *indptr = pv.buf;
+    double *out = ov.buf;
+    int ok = indptr[0] == 0 && (size_t)indptr[n - 1] == nnz;
+    for (size_t r = 0; r + 1 < n && ok; r++) {
+        if (indptr[r + 1] < indptr[r]) {
+            ok = 0;
+            break;
+        }
+        for (size_t c = 0; c < kk; c++) {
+            double acc = 0.0;
+            for (int64_t i = indptr[r]; i < indptr[r + 1]; i++) {
+                int64_t col = isz == 4 ? ((const int32_t *)iv.buf)[i] : ((const int64_t *)iv.buf)[i];
+                if (col < 0 || (size_t)col >= width) {
+                    ok = 0;
+                    break;
+                }
+                double p = data[i] * W[(size_t)col * kk + c];
+                acc += p;
+            }
+            out[r * kk + c] = acc;
+        }
+    }
+    result = PyBool_FromLong(ok);
+done:
+    Py_buffer *views[] = {&dv, &iv, &pv, &wv, &ov};
+    for (size_t i = 0; i < 5; i++)
+        if (views[i]->obj)
+            PyBuffer_Release(views[i]);
+    return result;
+}
+
 static PyMethodDef kernel_methods[] = {
     {"keys", kernel_keys, METH_O, "keys(blob) -> uint64 keys (bytes) of NUL-terminated tokens"},
     {"front_code", kernel_front_code, METH_VARARGS,
@@ -1537,6 +1592,8 @@ static PyMethodDef kernel_methods[] = {
     {"looks_like_mail", nbtext_looks_like_mail, METH_O, "looks_like_mail(data) -> bool, for bytes"},
     {"html_text", nbtext_html_text, METH_VARARGS,
      "html_text(text, urls_off, unescape) -> (text, found) or None: html_to_text of ASCII text (tests)"},
+    {"rows_dot", kernel_rows_dot, METH_VARARGS,
+     "rows_dot(data, indices, indptr, W, k, out) -> bool: Rows @ W for float64 rows and W"},
     {"move_rows", kernel_move_rows, METH_VARARGS,
      "move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool: Rows.moved onto distinct columns"},
     {"front_decode", kernel_front_decode, METH_VARARGS,

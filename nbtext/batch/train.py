@@ -41,11 +41,13 @@ class Reservoir:
     (see add): calibration makes each fold float64 in turn."""
 
     def __init__(self, size: int, seed: int, release=None):
-        self.size, self.rng, self.release = size, np.random.default_rng(seed), release
+        self.size, self.seed, self.rng, self.release = size, seed, None, release
         self.parts: list = []       # (matrix, labels, keys), in input order
         self.rows = 0
 
     def add(self, X: Rows, labels: list[str]):
+        if self.rng is None:  # (numpy.random, 8 ms to import, once the first chunk is counted:
+            self.rng = np.random.default_rng(self.seed)  # not before train's workers start)
         # Counts as 16 bits when a chunk's fit (nearly always), else 32-bit floats (exact
         # below 2**24): 6 or 8 bytes a cell with the 32-bit column numbers.
         X = X.astype(np.uint16 if not X.nnz or X.data.max() < 2**16 else np.float32)
