@@ -1442,7 +1442,8 @@ static void sort_packed(uint64_t *a, uint64_t *tmp, size_t n, unsigned shift, ui
 /* move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool:
  * nbtext.features.rows.Rows.moved for a mapping that sends the rows' columns to distinct
  * columns below n_cols (what train's reservoir holds: a chunk's columns onto their ids),
- * written into out_data (float64) and out_indices (int32, or int64 when the itemsize says so),
+ * written into out_data (values of 2, 4 or 8 bytes, moved as they are: uint16, float32 or
+ * float64) and out_indices (int32, or int64 when the itemsize says so),
  * each row's columns sorted; the row starts stay. False, with nothing promised of the outputs,
  * where a column maps below 0 or past n_cols, or two of a row's columns to one (numpy then
  * moves them, adding such entries up). Every index read is checked. */
@@ -1454,19 +1455,25 @@ static PyObject *kernel_move_rows(PyObject *self, PyObject *args)
     uint64_t *keys = NULL, *tmp = NULL;
     if (!PyArg_ParseTuple(args, "y*y*y*y*nw*w*:move_rows", &dv, &iv, &pv, &mv, &n_cols, &odv, &oiv))
         return NULL;
-    size_t nnz = (size_t)dv.len / sizeof(double), rows = (size_t)pv.len / sizeof(int64_t);
+    size_t rows = (size_t)pv.len / sizeof(int64_t);
+    if (rows < 1 || pv.len % sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "move_rows: arrays of the wrong sizes");
+        goto done;
+    }
+    const int64_t *indptr = pv.buf, *mapping = mv.buf;
+    size_t nnz = indptr[rows - 1] > 0 ? (size_t)indptr[rows - 1] : 0;
+    size_t dsz = nnz ? (size_t)dv.len / nnz : 8;
     size_t isz = iv.len && nnz ? (size_t)iv.len / nnz : 4, osz = oiv.len && nnz ? (size_t)oiv.len / nnz : 4;
     size_t width = (size_t)mv.len / sizeof(int64_t);
-    if (dv.len % sizeof(double) || pv.len % sizeof(int64_t) || mv.len % sizeof(int64_t) || !rows
+    if ((dsz != 2 && dsz != 4 && dsz != 8) || (size_t)dv.len != dsz * nnz || mv.len % sizeof(int64_t)
         || (isz != 4 && isz != 8) || (osz != 4 && osz != 8) || (size_t)iv.len != isz * nnz
         || odv.len != dv.len || (size_t)oiv.len != osz * nnz || n_cols < 0
         || (osz == 4 && n_cols > INT32_MAX) || (uint64_t)n_cols >= ((uint64_t)1 << 32)) {
         PyErr_SetString(PyExc_ValueError, "move_rows: arrays of the wrong sizes");
         goto done;
     }
-    const double *data = dv.buf;
-    const int64_t *indptr = pv.buf, *mapping = mv.buf;
-    double *out_data = odv.buf;
+    const char *data = dv.buf;
+    char *out_data = odv.buf;
     if (indptr[0] != 0 || (size_t)indptr[rows - 1] != nnz) {
         PyErr_SetString(PyExc_ValueError, "move_rows: row starts do not span the entries");
         goto done;
@@ -1510,7 +1517,7 @@ static PyObject *kernel_move_rows(PyObject *self, PyObject *args)
                 ok = 0;
                 break;
             }
-            out_data[p0 + j] = data[p0 + (keys[j] & 0xFFFFFFFFu)];
+            memcpy(out_data + (p0 + j) * dsz, data + (p0 + (keys[j] & 0xFFFFFFFFu)) * dsz, dsz);
             if (osz == 4)
                 ((int32_t *)oiv.buf)[p0 + j] = (int32_t)col;
             else

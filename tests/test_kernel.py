@@ -404,7 +404,8 @@ def test_the_kernels_rows_onto_ids_are_numpys(data):
     cells = data.draw(st.lists(st.sampled_from([0, 0, 0, 1, 2, 3, 2**16 + 1]), min_size=rows * width,
                                max_size=rows * width))
     R = Rows.of(np.asarray(cells, dtype=np.float64).reshape(rows, width))
-    R = Rows(R.data, R.indices.astype(data.draw(st.sampled_from([np.int32, np.int64]))), R.indptr, width)
+    dtype = data.draw(st.sampled_from([np.float64, np.float32, np.uint16]))  # (the sample's compact rows)
+    R = Rows(R.data.astype(dtype), R.indices.astype(data.draw(st.sampled_from([np.int32, np.int64]))), R.indptr, width)
     n_cols = width + data.draw(st.integers(0, 5000))
     mapping = np.asarray(data.draw(st.permutations(range(n_cols)))[:width], dtype=np.int64)
     if data.draw(st.booleans()):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import NbtextError, SettingError
+from ..features.counting import Batch
 from ..features.rows import Rows
 from ..features.selection import select
 from ..features.vocabulary import Vocabulary
@@ -45,12 +46,20 @@ class Reservoir:
         self.parts: list = []       # (matrix, labels, keys), in input order
         self.rows = 0
 
+    @staticmethod
+    def compact(X: Rows) -> Rows:
+        """X as the sample keeps it: counts as 16 bits when a chunk's fit (nearly always), else
+        32-bit floats (exact below 2**24): 6 or 8 bytes a cell with the 32-bit column numbers.
+        (train's workers compact their chunks' rows before sending them: a quarter of what
+        they send, and the parent's conversion)"""
+        if X.data.dtype in (np.uint16, np.float32):
+            return X
+        return X.astype(np.uint16 if not X.nnz or X.data.max() < 2**16 else np.float32)
+
     def add(self, X: Rows, labels: list[str]):
         if self.rng is None:  # (numpy.random, 8 ms to import, once the first chunk is counted:
             self.rng = np.random.default_rng(self.seed)  # not before train's workers start)
-        # Counts as 16 bits when a chunk's fit (nearly always), else 32-bit floats (exact
-        # below 2**24): 6 or 8 bytes a cell with the 32-bit column numbers.
-        X = X.astype(np.uint16 if not X.nnz or X.data.max() < 2**16 else np.float32)
+        X = self.compact(X)
         self.parts.append((X, np.asarray(labels), self.rng.random(X.shape[0])))
         self.rows += X.shape[0]
         if self.rows > self.size + self.size // 4:
@@ -101,9 +110,12 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     def summed(chunk: list[Document], batch) -> tuple:
         # Where the chunk was counted (a forked worker, else here): its ledger digests, and its
         # sums over its own columns, then added here at their ids: work in proportion to the
-        # chunk, not to the whole vocabulary (spamassassin-2002: 0.61 -> 0.05 s).
-        return (batch, _digests(chunk), Counts.summed(featurize(batch.rows), [d.label for d in chunk]),
-                batch.keys_distinct())
+        # chunk, not to the whole vocabulary (spamassassin-2002: 0.61 -> 0.05 s). Its rows go
+        # on only for the sample, compacted here where no two of its columns can meet on one
+        # id (distinct keys), else as they are (added up there first, then compacted).
+        sums, distinct = Counts.summed(featurize(batch.rows), [d.label for d in chunk]), batch.keys_distinct()
+        rows = None if reservoir is None else Reservoir.compact(batch.rows) if distinct else batch.rows
+        return Batch(batch.blob, batch.keys, rows, distinct), _digests(chunk), sums, distinct
 
     for chunk, (batch, digests, sums, distinct) in counted(docs, tokenizer, n_jobs=n_jobs, then=summed):
         labels = [d.label for d in chunk]

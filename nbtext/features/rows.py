@@ -157,10 +157,10 @@ class Rows:
         from .kernel import compiled
 
         kernel = compiled()
-        if (kernel is None or self.data.dtype != np.float64 or self.indices.dtype not in (np.int32, np.int64)
-                or not 0 <= n_cols < 2**31):
+        if (kernel is None or self.data.dtype not in (np.float64, np.float32, np.uint16)
+                or self.indices.dtype not in (np.int32, np.int64) or not 0 <= n_cols < 2**31):
             return None
-        data, indices = np.empty(self.nnz), np.empty(self.nnz, dtype=index_dtype(n_cols))
+        data, indices = np.empty(self.nnz, dtype=self.data.dtype), np.empty(self.nnz, dtype=index_dtype(n_cols))
         indptr = np.array(self.indptr, dtype=np.int64)
         if not kernel.move_rows(np.ascontiguousarray(self.data), np.ascontiguousarray(self.indices), indptr,
                                 np.ascontiguousarray(mapping, dtype=np.int64), n_cols, data, indices):
