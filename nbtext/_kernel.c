@@ -439,15 +439,17 @@ static int put_ngram(Counter *c, const void *what)
     return 0;
 }
 
-/* a[0:n], non-negative and below ``bound``, sorted ascending: a short row by insertion, a
- * longer one by least-significant-digit radix passes through tmp (n more), one per byte that
- * ``bound`` needs. Linear however the columns came (they are in first-seen order, which mail
- * chooses); qsort's calls to a comparison were 5% of counting's time. */
-static void sort_cols(int64_t *a, int64_t *tmp, size_t n, uint64_t bound)
+/* a[0:n] sorted ascending by their bits from ``shift`` up (each below bound << shift), by
+ * least-significant-digit radix passes through tmp (n more), one per byte that ``bound`` needs,
+ * and a short run by insertion (on the whole values: equal past ``shift`` only where the
+ * callers' values are equal). Linear however the values came: a document's columns are in
+ * first-seen order, which mail chooses; qsort's calls to a comparison were 5% of counting's
+ * time. A row's columns (shift 0), and move_rows's packed keys (shift 32). */
+static void sort_packed(uint64_t *a, uint64_t *tmp, size_t n, unsigned shift, uint64_t bound)
 {
     if (n < 48) {
         for (size_t i = 1; i < n; i++) {
-            int64_t v = a[i];
+            uint64_t v = a[i];
             size_t j = i;
             for (; j > 0 && a[j - 1] > v; j--)
                 a[j] = a[j - 1];
@@ -455,25 +457,25 @@ static void sort_cols(int64_t *a, int64_t *tmp, size_t n, uint64_t bound)
         }
         return;
     }
-    int64_t *src = a, *dst = tmp;
-    for (unsigned shift = 0; shift < 64 && bound > 1 && ((bound - 1) >> shift) != 0; shift += 8) {
+    uint64_t *src = a, *dst = tmp;
+    for (unsigned d = 0; d < 64 - shift && bound > 1 && ((bound - 1) >> d) != 0; d += 8) {
         size_t at[256] = {0};
         for (size_t i = 0; i < n; i++)
-            at[((uint64_t)src[i] >> shift) & 255]++;
+            at[(src[i] >> (shift + d)) & 255]++;
         size_t sum = 0;
-        for (size_t d = 0; d < 256; d++) {
-            size_t k = at[d];
-            at[d] = sum;
+        for (size_t b = 0; b < 256; b++) {
+            size_t k = at[b];
+            at[b] = sum;
             sum += k;
         }
         for (size_t i = 0; i < n; i++)
-            dst[at[((uint64_t)src[i] >> shift) & 255]++] = src[i];
-        int64_t *t = src;
+            dst[at[(src[i] >> (shift + d)) & 255]++] = src[i];
+        uint64_t *t = src;
         src = dst;
         dst = t;
     }
     if (src != a)
-        memcpy(a, src, n * sizeof(int64_t));
+        memcpy(a, src, n * sizeof(uint64_t));
 }
 
 /* end_document(chars): count the document's words, their n-grams and (with chars) their
@@ -559,7 +561,7 @@ static PyObject *Counter_end_document(Counter *c, PyObject *arg)
         if (buf_reserve(&c->sorting, nt * sizeof(int64_t)) < 0)
             return NULL;
         cols = (int64_t *)c->touched.p;
-        sort_cols(cols, (int64_t *)c->sorting.p, nt, (uint64_t)ncols(c));
+        sort_packed((uint64_t *)cols, (uint64_t *)c->sorting.p, nt, 0, (uint64_t)ncols(c));  /* (columns >= 0) */
     }
     if (buf_reserve(&c->data, nt * sizeof(double)) < 0 || buf_reserve(&c->indices, nt * sizeof(int64_t)) < 0)
         return NULL;
@@ -1403,41 +1405,6 @@ static PyTypeObject KeyIndexType = {
 };
 
 /* -- rows onto the vocabulary's ids ------------------------------------------------------------ */
-
-/* a[0:n] sorted by their bits from ``shift`` up (below bound << shift), by least-significant-
- * digit radix passes through tmp (insertion for a short run): as sort_cols, on packed keys. */
-static void sort_packed(uint64_t *a, uint64_t *tmp, size_t n, unsigned shift, uint64_t bound)
-{
-    if (n < 48) {
-        for (size_t i = 1; i < n; i++) {
-            uint64_t v = a[i];
-            size_t j = i;
-            for (; j > 0 && a[j - 1] > v; j--)
-                a[j] = a[j - 1];
-            a[j] = v;
-        }
-        return;
-    }
-    uint64_t *src = a, *dst = tmp;
-    for (unsigned d = 0; d < 64 - shift && bound > 1 && ((bound - 1) >> d) != 0; d += 8) {
-        size_t at[256] = {0};
-        for (size_t i = 0; i < n; i++)
-            at[(src[i] >> (shift + d)) & 255]++;
-        size_t sum = 0;
-        for (size_t b = 0; b < 256; b++) {
-            size_t k = at[b];
-            at[b] = sum;
-            sum += k;
-        }
-        for (size_t i = 0; i < n; i++)
-            dst[at[(src[i] >> (shift + d)) & 255]++] = src[i];
-        uint64_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != a)
-        memcpy(a, src, n * sizeof(uint64_t));
-}
 
 /* move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool:
  * nbtext.features.rows.Rows.moved for a mapping that sends the rows' columns to distinct
