@@ -1517,23 +1517,24 @@ static PyObject *kernel_rows_dot(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*y*y*y*nw*:rows_dot", &dv, &iv, &pv, &wv, &k, &ov))
         return NULL;
     size_t nnz = (size_t)dv.len / sizeof(double), n = (size_t)pv.len / sizeof(int64_t);
-    size_t isz = iv.len && nnz ? (size_t)iv.len / nnz : 4;
-    if (k < 1 || dv.len % sizeof(double) || pv.len % sizeof(int64_t) || !n || (isz != 4 && isz != 8)
-        || (size_t)iv.len != isz * nnz || wv.len % (Py_ssize_t)(k * sizeof(double))
-        || (size_t)ov.len != (n - 1) * (size_t)k * sizeof(double)) {
+    size_t isz = iv.len && nnz ? (size_t)iv.len / nnz : 4, kk = (size_t)k;
+    /* (k first: every size below is a product with it, none may wrap) */
+    if (k < 1 || kk > (size_t)PY_SSIZE_T_MAX / sizeof(double) / (n > 1 ? n - 1 : 1)
+        || dv.len % sizeof(double) || pv.len % sizeof(int64_t) || !n || (isz != 4 && isz != 8)
+        || (size_t)iv.len != isz * nnz || (size_t)wv.len % (kk * sizeof(double))
+        || (size_t)ov.len != (n - 1) * kk * sizeof(double)) {
         PyErr_SetString(PyExc_ValueError, "rows_dot: arrays of the wrong sizes");
         goto done;
     }
-    size_t width = (size_t)wv.len / ((size_t)k * sizeof(double)), kk = (size_t)k;
+    size_t width = (size_t)wv.len / (kk * sizeof(double));
     const double *data = dv.buf, *W = wv.buf;
     const int64_t *indptr = pv.buf;
     double *out = ov.buf;
+    /* every row start checked before any entry is read: from 0, never back, ending at nnz */
     int ok = indptr[0] == 0 && (size_t)indptr[n - 1] == nnz;
+    for (size_t r = 0; r + 1 < n && ok; r++)
+        ok = indptr[r + 1] >= indptr[r];
     for (size_t r = 0; r + 1 < n && ok; r++) {
-        if (indptr[r + 1] < indptr[r]) {
-            ok = 0;
-            break;
-        }
         for (size_t c = 0; c < kk; c++) {
             double acc = 0.0;
             for (int64_t i = indptr[r]; i < indptr[r + 1]; i++) {

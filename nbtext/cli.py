@@ -378,7 +378,7 @@ def train(**kw):
     """
     from . import store
     from .batch.train import train_model
-    from .process import map_large_arrays, release_free_memory
+    from .process import FreeMemory, map_large_arrays
     from .store.atomic import check_target
     from .tablecli import is_table_run
 
@@ -408,7 +408,7 @@ def train(**kw):
                                           on_error=unread)
     else:
         model, fit = train_model(read_labelled(kw, unread), tok, settings, feats, decisions, n_jobs=n_jobs(kw),
-                                 progress=progress, release=release_free_memory)
+                                 progress=progress, release=FreeMemory())
     progress.done()
     unread.check()
     store.save(model, kw["output"])
@@ -707,7 +707,7 @@ def calibrate(model_path, **kw):
     """
     from . import store
     from .batch.train import recalibrate
-    from .process import release_free_memory
+    from .process import FreeMemory
 
     from .store.atomic import check_target
 
@@ -721,7 +721,7 @@ def calibrate(model_path, **kw):
             raise NbtextError(f"{model_path}: a table model; its probabilities are not calibrated "
                               "(they are scikit-learn's), so there is nothing to refit")
         n, fit = recalibrate(model, read_labelled(kw, unread), decisions, n_jobs=n_jobs(kw), progress=progress,
-                             release=release_free_memory)
+                             release=FreeMemory())
         progress.done()
         unread.check()
         store.save(model, model_path)

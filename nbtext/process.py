@@ -135,14 +135,15 @@ def map_large_arrays(threshold: int = 1 << 20, keep: int = 8 << 20) -> None:
         pass
 
 
-def hold_freed_memory(size: int = 64 << 20) -> None:
+def hold_freed_memory(size: int = 32 << 20) -> None:
     """In a worker process that lives for a few tasks (calibration's folds): blocks under
     ``size`` come from the heap, and what is freed stays for the next task, which
     release_free_memory no longer gives back. A fold's temporaries, a few arrays as long as
     the vocabulary, were each new pages to fault in and zero (the parent maps blocks from
     1 MiB on their own, to keep its peak low: map_large_arrays). spamassassin-2002, 5 runs
     each, interleaved: calibration 0.19-0.20 -> 0.14-0.15 s, its workers' CPU 0.25-0.27 ->
-    0.16-0.17 s, the peak RSS (the parent's) the same."""
+    0.16-0.17 s, the peak RSS (the parent's) the same. (32 MiB: the most mallopt(3) takes for
+    a mapping threshold on 64 bits.)"""
     global _holding
     _holding = True
     map_large_arrays(size, size)
@@ -167,6 +168,20 @@ def release_free_memory() -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError, TypeError):
         pass
+
+
+class FreeMemory:
+    """What the command line hands train as ``release``: called, it returns the heap's free
+    pages to the system (release_free_memory); its ``hold`` is what calibration's fold workers
+    call as they start (hold_freed_memory). nbtext.batch, a layer below this module, takes
+    both from the object it is given rather than import them."""
+
+    def __call__(self) -> None:
+        release_free_memory()
+
+    @staticmethod
+    def hold() -> None:
+        hold_freed_memory()
 
 
 class Terminated(KeyboardInterrupt):

@@ -438,6 +438,18 @@ def test_the_kernels_product_of_rows_and_weights_is_numpys(data):
     assert np.array_equal(got, want, equal_nan=True)
 
 
+def test_the_kernels_product_refuses_row_starts_and_widths_it_cannot_trust():
+    """rows_dot reads no entry before every row start is checked (a backwards start, as a
+    scipy matrix may hold, read past the entries under AddressSanitizer), and refuses a width
+    whose sizes would wrap."""
+    k = compiled()
+    ones, col = np.ones(4), np.zeros(4, dtype=np.int64)
+    assert k.rows_dot(ones, col, np.array([0, 100, 4], dtype=np.int64), np.ones((1, 1)), 1, np.empty((2, 1))) is False
+    for width in (2**61, 2**61 + 1, 2**63 - 1):
+        with pytest.raises(ValueError, match="wrong sizes"):
+            k.rows_dot(np.ones(1), col[:1], np.array([0, 1], dtype=np.int64), np.ones(1), width, np.empty(1))
+
+
 # -- AddressSanitizer ----------------------------------------------------------------------------
 
 FUZZ = textwrap.dedent('''
@@ -552,16 +564,19 @@ FUZZ = textwrap.dedent('''
             nnz = rng.randrange(12)
             k.move_rows(np.array([rng.random() for _ in range(nnz)]),
                         np.array([rng.randrange(-3, 20) for _ in range(nnz)], dtype=rng.choice([np.int32, np.int64])),
-                        np.array(sorted(rng.randrange(-2, nnz + 3) for _ in range(rng.randrange(4))), dtype=np.int64),
+                        np.array([rng.randrange(-2, nnz + 3) for _ in range(rng.randrange(5))], dtype=np.int64),
                         np.array([rng.randrange(-2, 30) for _ in range(rng.randrange(25))], dtype=np.int64),
                         rng.randrange(-1, 40), np.empty(nnz), np.empty(nnz, dtype=np.int32))
         except ValueError:
             pass
-        try:  # (products of rows and weights: parity above, and only safety for crafted arrays)
-            nnz, k2 = rng.randrange(12), rng.randrange(0, 4)
+        try:  # (products of rows and weights: parity above, and only safety for crafted arrays:
+            # row starts in any order, widths whose sizes wrap)
+            nnz = rng.randrange(12)
+            k2 = rng.choice([0, 1, 2, 3, 2**61, 2**61 + 1, 2**62 + 3, 2**63 - 1])
+            starts = [rng.randrange(-2, nnz + 3) for _ in range(rng.randrange(5))]
             k.rows_dot(np.array([rng.random() for _ in range(nnz)]),
                        np.array([rng.randrange(-3, 20) for _ in range(nnz)], dtype=rng.choice([np.int32, np.int64])),
-                       np.array(sorted(rng.randrange(-2, nnz + 3) for _ in range(rng.randrange(4))), dtype=np.int64),
+                       np.array(starts if rng.random() < 0.5 else sorted(starts), dtype=np.int64),
                        np.array([rng.random() for _ in range(rng.randrange(30))]), k2,
                        np.empty(rng.randrange(20)))
         except ValueError:

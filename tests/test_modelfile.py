@@ -94,25 +94,24 @@ def test_front_coding_round_trips_any_vocabulary(tokens):
     assert len(heads) == -(-len(tokens) // vocabfile.BLOCK)
 
 
-def test_a_vocabulary_keeps_its_coding_until_it_grows_and_save_takes_it(monkeypatch):
-    """Vocabulary.front_coded (train makes it while calibration's workers run; save takes it):
-    front_code's result, made once while the vocabulary stays as it is, made again once it
-    has grown, and not kept once handed over (keep=False)."""
-    from nbtext.features.vocabulary import Vocabulary
+def test_a_vocabulary_coded_ahead_is_saved_as_it_would_be_and_taken(monkeypatch):
+    """codec.code_vocabulary (train codes the vocabulary while calibration's workers run):
+    the file has the bytes it has without it, the coding is made once and taken by the save
+    (not kept on the model), and made again when the vocabulary has grown since."""
+    from nbtext.store import codec
 
     made = []
-    real = vocabfile.front_code
-    monkeypatch.setattr(vocabfile, "front_code", lambda blob: made.append(1) or real(blob))
-    vocab = Vocabulary(["b", "a", "b c"])
-    first = vocab.front_coded()
-    assert vocab.front_coded() is first and len(made) == 1
-    want = real(encode_tokens(["b", "a", "b c"]))
-    assert first[0] == want[0] and all(np.array_equal(x, y) for x, y in zip(first[1:], want[1:]))
-    vocab.extend(["aa"])
-    grown = vocab.front_coded(keep=False)
-    assert len(made) == 2 and grown[0] == real(encode_tokens(["b", "a", "b c", "aa"]))[0]
-    vocab.front_coded(keep=False)
-    assert len(made) == 3  # (handed over: not kept)
+    real = codec.front_code
+    monkeypatch.setattr(codec, "front_code", lambda blob: made.append(1) or real(blob))
+    plain = codec.encode(iir_model())
+    m = iir_model()
+    codec.code_vocabulary(m)
+    assert m.coded_vocab is not None and codec.encode(m) == plain and len(made) == 2
+    assert m.coded_vocab is None
+    codec.code_vocabulary(m)
+    m.vocab.extend(["a token the coding did not see"])
+    fc, _, _ = codec._vocabulary_coding(m)
+    assert len(made) == 4 and fc == real(m.vocab.encoded())[0]
 
 
 def test_front_coding_in_pieces_gives_the_bytes_of_one_go(monkeypatch):

@@ -174,8 +174,9 @@ def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, f
     # The kernel's coding only: numpy's takes some 30 MB, and on top of calibration's own
     # memory it raised the Python path's peak from 93 to 103 MB.
     from ..features.kernel import compiled
+    from ..store.codec import code_vocabulary
 
-    meanwhile = model.vocab.front_coded if compiled() is not None else None
+    meanwhile = (lambda: code_vocabulary(model)) if compiled() is not None else None
     fit = apply_decisions(model, decisions, X, y, release, n_jobs, meanwhile=meanwhile)
     return model, (np.arange(width) if keep is None else keep), fit
 
@@ -214,7 +215,7 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None, n_jobs
         from ..nb.calibrate import can_split
 
         if can_split(y, d.folds):
-            fit = _fit_on_folds(model, d, X, y, release or (lambda: None), fold_mapper(n_jobs, meanwhile))
+            fit = _fit_on_folds(model, d, X, y, release or (lambda: None), fold_mapper(n_jobs, meanwhile, getattr(release, "hold", None)))
         elif d.max_fpr is not None:
             raise SettingError("max_fpr", None, f"needs at least {d.folds} documents of each class")
     return fit  # (auto with too few documents to choose by: the Model's first candidate)
@@ -272,7 +273,7 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release, mapper=map) -
                         float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
 
 
-def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None):
+def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None, on_fork: Callable[[], object] | None = None):
     """A mapper for calibration's folds (nbtext.nb.calibrate.out_of_fold_jlls: mapper(fn, folds)
     gives fn(fold) for each, in order) that uses ``n_jobs`` cores: as many worker processes
     (at most one a fold) forked (batch.pool.ForkPool) when fn is called, so that they hold the
@@ -282,7 +283,8 @@ def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None):
     forking is not safe (batch.chunks.fork_safe): a fresh interpreter (loky) would have to be
     sent the sample and the counts, more than a fold's work saves. The same numbers either
     way: each fold is the same arithmetic in whichever process. ``meanwhile``: this process's
-    own work while forked workers score the folds (not called otherwise).
+    own work while forked workers score the folds (not called otherwise); ``on_fork``: called in
+    each worker as it starts (the command line's memory policy for them: process.FreeMemory).
 
     The parent waits rather than take folds itself: on 2 cores (spamassassin-2002, interleaved
     runs), with the parent taking folds beside one worker train took 1.24-1.25 s and peaked at
@@ -296,7 +298,7 @@ def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None):
         workers = min(n_jobs, len(tasks))
         if workers < 2 or len(tasks) > _MOST_FORKED or not fork_safe():
             return map(fn, tasks)
-        return _forked_map(fn, tasks, workers, meanwhile)
+        return _forked_map(fn, tasks, workers, meanwhile, on_fork)
     return mapper
 
 
@@ -304,13 +306,13 @@ _MOST_FORKED = 1024  # tasks _forked_map deals: their numbers (4 bytes each) fil
 # a pipe's least capacity, so that they are written at once without waiting (folds: at most 1,000)
 
 
-def _forked_map(fn, tasks: list, workers: int, meanwhile: Callable[[], object] | None = None) -> list:
+def _forked_map(fn, tasks: list, workers: int, meanwhile: Callable[[], object] | None = None,
+                on_fork: Callable[[], object] | None = None) -> list:
     """[fn(t) for t in tasks], by ``workers`` forked processes, each taking the next task as it
     is free: the tasks' numbers wait in a pipe, and each worker reads one (4 bytes: a pipe's
     reads take turns, so each number goes to one reader) until none is left. A slow worker
     (the machine is shared) takes fewer; none waits on a share dealt in advance. ``meanwhile``
-    runs here once the workers have started."""
-    from ..process import hold_freed_memory
+    runs here once the workers have started, ``on_fork`` in each as it starts."""
     from .chunks import sigint_ignored, watch_parent
     from .pool import ForkPool
 
@@ -332,7 +334,7 @@ def _forked_map(fn, tasks: list, workers: int, meanwhile: Callable[[], object] |
     parent = os.getpid()
     try:
         with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
-            pool = ForkPool(taken, workers, on_fork=lambda: (watch_parent(parent), hold_freed_memory()))
+            pool = ForkPool(taken, workers, on_fork=lambda: (watch_parent(parent), on_fork and on_fork()))
         with pool:
             for done in pool.map(range(workers), idle=meanwhile):  # (one start a worker: the pool gives each
                 for i, value in done:            # task to the worker holding fewest)

@@ -235,7 +235,6 @@ class Vocabulary:
         self._starts: np.ndarray | None = None  # byte offset of each token, made when asked for
         self._n = 0
         self._index = new_index()
-        self._coded = None  # ((tokens, bytes) it was made at, front_coded's result)
         tokens = list(tokens)
         if tokens:
             self.extend(tokens)
@@ -262,20 +261,6 @@ class Vocabulary:
         if self._starts is None or len(self._starts) != self._n:
             self._starts = token_spans(self._blob)[0]  # (the view on the blob ends with the call)
         return self._starts
-
-    def front_coded(self, keep: bool = True) -> tuple:
-        """(front-coded tokens, block head offsets, the sorting permutation) as the model file
-        stores them (nbtext.store.vocabfile.front_code), kept until the vocabulary grows, or
-        handed over without keeping (``keep`` False: save takes it). Train makes it while
-        calibration's worker processes score their folds and this process would wait."""
-        from ..store.vocabfile import front_code
-
-        held, self._coded = self._coded, None
-        if held is None or held[0] != (self._n, len(self._blob)):
-            held = ((self._n, len(self._blob)), front_code(self.buffer()))
-        if keep:
-            self._coded = held
-        return held[1]
 
     def drop_index(self) -> None:
         """Free the key -> id index (the tokens stay): train is done finding tokens once it

@@ -20,7 +20,7 @@ import math
 
 from ..errors import BAD_NAME_CHAR, ModelFileError, NbtextError
 from .container import frame, read_container, section
-from .vocabfile import BLOCK, SortedVocabulary, front_decode
+from .vocabfile import BLOCK, SortedVocabulary, front_code, front_decode
 
 
 MAX_BLOCK = 4096  # tokens per front-coded block at most (nbtext writes vocabfile.BLOCK)
@@ -156,6 +156,26 @@ def encode(model) -> bytes:
     return b"".join(encode_pieces(model))
 
 
+def code_vocabulary(model) -> None:
+    """Make the model's vocabulary coding for its file (vocabfile.front_code) now, kept on the
+    model (``coded_vocab``) until save takes it or the vocabulary grows: train makes it while
+    calibration's worker processes score their folds and it would wait."""
+    model.coded_vocab = (_grown_to(model.vocab), front_code(model.vocab.buffer()))
+
+
+def _grown_to(vocab) -> tuple[int, int]:
+    return len(vocab), vocab.buffer().nbytes  # (a vocabulary only ever appends)
+
+
+def _vocabulary_coding(model) -> tuple:
+    """(front-coded tokens, block heads, order): code_vocabulary's, taken (not kept), while the
+    vocabulary is as it was then; else made now."""
+    held, model.coded_vocab = model.coded_vocab, None
+    if held is not None and held[0] == _grown_to(model.vocab):
+        return held[1]
+    return front_code(model.vocab.buffer())
+
+
 def encode_pieces(model) -> list:
     """The model file as consecutive pieces, which save writes one by one."""
     from .. import __version__
@@ -165,7 +185,7 @@ def encode_pieces(model) -> list:
         from .tables import encode_table
 
         return encode_table(model)
-    fc, heads, order = model.vocab.front_coded(keep=False)
+    fc, heads, order = _vocabulary_coding(model)
     # The columns in the file's (sorted) order, so that the summary, too, depends only on the
     # counts per token and not on the order tokens were first seen in. (The vocabulary is only
     # asked for its length here.)
