@@ -34,8 +34,10 @@ CHOICES = ("", "c", "python")
 def compiled() -> ModuleType | None:
     """The compiled kernel module, or None for the pure-Python path."""
     # An environment variable, not a setting: it selects an implementation and never a token
-    # (tests/test_kernel.py holds the two paths to identical tokens, keys and rows; CI runs the
-    # suite on each), and worker processes inherit it with no plumbing.
+    # or a score (tests/test_kernel.py holds the two paths to identical tokens, keys and rows,
+    # and the kernel's Rows.moved and Rows @ W to numpy's arrays bit for bit; CI runs the suite
+    # on each; scripts/export_equality.py compares their models), and worker processes inherit
+    # it with no plumbing.
     choice = os.environ.get("NBTEXT_KERNEL", "")
     if choice not in CHOICES:
         raise NbtextError(f"NBTEXT_KERNEL must be one of c, python or empty, got {choice!r}")
