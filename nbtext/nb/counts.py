@@ -249,13 +249,6 @@ class Counts:
             raise NbtextError("that would take counts below zero: those documents were not learned")
         return np.maximum(fc, 0.0, out=fc), np.maximum(self.doc_freq[cols] + df, 0.0), np.maximum(cc, 0.0)
 
-    def row_with(self, c: int, cols: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """Class c's feature counts over the whole vocabulary, a new contiguous array, with
-        ``values`` at ``cols`` (a fold's counts, from minus_at)."""
-        row = np.array(self.token_major[:, c], dtype=np.float64)
-        row[cols] = values
-        return row
-
     @staticmethod
     def _distinct(ids: np.ndarray) -> bool:
         """No id repeats (sorted, no two neighbours equal: a chunk's ids, not a scratch array
