@@ -223,11 +223,12 @@ class Counts:
         out._df, out.width = np.maximum(self.doc_freq + df, 0.0), self.width
         return out
 
-    def minus_at(self, X, labels: Sequence[str], cols: np.ndarray) -> tuple:
+    def minus_at(self, X, labels: Sequence[str], cols: np.ndarray, doc_freq: bool = True) -> tuple:
         """What ``plus(X', labels, -1)`` gives at the columns ``cols`` alone, X' being X over the
         whole vocabulary with column j at ``cols[j]``: (feature counts at cols, tokens x classes;
-        document frequencies at cols; class counts), the same numbers bit for bit (every other
-        column keeps this model's counts). Calibration's folds take each fold out of the model
+        document frequencies at cols, or None without ``doc_freq``; class counts), the same
+        numbers bit for bit (every other column keeps this model's counts); and this model's
+        feature counts at cols, as they were. Calibration's folds take each fold out of the model
         this way: a fold's whole counts were 10 MB of train's peak on spamassassin-2002."""
         self.check_labels(labels)
         cols = np.asarray(cols, dtype=np.int64)
@@ -240,14 +241,18 @@ class Counts:
         idx, k = self._class_rows(labels), len(self.classes)
         fc = X.column_sums_by_row_group(idx, k, token_major=True)
         np.negative(fc, out=fc)
-        nonzero = X.data != 0
-        df = -np.bincount(X.indices if nonzero.all() else X.indices[nonzero], minlength=X.shape[1]).astype(np.float64)
+        df = None
+        if doc_freq:
+            nonzero = X.data != 0
+            df = -np.bincount(X.indices if nonzero.all() else X.indices[nonzero], minlength=X.shape[1]).astype(np.float64)
+            df = np.maximum(self.doc_freq[cols] + df, 0.0)
         cc = -np.bincount(idx, minlength=k).astype(np.float64)
-        np.add(np.take(self.token_major, cols, axis=0), fc, out=fc)  # (np.take: see columns)
+        held = np.take(self.token_major, cols, axis=0)  # (np.take: see columns)
+        np.add(held, fc, out=fc)
         cc = self.class_count + cc
         if (fc < -1e-9).any() or (cc < -1e-9).any():
             raise NbtextError("that would take counts below zero: those documents were not learned")
-        return np.maximum(fc, 0.0, out=fc), np.maximum(self.doc_freq[cols] + df, 0.0), np.maximum(cc, 0.0)
+        return np.maximum(fc, 0.0, out=fc), df, np.maximum(cc, 0.0), held
 
     @staticmethod
     def _distinct(ids: np.ndarray) -> bool:

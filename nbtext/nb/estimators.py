@@ -194,13 +194,14 @@ class _BaseNB:
     # counts (Counts.minus_at, read only) are then the same, and taken out once (``memo``).
     same_features: str | None = None
 
-    def _taken(self, X, y, cols, memo):
-        """(counts_.minus_at(X, y, cols), and per column whether any count is left there),
-        X being features already; shared through ``memo``."""
+    def _taken(self, X, y, cols, memo, doc_freq: bool = False) -> tuple:
+        """(counts_.minus_at(X, y, cols)'s fold counts, document frequencies (with ``doc_freq``,
+        else None), class counts and the counts held at cols; and per column whether any count
+        is left there), X being features already; shared through ``memo``."""
         key = (id(self.counts_), self.same_features) if memo is not None and self.same_features else None
-        if key is None or key not in memo:
-            taken = self.counts_.minus_at(X, y, cols)
-            taken = (*taken, self._seen(taken[0]))
+        if key is None or key not in memo or (doc_freq and memo[key][1] is None):
+            fc, df, cc, held = self.counts_.minus_at(X, y, cols, doc_freq)
+            taken = (fc, df, cc, held, self._seen(fc))
             if key is None:
                 return taken
             memo[key] = taken
@@ -306,10 +307,10 @@ class MultinomialNB(_BaseNB):
     def _fold_linear(self, X, y, cols, memo=None):
         self._check_alpha()
         counts = self.counts_
-        fc, _, cc, seen = self._taken(X, y, cols, memo)
+        fc, _, cc, held, seen = self._taken(X, y, cols, memo)
         # _log_den's sums: the whole model's (once), less what the fold took at its columns
         whole = self._derived("den_sums", self._den_sums)
-        log_den = np.log(whole - (np.take(counts.token_major, cols, axis=0) - fc).sum(axis=0))
+        log_den = np.log(whole - (held - fc).sum(axis=0))
         W = F.multinomial_weight(fc, log_den, self.alpha, lambda a: np.log(a, out=a)).T
         return Linear(W, F.Multinomial.bias_terms(W.shape[0], self._log_prior(cc), None), self.featurizer()), seen
 
@@ -429,6 +430,16 @@ class ComplementNB(_BaseNB):
         all_t += alpha
         return np.subtract(all_t, fc, out=fc)
 
+    @staticmethod
+    def _terms_by_token(fc: np.ndarray, alpha: float) -> np.ndarray:
+        """_terms of counts tokens x classes, a new array tokens x classes: the same numbers
+        (all_t added class by class, in order), in the counts' layout."""
+        all_t = fc[:, 0].copy()
+        for c in range(1, fc.shape[1]):
+            all_t += fc[:, c]
+        all_t += alpha
+        return np.subtract(all_t[:, None], fc)
+
     def _term_sums(self) -> tuple:
         """Per class, the sums over the vocabulary of _terms and, for norm, of their logs: what
         a fold's log_den and log_sum start from (_fold_linear); made _PIECE tokens at a time
@@ -465,27 +476,29 @@ class ComplementNB(_BaseNB):
             return None
         self._check_alpha()
         k = len(counts.classes)
-        fc, df, cc, seen = self._taken(X, y, cols, memo)
-        fc = np.array(fc.T, order="C")  # classes x columns, as weighted_counts makes it (a copy:
-        # it is written in place below, and the memo's is another variant's too)
+        fc, df, cc, held, seen = self._taken(X, y, cols, memo, doc_freq=self.idf)
         if not self.idf:
             # The sums over the vocabulary: the whole model's (once), less the fold's columns'
             # terms before the fold was taken out, plus theirs after. Only the fold's columns
             # change, so a fold costs its columns, not the vocabulary (spamassassin-2002: 441,690
             # tokens, a fold's about 1 in 3). The same numbers as the fold model's to about 1e-15
-            # (rounded in another order: tests/test_naive_bayes.py).
+            # (rounded in another order: tests/test_naive_bayes.py). Made tokens x classes, as
+            # the counts are held and the product reads the weights: no transposed copies.
             den, logs = self._derived("term_sums", self._term_sums)
-            before = self._terms(np.array(np.take(counts.token_major, cols, axis=0).T, order="C"), self.alpha)
-            after = self._terms(fc, self.alpha)
-            log_den = np.log(den - before.sum(axis=1) + after.sum(axis=1))[:, None]
+
+            def column_sums(a):  # (a class's column at a time: numpy's pairwise sum, strided)
+                return np.array([a[:, c].sum() for c in range(k)])
+            before, after = self._terms_by_token(held, self.alpha), self._terms_by_token(fc, self.alpha)
+            log_den = np.log(den - column_sums(before) + column_sums(after))
             logged = np.log(after, out=after)
             log_sum = None
             if self.norm:
-                log_sum = (logs - np.log(before, out=before).sum(axis=1) + logged.sum(axis=1)
-                           - counts.width * log_den[:, 0])[:, None]
+                log_sum = logs - column_sums(np.log(before, out=before)) + column_sums(logged) - counts.width * log_den
             logged -= log_den
-            W = F.complement_weight(logged, log_sum)
-            return Linear(W, F.Complement.bias_terms(len(W), self._log_prior(cc), None), self.featurizer()), seen
+            W = F.complement_weight(logged, log_sum).T  # (classes x columns, a view)
+            return Linear(W, F.Complement.bias_terms(k, self._log_prior(cc), None), self.featurizer()), seen
+        fc = np.array(fc.T, order="C")  # classes x columns, as weighted_counts makes it (a copy:
+        # it is written in place below, and the memo's is another variant's too)
         # With idf, every token's weight moves with the fold's document count: each class's
         # sums made over the whole vocabulary, a piece at a time.
         whole_df = np.array(counts.doc_freq, dtype=np.float64)
