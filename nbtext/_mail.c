@@ -763,11 +763,20 @@ static int ci_at(const unsigned char *s, size_t n, size_t i, const char *lit)
     return 1;
 }
 
-/* html.unescape of ASCII s[0:n] (unescape: Python's html.unescape, called only when there is
- * an "&"): a new str. */
+/* -- HTML (text.mail.html_to_text) of a str of one byte a character (Latin-1: ASCII, or with
+ * characters up to U+00FF). Its patterns (re, str, IGNORECASE) read such text as these
+ * functions do: no character past U+007F matches an ASCII letter ignoring case (the ones that
+ * do, U+0130, U+0131, U+017F and U+212A, take two bytes or more), and \w, \b and \s are
+ * Unicode's, as the re module reads them (Py_UNICODE_ISALNUM, Py_UNICODE_ISSPACE: U+00A0 is a
+ * space, U+00E9 a word character). Positions and counts are characters. */
+static inline int u_word(unsigned char c) { return c < 128 ? is_word(c) : Py_UNICODE_ISALNUM(c); }
+static inline int u_space(unsigned char c) { return c < 128 ? py_space(c) : Py_UNICODE_ISSPACE(c); }
+
+/* html.unescape of Latin-1 s[0:n] (unescape: Python's html.unescape, called only when there
+ * is an "&"): a new str. */
 static PyObject *unescaped(const unsigned char *s, size_t n, PyObject *unescape)
 {
-    PyObject *t = PyUnicode_DecodeASCII((const char *)s, (Py_ssize_t)n, "strict");
+    PyObject *t = PyUnicode_DecodeLatin1((const char *)s, (Py_ssize_t)n, "strict");
     if (!t || !memchr(s, '&', n))
         return t;
     PyObject *r = PyObject_CallOneArg(unescape, t);
@@ -783,12 +792,12 @@ static PyObject *unescaped(const unsigned char *s, size_t n, PyObject *unescape)
 /* The position past `\s*=\s*` from p (the patterns' "href\s*=\s*", "alt\s*=\s*"), 0 if none. */
 static size_t past_equals(const unsigned char *s, size_t n, size_t p)
 {
-    while (p < n && py_space(s[p]))
+    while (p < n && u_space(s[p]))
         p++;
     if (p >= n || s[p] != '=')
         return 0;
     p++;
-    while (p < n && py_space(s[p]))
+    while (p < n && u_space(s[p]))
         p++;
     return p;
 }
@@ -812,7 +821,7 @@ static size_t href_at(const unsigned char *s, size_t n, size_t i, size_t *a, siz
     if (p < n && (s[p] == '"' || s[p] == '\''))
         p++;
     size_t q = p;
-    while (q < n && q - p < URL_RUN && s[q] != '"' && s[q] != '\'' && s[q] != '>' && !py_space(s[q]))
+    while (q < n && q - p < URL_RUN && s[q] != '"' && s[q] != '\'' && s[q] != '>' && !u_space(s[q]))
         q++;
     if (q == p)
         return 0;
@@ -851,7 +860,7 @@ static int block_at(const unsigned char *s, size_t n, size_t i, size_t *len)
         return 0;
     for (int k = 1; k <= 3; k++) {
         size_t l = strlen(BLOCKS[k]);
-        if (ci_at(s, n, i + 1, BLOCKS[k]) && (i + 1 + l >= n || !is_word(s[i + 1 + l]))) {
+        if (ci_at(s, n, i + 1, BLOCKS[k]) && (i + 1 + l >= n || !u_word(s[i + 1 + l]))) {
             *len = 1 + l;
             return k;
         }
@@ -893,7 +902,7 @@ static int drop_blocks(const unsigned char *s, size_t n, Buf *out)
             if (s[p] != '<' || p + 1 >= n || s[p + 1] != '/' || !ci_at(s, n, p + 2, BLOCKS[kind]))
                 continue;
             size_t q = p + 2 + strlen(BLOCKS[kind]);
-            while (q < n && py_space(s[q]))
+            while (q < n && u_space(s[q]))
                 q++;
             if (q < n && s[q] == '>') {
                 end = q + 1;
@@ -932,7 +941,7 @@ static int sub_tags(const unsigned char *s, size_t n, int breaks, Buf *out)
                 p++;
             for (size_t k = 0; k < sizeof BREAK_TAGS / sizeof *BREAK_TAGS; k++) {
                 size_t l = strlen(BREAK_TAGS[k]);
-                if (ci_at(s, n, p, BREAK_TAGS[k]) && (p + l >= n || !is_word(s[p + l]))) {
+                if (ci_at(s, n, p, BREAK_TAGS[k]) && (p + l >= n || !u_word(s[p + l]))) {
                     p += l;
                     start = 1;
                     break;
@@ -966,14 +975,14 @@ static int link_start(const unsigned char *t, size_t n)
     return ci_at(t, n, 0, "http://") || ci_at(t, n, 0, "https://") || ci_at(t, n, 0, "ftp://") || ci_at(t, n, 0, "www.");
 }
 
-/* html_to_text(text, out, off) of an ASCII text: the visible text (a new str), and out's items
- * appended to found; BAIL when a link's target is not ASCII once unescaped. */
+/* html_to_text(text, out, off) of a Latin-1 text (above): the visible text (a new str), and
+ * out's items appended to found; BAIL when a link's target is not ASCII once unescaped. */
 static int html_text(Mail *m, const unsigned char *s, size_t n, PyObject *found, PyObject *unescape, PyObject **text)
 {
     size_t a, b, e;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = lower(s[i]);
-        if ((c != 'h' && c != 's' && c != 'a') || (i > 0 && is_word(s[i - 1])) || !(e = href_at(s, n, i, &a, &b)))
+        if ((c != 'h' && c != 's' && c != 'a') || (i > 0 && u_word(s[i - 1])) || !(e = href_at(s, n, i, &a, &b)))
             continue;
         PyObject *target = unescaped(s + a, b - a, unescape);
         if (!target)
@@ -997,9 +1006,9 @@ static int html_text(Mail *m, const unsigned char *s, size_t n, PyObject *found,
         i = e - 1;
     }
     for (size_t i = 0; i < n; i++) {
-        if ((s[i] | 32) != 'a' || (i > 0 && is_word(s[i - 1])) || !(e = alt_at(s, n, i, &a, &b)))
+        if ((s[i] | 32) != 'a' || (i > 0 && u_word(s[i - 1])) || !(e = alt_at(s, n, i, &a, &b)))
             continue;
-        PyObject *alt = PyUnicode_DecodeASCII((const char *)s + a, (Py_ssize_t)(b - a), "strict");
+        PyObject *alt = PyUnicode_DecodeLatin1((const char *)s + a, (Py_ssize_t)(b - a), "strict");
         if (!alt || PyList_Append(found, alt) < 0) {
             Py_XDECREF(alt);
             return -1;
@@ -1023,14 +1032,14 @@ done:
 }
 
 /* html_text(text, urls_off, unescape) -> (text, found) or None: html_to_text(text, found, off)
- * of an ASCII text as the kernel reads it (for tests; None where it leaves it to Python). */
+ * of a Latin-1 text as the kernel reads it (for tests; None where it leaves it to Python). */
 PyObject *nbtext_html_text(PyObject *self, PyObject *args)
 {
     PyObject *text, *unescape;
     int urls_off;
     if (!PyArg_ParseTuple(args, "UpO:html_text", &text, &urls_off, &unescape))
         return NULL;
-    if (!PyUnicode_IS_ASCII(text))
+    if (PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND)
         Py_RETURN_NONE;
     Mail m = {NULL, 0, 0, 1, 1, urls_off ? OFF_URLS : 0, PyList_New(0), NULL, {0}, {0}};
     PyObject *found = PyList_New(0), *out = NULL, *result = NULL;
@@ -1257,7 +1266,7 @@ static int body(Mail *m, const Fields *fs, size_t pay, size_t plen, int top, PyO
             return -1;
         }
         int r = BAIL;
-        if (PyUnicode_IS_ASCII(text)) { /* here; else (or a target not ASCII) in Python */
+        if (PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND) { /* here; else (or a target not ASCII) in Python */
             r = html_text(m, PyUnicode_DATA(text), (size_t)PyUnicode_GET_LENGTH(text), found,
                           PyTuple_GET_ITEM(helpers, 5), &html);
             if (r == BAIL)

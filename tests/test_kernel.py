@@ -518,7 +518,8 @@ FUZZ = textwrap.dedent('''
         assert fc == want[0] and (np.frombuffer(heads, np.int64) == want[1]).all()
         assert (np.frombuffer(order, np.int64) == want[2]).all()
         text = "".join(rng.choice(["<", ">", "a", "href=", "alt='", "<style>", "</style>", "<!--", "-->", "<br",
-                                   "&amp;", "&#1;", "http://", " ", "'", '"', "\\x00"]) for _ in range(rng.randrange(80)))
+                                   "&amp;", "&#1;", "http://", " ", "'", '"', "\\x00", "\\xa0", "\\xe9", "\\xff"])
+                       for _ in range(rng.randrange(80)))
         got, found = k.html_text(text, rng.random() < 0.3, __import__("html").unescape) or (None, None)
         k.looks_like_mail(rng.randbytes(rng.randrange(200)))
         block = rng.choice([1, 2, 16])
@@ -793,23 +794,34 @@ HTML_PIECES = st.sampled_from([
     "</head\n>", "<!--", "-->", "<!-->", "<br>", "</p>", "<P/>", "<blockquote", "<h7>", "<h1 class=x>", "<b>", "<pre>",
     "<!DOCTYPE html>", "<?xml?>", "<1>", ">", "<", "alt='x'", "ALT = \"y", "alt=''", "'", "\"", " ", "\n", "\x1c", "\x00",
     "Vi<b></b>agra", "text ", "a" * 600, "x" * 2100, "<td" + "y" * 1999 + ">", "<b" + "z" * 2001 + ">",
+    # Latin-1: Unicode's \s (U+00A0, U+0085) and word characters (letters, U+00AA, U+00B2, U+00B5)
+    # beside the patterns' \s, \b and case-blind letters; and past U+00FF, which Python reads
+    # (U+0131 and U+017F match "i" and "s" ignoring case)
+    "\xa0", "\x85", "\xe9", "\xdf", "\xaa", "\xb2", "\xb5", "\xc0", "\xff", "\xa0href=http://a.b", "\xe9href=http://a.b",
+    "href\xa0=\xa0'http://a.b'", "<p\xe9>", "<br\xa0>", "</style\xa0>", "<style\xb2>", "\xaaalt='x'", "alt=\x85'\xe9'",
+    "href=http://a.b/\xe9", "<td\xe9" + "\xe9" * 1999 + ">", "\u0131", "<\u017ftyle>", "hre\u0131=x",
 ])
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(HTML_PIECES, max_size=30).map("".join), st.booleans())
 def test_the_kernel_reads_html_as_python_does(text, urls_off):
-    """html_to_text in C (ASCII text): the same text and the same links, link tokens and alt
-    texts as nbtext.text.mail.html_to_text (None: a link that is not ASCII once unescaped,
-    which the kernel leaves to Python)."""
+    """html_to_text in C (Latin-1 text: ASCII, or with characters up to U+00FF): the same text
+    and the same links, link tokens and alt texts as nbtext.text.mail.html_to_text (None:
+    a character past U+00FF, or a link that is not ASCII once unescaped, which the kernel leaves
+    to Python)."""
     import html
 
-    from nbtext.text.mail import html_to_text
+    from nbtext.text.mail import HREF_RE, html_to_text
 
     got = compiled().html_text(text, urls_off, html.unescape)
     found: list = []
     want = html_to_text(text, found, frozenset(["urls"] if urls_off else []))
-    assert got == (want, found) if got is not None else "&" in text  # (only an entity leaves ASCII)
+    if got is not None:
+        assert got == (want, found)
+    else:
+        assert max(map(ord, text)) > 255 or not urls_off and any(
+            not html.unescape(m.group(1)).isascii() for m in HREF_RE.finditer(text))
 
 
 def test_tokens_chosen_for_one_probe_chain_stay_spread_in_a_chunk():
