@@ -148,6 +148,32 @@ def test_fold_workers_take_folds_as_they_are_free(monkeypatch):
         assert len({pid for _, pid in got}) == n_jobs and os.getpid() not in {pid for _, pid in got}
 
 
+def test_the_parents_own_work_takes_a_core_from_the_fold_workers(monkeypatch):
+    """fold_mapper's ``meanwhile`` (train codes the vocabulary meanwhile) is this process's,
+    once, while the folds are scored in workers: n_jobs - 1 of them (one on two cores); the
+    results whole and in order. Not called where the folds are scored here."""
+    import os
+
+    from nbtext.batch import pool, train
+
+    monkeypatch.setattr(train, "fork_safe", lambda: True)
+    started = []
+    real = pool.ForkPool
+    monkeypatch.setattr(pool, "ForkPool", lambda fn, n, **kw: started.append(n) or real(fn, n, **kw))
+    for n_jobs in (2, 3):
+        ran = []
+        got = list(train.fold_mapper(n_jobs, meanwhile=lambda: ran.append(os.getpid()))(
+            lambda f: (f * f, os.getpid()), range(5)))
+        assert [v for v, _ in got] == [0, 1, 4, 9, 16] and ran == [os.getpid()]
+        assert os.getpid() not in {pid for _, pid in got}
+    assert started == [1, 2]
+    ran = []
+    assert list(train.fold_mapper(1, meanwhile=lambda: ran.append(1))(lambda f: f, range(5))) == list(range(5))
+    monkeypatch.setattr(train, "fork_safe", lambda: False)
+    assert list(train.fold_mapper(2, meanwhile=lambda: ran.append(1))(lambda f: f, range(5))) == list(range(5))
+    assert ran == []
+
+
 def test_an_error_in_a_fold_worker_is_raised_in_the_parent(monkeypatch):
     from nbtext.batch import train
     from nbtext.errors import SettingError

@@ -123,3 +123,15 @@ def test_distinct_is_numpys_unique(values, kind):
     a = np.asarray([kind(v) for v in values]) if kind is str else np.asarray(values, dtype=kind)
     got, want = distinct(a), np.unique(a)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_row_sums_in_a_wider_type_add_each_entry_converted():
+    """row_sums(dtype=float64) of 16-bit counts (calibration's lengths of its sample): the sums
+    of the entries made float64, bit for bit, without wrapping past 65,535."""
+    rng = np.random.default_rng(5)
+    counts = rng.integers(0, 2**16, 5000).astype(np.uint16)
+    indptr = np.concatenate([[0], np.sort(rng.integers(0, 5000, 40)), [5000]])
+    R = Rows(counts, rng.integers(0, 90, 5000), indptr, 90)
+    got = R.row_sums(dtype=np.float64)
+    assert np.array_equal(got, R.row_sums(counts.astype(np.float64)))
+    assert got.max() > 2**16 and got.dtype == np.float64

@@ -283,21 +283,27 @@ def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None, on_f
     forking is not safe (batch.chunks.fork_safe): a fresh interpreter (loky) would have to be
     sent the sample and the counts, more than a fold's work saves. The same numbers either
     way: each fold is the same arithmetic in whichever process. ``meanwhile``: this process's
-    own work while forked workers score the folds (not called otherwise); ``on_fork``: called in
-    each worker as it starts (the command line's memory policy for them: process.FreeMemory).
+    own work while forked workers score the folds (not called otherwise), which takes one of
+    the cores: a worker fewer; ``on_fork``: called in each worker as it starts (the command
+    line's memory policy for them: process.FreeMemory).
 
     The parent waits rather than take folds itself: on 2 cores (spamassassin-2002, interleaved
     runs), with the parent taking folds beside one worker train took 1.24-1.25 s and peaked at
     90.5 MiB, with two workers 1.18 s and 85.6-86.0 MiB (a fold's temporaries, some 20 MB, are
-    then in a worker, which does not count the parent's shared libraries in its RSS)."""
+    then in a worker, which does not count the parent's shared libraries in its RSS); taking
+    a fold after its ``meanwhile`` (2026-11-24), the phase went 95 -> 113-125 ms and the parent
+    to 84 MiB. With ``meanwhile`` (train's vocabulary coding, 55 ms) beside two workers on two
+    cores, three processes shared them and the coding took up to 115 ms, which the folds then
+    waited on: the forked phase took 96-124 ms, with one worker 94-100 ms (4 interleaved runs
+    each), and train's peak at 4x went 104 -> 100 MiB."""
     if n_jobs <= 1:
         return map
 
     def mapper(fn, tasks):
         tasks = list(tasks)
-        workers = min(n_jobs, len(tasks))
-        if workers < 2 or len(tasks) > _MOST_FORKED or not fork_safe():
+        if n_jobs < 2 or len(tasks) < 2 or len(tasks) > _MOST_FORKED or not fork_safe():
             return map(fn, tasks)
+        workers = max(1, min(n_jobs - (meanwhile is not None), len(tasks)))
         return _forked_map(fn, tasks, workers, meanwhile, on_fork)
     return mapper
 

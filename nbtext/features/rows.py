@@ -174,14 +174,15 @@ class Rows:
         return Rows(self.data[keep], self.indices[keep],
                     _indptr(np.bincount(self.row_of_entries()[keep], minlength=self.shape[0])), self.shape[1])
 
-    def row_sums(self, values: np.ndarray | None = None) -> np.ndarray:
+    def row_sums(self, values: np.ndarray | None = None, dtype=None) -> np.ndarray:
         """Per row, the sum of its entries (or of ``values``, one per entry), added as
-        scipy's sum(axis=1) adds them (np.add.reduceat, row by row)."""
+        scipy's sum(axis=1) adds them (np.add.reduceat, row by row); ``dtype``: the type they
+        are added in (each entry converted as it is added: no converted copy of them all)."""
         v = self.data if values is None else values
         out = np.zeros(self.shape[0])
         full = np.flatnonzero(np.diff(self.indptr))
         if len(full):  # (each segment ends where the next non-empty row starts)
-            out[full] = np.add.reduceat(v, self.indptr[full])
+            out[full] = np.add.reduceat(v, self.indptr[full], dtype=dtype)
         return out
 
     def scaled_rows(self, factors: np.ndarray) -> "Rows":

@@ -164,8 +164,10 @@ LENGTH_POWERS = (0.0, 0.25, 0.5, 0.75, 1.0)
 def lengths_of(X) -> np.ndarray:
     """Each document's length as the calibration map reads it: its known tokens' occurrences."""
     X = Rows.of(X)
-    # (summed in float64: a sample's 16-bit counts summed in 16 bits wrapped past 65,535 tokens)
-    return X.row_sums(X.data.astype(np.float64))
+    # (summed in float64: a sample's 16-bit counts summed in 16 bits wrapped past 65,535 tokens;
+    # converted as they are added: a float64 copy of spamassassin-2002's sample, 12.5 MB of new
+    # pages, took 2-24 ms of train's calibration, the sums 0.6)
+    return X.row_sums(dtype=np.float64)
 
 
 def calibrated_log(decision, jll: np.ndarray, lengths: np.ndarray) -> np.ndarray:
