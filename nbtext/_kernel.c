@@ -1502,6 +1502,113 @@ done:
     return result;
 }
 
+/* own_columns(data, indices, indptr, rows, width, out_data, out_indices, out_indptr) -> cols:
+ * nbtext.features.rows.Rows.own_columns: the rows `rows` (int64 row numbers, in their order)
+ * of data (uint16, float32 or float64 values, by the itemsize), indices (int32 or int64) and
+ * indptr (int64), over the columns they hold: out_data their values as float64 (exact: the
+ * conversion numpy's astype makes), out_indices each entry's column's place among those columns
+ * (int32 or int64, by the itemsize), out_indptr the rows' starts; returns the columns, sorted
+ * (bytes of int64). One pass marks the columns in a scratch array as wide as the matrix, one
+ * numbers them, one writes the rows, where numpy's selection, float64 copy and numbering took
+ * five (a calibration fold of spamassassin-2002's sample, in-process: 8 -> 3.6 ms). Every row
+ * number, row start and column is checked before it is used; ValueError where one is out of
+ * range. */
+static PyObject *kernel_own_columns(PyObject *self, PyObject *args)
+{
+    Py_buffer dv = {0}, iv = {0}, pv = {0}, rv = {0}, odv = {0}, oiv = {0}, opv = {0};
+    Py_ssize_t width;
+    PyObject *result = NULL;
+    uint32_t *where = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nw*w*w*:own_columns", &dv, &iv, &pv, &rv, &width, &odv, &oiv, &opv))
+        return NULL;
+    size_t n = (size_t)pv.len / sizeof(int64_t), nr = (size_t)rv.len / sizeof(int64_t);
+    const int64_t *indptr = pv.buf, *rows = rv.buf;
+    int64_t *out_indptr = opv.buf;
+    size_t nnz = n ? (size_t)(indptr[n - 1] > 0 ? indptr[n - 1] : 0) : 0;
+    size_t dsz = nnz ? (size_t)dv.len / nnz : 8, isz = nnz ? (size_t)iv.len / nnz : 4;
+    size_t onnz = (size_t)odv.len / sizeof(double), osz = onnz ? (size_t)oiv.len / onnz : 4;
+    if (!n || pv.len % sizeof(int64_t) || rv.len % sizeof(int64_t) || width < 0 || width >= ((Py_ssize_t)1 << 31)
+        || (dsz != 2 && dsz != 4 && dsz != 8) || (size_t)dv.len != dsz * nnz || (isz != 4 && isz != 8)
+        || (size_t)iv.len != isz * nnz || odv.len % sizeof(double) || (osz != 4 && osz != 8)
+        || (size_t)oiv.len != osz * onnz || (size_t)opv.len != (nr + 1) * sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "own_columns: arrays of the wrong sizes");
+        goto done;
+    }
+    if (indptr[0] != 0) {
+        PyErr_SetString(PyExc_ValueError, "own_columns: row starts do not span the entries");
+        goto done;
+    }
+    for (size_t r = 0; r + 1 < n; r++)
+        if (indptr[r + 1] < indptr[r]) {
+            PyErr_SetString(PyExc_ValueError, "own_columns: row starts go backwards");
+            goto done;
+        }
+    /* the rows' starts, and every row number checked */
+    out_indptr[0] = 0;
+    for (size_t j = 0; j < nr; j++) {
+        if (rows[j] < 0 || (size_t)rows[j] + 1 >= n) {
+            PyErr_SetString(PyExc_ValueError, "own_columns: a row number out of range");
+            goto done;
+        }
+        out_indptr[j + 1] = out_indptr[j] + (indptr[rows[j] + 1] - indptr[rows[j]]);
+        if ((size_t)out_indptr[j + 1] > onnz) {  /* (each step: the total never wraps) */
+            PyErr_SetString(PyExc_ValueError, "own_columns: the output is not the rows' size");
+            goto done;
+        }
+    }
+    if ((size_t)out_indptr[nr] != onnz) {
+        PyErr_SetString(PyExc_ValueError, "own_columns: the output is not the rows' size");
+        goto done;
+    }
+    where = PyMem_Calloc(width ? (size_t)width : 1, sizeof *where);
+    if (!where) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t j = 0; j < nr; j++)
+        for (int64_t i = indptr[rows[j]]; i < indptr[rows[j] + 1]; i++) {
+            int64_t c = isz == 4 ? ((const int32_t *)iv.buf)[i] : ((const int64_t *)iv.buf)[i];
+            if (c < 0 || c >= width) {
+                PyErr_SetString(PyExc_ValueError, "own_columns: a column out of range");
+                goto done;
+            }
+            where[c] = 1;
+        }
+    size_t m = 0;
+    for (Py_ssize_t c = 0; c < width; c++)
+        if (where[c])
+            m++;
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(m * sizeof(int64_t)));
+    if (!result)
+        goto done;
+    int64_t *cols = (int64_t *)PyBytes_AS_STRING(result);
+    m = 0;
+    for (Py_ssize_t c = 0; c < width; c++)
+        if (where[c]) {
+            cols[m] = c;
+            where[c] = (uint32_t)m++;
+        }
+    double *out = odv.buf;
+    size_t o = 0;
+    for (size_t j = 0; j < nr; j++)
+        for (int64_t i = indptr[rows[j]]; i < indptr[rows[j] + 1]; i++, o++) {
+            int64_t c = isz == 4 ? ((const int32_t *)iv.buf)[i] : ((const int64_t *)iv.buf)[i];
+            out[o] = dsz == 2 ? (double)((const uint16_t *)dv.buf)[i]
+                   : dsz == 4 ? (double)((const float *)dv.buf)[i] : ((const double *)dv.buf)[i];
+            if (osz == 4)
+                ((int32_t *)oiv.buf)[o] = (int32_t)where[c];
+            else
+                ((int64_t *)oiv.buf)[o] = (int64_t)where[c];
+        }
+done:
+    PyMem_Free(where);
+    Py_buffer *views[] = {&dv, &iv, &pv, &rv, &odv, &oiv, &opv};
+    for (size_t i = 0; i < 7; i++)
+        if (views[i]->obj)
+            PyBuffer_Release(views[i]);
+    return result;
+}
+
 /* rows_dot(data, indices, indptr, W, out) -> bool: nbtext.features.rows.Rows @ W for float64
  * rows (int32 or int64 columns, by the itemsize) and a C-ordered float64 W (columns x k) into out
  * (rows x k): each row's product, entry by entry in order, added up from 0.0, as numpy's
@@ -1569,6 +1676,8 @@ static PyMethodDef kernel_methods[] = {
      "html_text(text, urls_off, unescape) -> (text, found) or None: html_to_text of ASCII text (tests)"},
     {"rows_dot", kernel_rows_dot, METH_VARARGS,
      "rows_dot(data, indices, indptr, W, k, out) -> bool: Rows @ W for float64 rows and W"},
+    {"own_columns", kernel_own_columns, METH_VARARGS,
+     "own_columns(data, indices, indptr, rows, width, out_data, out_indices, out_indptr) -> int64 columns (bytes): Rows.own_columns"},
     {"move_rows", kernel_move_rows, METH_VARARGS,
      "move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool: Rows.moved onto distinct columns"},
     {"front_decode", kernel_front_decode, METH_VARARGS,

@@ -582,6 +582,22 @@ FUZZ = textwrap.dedent('''
                        np.empty(rng.randrange(20)))
         except ValueError:
             pass
+        pick = np.array([rng.randrange(nr) for _ in range(rng.randrange(2 * nr))], dtype=np.int64)
+        own, cols = R.astype(rng.choice([np.uint16, np.float32, np.float64])).own_columns(pick)
+        assert (own.toarray() == dense[pick][:, cols]).all() and not dense[pick][:, np.setdiff1d(np.arange(w), cols)].any()
+        try:  # (a fold's rows over their own columns: only safety for crafted arrays)
+            nnz = rng.randrange(12)
+            dt = rng.choice([np.uint16, np.float32, np.float64])
+            starts = [rng.randrange(-2, nnz + 3) for _ in range(rng.randrange(5))]
+            onnz = rng.randrange(15)
+            k.own_columns(np.array([rng.randrange(5) for _ in range(nnz)], dtype=dt),
+                          np.array([rng.randrange(-3, 20) for _ in range(nnz)], dtype=rng.choice([np.int32, np.int64])),
+                          np.array(starts if rng.random() < 0.5 else sorted(starts), dtype=np.int64),
+                          np.array([rng.randrange(-2, 6) for _ in range(rng.randrange(6))], dtype=np.int64),
+                          rng.choice([-1, 0, 5, 20, 2**31, 2**40]), np.empty(onnz),
+                          np.empty(onnz, dtype=rng.choice([np.int32, np.int64])), np.empty(rng.randrange(8), dtype=np.int64))
+        except ValueError:
+            pass
         W = np.array([[rng.random() for _ in range(3)] for _ in range(n_cols)])
         got, want = got @ W, np.array([[sum(got.data[i] * W[got.indices[i], c] for i in range(got.indptr[r], got.indptr[r + 1]))
                                         for c in range(3)] for r in range(len(got.indptr) - 1)])

@@ -382,7 +382,6 @@ def test_adding_a_fold_at_its_own_columns_is_partial_fit_bit_for_bit(cls, params
     the counts partial_fit gives over the whole vocabulary, to the last bit, transformed
     counts too: a token's sums add the same entries in the same order."""
     from nbtext.features.rows import Rows
-    from nbtext.nb.calibrate import _own_columns
     from nbtext.nb.counts import Counts
 
     rng = np.random.default_rng(11)
@@ -396,8 +395,8 @@ def test_adding_a_fold_at_its_own_columns_is_partial_fit_bit_for_bit(cls, params
         for f in range(4):
             Xf, yf = X[folds == f], y[folds == f]
             ref.partial_fit(Xf, yf)
-            cols, local = _own_columns(Xf.indices, V)
-            got.add_at(Rows(Xf.data, local, Xf.indptr, len(cols)), yf, cols)
+            local, cols = X.own_columns(folds == f)
+            got.add_at(local, yf, cols)
         assert got.counts_.width == ref.counts_.width
         assert np.array_equal(got.feature_count_, ref.feature_count_)
         assert np.array_equal(got.counts_.doc_freq, ref.counts_.doc_freq)

@@ -135,3 +135,40 @@ def test_row_sums_in_a_wider_type_add_each_entry_converted():
     got = R.row_sums(dtype=np.float64)
     assert np.array_equal(got, R.row_sums(counts.astype(np.float64)))
     assert got.max() > 2**16 and got.dtype == np.float64
+
+
+@settings(max_examples=150, deadline=None)
+@given(matrices(max_rows=12, max_cols=15), st.data())
+def test_own_columns_by_the_kernel_are_numpys(dense, data):
+    """Rows.own_columns (calibration's folds): the selected rows as float64 over the columns
+    they hold, renumbered; the compiled kernel's arrays are numpy's, for 16-bit, 32-bit float
+    and float64 values, 32- and 64-bit columns, masks and repeated row numbers; a row number out
+    of range is refused either way."""
+    from nbtext.features import kernel
+
+    n = dense.shape[0]
+    for dtype in (np.uint16, np.float32, np.float64):
+        R = Rows.of(dense).astype(dtype)
+        for idx in (np.int32, np.int64):
+            R = Rows(R.data, R.indices.astype(idx), R.indptr, R.shape[1])
+            pick = data.draw(st.one_of(st.lists(st.booleans(), min_size=n, max_size=n).map(np.array),
+                                       st.lists(st.integers(0, max(n - 1, 0)), max_size=2 * n if n else 0)))
+            pick = np.asarray(pick, dtype=bool if len(pick) and isinstance(pick[0], (bool, np.bool_)) else np.int64)
+            got = R.own_columns(pick)
+            if kernel.compiled() is None:
+                pytest.skip("the compiled kernel is not built")
+            real = kernel.compiled
+            try:
+                kernel.compiled = lambda: None
+                want = R.own_columns(pick)
+            finally:
+                kernel.compiled = real
+            for a, b in ((got[0].data, want[0].data), (got[0].indices, want[0].indices),
+                         (got[0].indptr, want[0].indptr), (got[1], want[1])):
+                assert a.dtype == b.dtype and np.array_equal(a, b)
+            assert got[0].shape == want[0].shape
+            sub = dense[np.flatnonzero(pick) if pick.dtype == bool else pick]
+            assert np.array_equal(got[0].toarray(), sub[:, got[1]]) and not sub[:, np.setdiff1d(
+                np.arange(dense.shape[1]), got[1])].any()
+    with pytest.raises(IndexError):
+        Rows.of(dense).own_columns(np.array([n]))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SettingError, literal
-from ..features.rows import Rows, distinct, index_dtype
+from ..features.rows import Rows, distinct
 from ..settings import DecisionOptions
 from .counts import Counts
 from .estimators import log_posteriors, logsumexp_rows, make_estimator
@@ -103,10 +103,9 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
                 full = make_estimator(settings, fitted[full.same_features])  # on spamassassin x4)
             else:
                 for f in range(k):  # (at each fold's own columns: estimators.add_at)
-                    Xf = X[folds == f]
-                    cols, local = _own_columns(Xf.indices, X.shape[1])
-                    full.add_at(Rows(Xf.data.astype(np.float64), local, Xf.indptr, len(cols)), y[folds == f], cols)
-                    del Xf, local
+                    Xf, cols = X.own_columns(folds == f)
+                    full.add_at(Xf, y[folds == f], cols)
+                    del Xf
                 if full.same_features:
                     fitted[full.same_features] = full.counts_
                 if release:
@@ -116,12 +115,10 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
     def fold_scores(f: int) -> list:
         """Per candidate, (kept, dropped) scores of fold f's documents (None where not asked)."""
         test = folds == f
-        Xf, yf = X[test].astype(np.float64), y[test]
+        yf = y[test]
         # The fold's model at the fold's own columns (what scoring it reads): its whole counts
         # and weights took 25-40 MB of train's peak on spamassassin-2002, for the same numbers.
-        cols, local = _own_columns(Xf.indices, X.shape[1])
-        Xf = Rows(Xf.data, local, Xf.indptr, len(cols))
-        del local
+        Xf, cols = X.own_columns(test)
         memo: dict = {}
         scores = []
         for full in fulls:
@@ -146,16 +143,6 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
                 dropped[test] = dropped_f
     return [(kept, dropped) if unseen == "both" else kept if unseen == "keep" else dropped
             for kept, dropped in outs]
-
-
-def _own_columns(indices: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct columns, sorted; each entry's position among them), as np.unique's
-    return_inverse, through one array as wide as the matrix rather than sorting the entries."""
-    where = np.zeros(width, dtype=index_dtype(width))
-    where[indices] = 1
-    cols = np.flatnonzero(where)
-    where[cols] = np.arange(len(cols), dtype=where.dtype)
-    return cols, where[indices]
 
 
 LENGTH_POWERS = (0.0, 0.25, 0.5, 0.75, 1.0)

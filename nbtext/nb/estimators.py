@@ -148,7 +148,7 @@ class _BaseNB:
 
     def add_at(self, X, y, cols: np.ndarray) -> "_BaseNB":
         """partial_fit of X', X over the whole vocabulary with column j at ``cols[j]`` (sorted,
-        distinct, as calibrate._own_columns makes them), into counts that exist: the same
+        distinct, as Rows.own_columns makes them), into counts that exist: the same
         numbers, bit for bit (a token's sums add its entries in the same order whatever its
         column number, and the other columns get nothing), with sums as wide as X's own
         columns rather than the vocabulary. Calibration fits a sample's counts fold by fold
