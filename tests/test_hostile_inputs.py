@@ -124,8 +124,11 @@ def test_a_small_gzip_in_a_label_directory_is_read_a_message_at_a_time(tmp_path)
     items = list(label_directory(str(tmp_path), deferred=True))
     assert [type(i).__name__ for i in items] == ["Document"] * 3 + ["FileRef"]
     assert [d.id for d in items[:3]] == [f"{tmp_path}/spam/a.gz:{n}" for n in (1, 6, 11)]
-    assert items[3].path == f"{tmp_path}/spam/b" and items[3].label == "spam"
+    assert items[3].path == f"{tmp_path}/spam/b" and items[3].label == "spam" and items[3].size == len(message)
     assert [d.id for d in label_directory(str(tmp_path))] == [d.id for d in items[:3]] + [items[3].path]
+    # past FileRef.LARGEST a file is read here too (its size from the opened file's fstat)
+    (tmp_path / "spam" / "c").write_bytes(message[:60] + b"x" * read.FileRef.LARGEST)
+    assert [type(i).__name__ for i in label_directory(str(tmp_path), deferred=True)][-2:] == ["FileRef", "Document"]
 
 
 def test_a_gzip_line_file_is_decompressed_as_it_is_read(tmp_path):
