@@ -532,18 +532,21 @@ def _reporting(docs: Iterator[Document], on_error) -> Iterator[Document]:
         on_error(e)
 
 
-def _maildir_files(path: str) -> Iterator[tuple[str, bool, bool]]:
+def _maildir_files(path: str) -> Iterator[tuple[str, bool, bool, int]]:
     for sub in ("cur", "new"):
-        for p, kind in _listed_kinds(os.path.join(path, sub)):
+        d = os.path.join(path, sub)
+        for name in _listdir(d):
+            p = os.path.join(d, name)
+            kind, size = _kind(p)
             if kind == "file":
-                yield p, True, False
+                yield p, True, False, size
 
 
 def _walk(top: str, seen: set, on_error: OnError) -> Iterator[Document]:
     """Every document below top: a file (one message, or an mbox of many), a Maildir, an MH
     folder, a plain directory walked in name order. A directory already entered (its device and
     inode in ``seen``) is not entered again: symlink loops end."""
-    for path, single in _walk_files(top, seen, on_error):
+    for path, single, _ in _walk_files(top, seen, on_error):
         yield from file_documents(path, single, on_error)
 
 
@@ -552,10 +555,11 @@ def file_documents(path: str, single: bool, on_error: OnError = None) -> Iterato
     return _guarded(_one_document(path) if single else _file_documents(path), on_error)
 
 
-def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, bool]]:
-    """The files _walk reads, in its order: (path, one message)."""
-    stack = [iter([(top, False, None)])]  # iterators of (path, one message: a Maildir's file,
-    # whether it is a directory: None when not yet known)
+def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, bool, int | None]]:
+    """The files _walk reads, in its order: (path, one message, size in bytes when the walk
+    stat'ed it, else None)."""
+    stack = [iter([(top, False, None, None)])]  # iterators of (path, one message: a Maildir's
+    # file, whether it is a directory: None when not yet known, its size)
     while stack:
         try:
             entry = next(stack[-1], None)
@@ -566,9 +570,9 @@ def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, b
         if entry is None:
             stack.pop()
             continue
-        path, single, is_dir = entry
+        path, single, is_dir, size = entry
         if single or not (os.path.isdir(path) if is_dir is None else is_dir):
-            yield path, single
+            yield path, single, size
             continue
         try:
             st = os.stat(path)
@@ -582,37 +586,25 @@ def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, b
             stack.append(_maildir_files(path))
             continue
         try:
-            entries = _listed_kinds(path)
+            names = _listdir(path)
         except NbtextError as e:
             _report(e, on_error)
             continue
         if is_mh(path):
-            entries = sorted(((p, kind) for p, kind in entries if os.path.basename(p).isdigit()),
-                             key=lambda e: int(os.path.basename(e[0])))
-        stack.append(iter([(p, False, kind == "dir") for p, kind in entries]))
+            names = sorted((n for n in names if n.isdigit()), key=int)
+        paths = [os.path.join(path, n) for n in names]
+        # (one stat a name, where isdir then isfile, and isdir again when taken, made three)
+        stack.append((p, False, kind == "dir", size) for p, (kind, size) in ((p, _kind(p)) for p in paths) if kind)
 
 
-def _listed_kinds(path: str) -> list[tuple[str, str]]:
-    """(path, "dir" or "file") of each name _listdir(path) gives, in its order: os.path.isdir
-    or os.path.isfile of each (symbolic links followed; anything else, or what cannot be
-    stat'ed, left out), from the types the directory itself records (os.scandir): no stat a
-    name but for links and on file systems that record none. (A stat a file was 3,250 system
-    calls of train's parent on spamassassin-2002; the size it gave is now the fstat of
-    _plain_size, which opens the file anyway.)"""
+def _kind(path: str) -> tuple[str | None, int]:
+    """("dir" or "file" (symbolic links followed), None for anything else or what cannot be
+    stat'ed; its size): os.path.isdir(path) or os.path.isfile(path), and getsize, in one stat."""
     try:
-        with os.scandir(path) as listing:
-            entries = sorted((e for e in listing if not e.name.startswith(".")), key=lambda e: e.name)
-    except OSError as e:
-        raise _os_error(path, e) from None
-    out = []
-    for e in entries:
-        try:
-            kind = "dir" if e.is_dir() else "file" if e.is_file() else None
-        except (OSError, ValueError):
-            kind = None
-        if kind:
-            out.append((e.path, kind))
-    return out
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None, 0
+    return ("dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else None), st.st_size
 
 
 def mail_folder_files(path: str, on_error: OnError = None) -> Iterator[tuple[str, bool]]:
@@ -620,7 +612,8 @@ def mail_folder_files(path: str, on_error: OnError = None) -> Iterator[tuple[str
     if not os.path.exists(path):
         _report(NbtextError(f"{path}: no such file or directory"), on_error)
         return
-    yield from _walk_files(path, set(), on_error)
+    for p, single, _ in _walk_files(path, set(), on_error):
+        yield p, single
 
 
 def mail_folder_documents(path: str, on_error: OnError = None) -> Iterator[Document]:
@@ -941,8 +934,8 @@ def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts
 def label_directory(path: str, on_error: OnError = None, deferred: bool = False) -> Iterator[Document | FileRef]:
     """The documents below each label directory PATH/LABEL, labelled LABEL (``deferred``: a
     file of at most FileRef.LARGEST bytes that is not gzip as a FileRef, not read here)."""
-    for file, single, label in label_directory_files(path, on_error):
-        if deferred and (size := _plain_size(file)) is not None:
+    for file, single, label, size in _label_directory_files(path, on_error):
+        if deferred and size is not None and size <= FileRef.LARGEST and _plainly_readable(file):
             yield FileRef(file, single, label, size, on_error)
             continue
         for doc in file_documents(file, single, on_error):
@@ -950,25 +943,21 @@ def label_directory(path: str, on_error: OnError = None, deferred: bool = False)
             yield doc
 
 
-def _plain_size(path: str) -> int | None:
-    """The size of a regular file of at most FileRef.LARGEST bytes that opens and does not
-    start with gzip's magic bytes, else None: a FileRef's documents are held together, and a
-    small gzip can hold a huge mbox (a 264 KB one, 45 MB of messages, took train to 1.6 GB
-    instead of 200 MB), so gzip is read here, a message at a time, as before; so is a file that
-    cannot be opened, whose error is then reported in the walk's order. Opened without waiting
-    (a FIFO put in its place since the walk must not hang this); 4 system calls a file, the
-    walk's stat of it among them."""
+def _plainly_readable(path: str) -> bool:
+    """Whether a regular file opens and does not start with gzip's magic bytes: a FileRef's
+    documents are held together, and a small gzip can hold a huge mbox (a 264 KB one, 45 MB of
+    messages, took train to 1.6 GB instead of 200 MB), so gzip is read here, a message at a
+    time, as before; so is a file that cannot be opened, whose error is then reported in the
+    walk's order. Opened without waiting (a FIFO put in its place since the walk must not hang
+    this); 3 system calls a file."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError):
-        return None
+        return False
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > FileRef.LARGEST or os.read(fd, 2) == b"\x1f\x8b":
-            return None
-        return st.st_size
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 2) != b"\x1f\x8b"
     except OSError:
-        return None
+        return False
     finally:
         os.close(fd)
 
@@ -982,7 +971,7 @@ class FileRef:
 
     __slots__ = ("path", "single", "label", "size", "on_error")
     # An mbox is read whole by the reader of a FileRef: only files this small, and not gzip
-    # (_plain_size), are deferred; a larger one is read in the parent, message by
+    # (_plainly_readable), are deferred; a larger one is read in the parent, message by
     # message, as before. (A file that grows, or turns into gzip, between the walk and its
     # reading is read whole all the same.)
     LARGEST = 1 << 20
@@ -1010,6 +999,11 @@ class FileRef:
 def label_directory_files(path: str, on_error: OnError = None) -> Iterator[tuple[str, bool, str]]:
     """The files label_directory reads, in its order: (path, one message, label); each one's
     documents are file_documents(path, one message) (a cluster's workers read them)."""
+    for file, single, label, _ in _label_directory_files(path, on_error):
+        yield file, single, label
+
+
+def _label_directory_files(path: str, on_error: OnError = None) -> Iterator[tuple[str, bool, str, int | None]]:
     try:
         labels = [n for n in _listdir(path) if os.path.isdir(os.path.join(path, n))]
         if not labels:
@@ -1031,8 +1025,8 @@ def label_directory_files(path: str, on_error: OnError = None) -> Iterator[tuple
             _report(e, on_error)
             continue
         # a walk per label, that never enters the corpus directory again (a link to ..)
-        for file, single in _walk_files(d, {(st.st_dev, st.st_ino)}, on_error):
-            yield file, single, label
+        for file, single, size in _walk_files(d, {(st.st_dev, st.st_ino)}, on_error):
+            yield file, single, label, size
 
 
 def input_documents(inputs: list[str], lines: bool = False, input_format: str | None = None,
