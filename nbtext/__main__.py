@@ -22,6 +22,8 @@ def main(argv=None):
         # not. Nothing else changes: objects are freed by their counts as before, files were
         # closed by the commands, and the standard streams are flushed as ever.
         # spamassassin-2002's train: exit 25 -> 12 ms (10 runs, time from the command's end).
+        # (This is the process's entry point: a caller that runs it inside a longer-lived
+        # process and catches SystemExit keeps the freeze; the library's API never calls it.)
         gc.freeze()
 
 

@@ -1406,6 +1406,27 @@ static PyTypeObject KeyIndexType = {
 
 /* -- rows onto the vocabulary's ids ------------------------------------------------------------ */
 
+/* Whether any of the outputs shares a byte with an input or another output: a function that
+ * checks its inputs, then reads them again while it writes, would read what it wrote, unchecked
+ * (an output over the row starts: reads and writes past the buffers). Such calls are refused. */
+static int buffers_overlap(Py_buffer **outs, size_t n_out, Py_buffer **ins, size_t n_in)
+{
+    for (size_t i = 0; i < n_out; i++) {
+        const char *a = outs[i]->buf, *a_end = a + outs[i]->len;
+        if (!outs[i]->len)
+            continue;
+        for (size_t j = 0; j < n_in + n_out; j++) {
+            Py_buffer *b = j < n_in ? ins[j] : outs[j - n_in];
+            if (b == outs[i] || !b->len)
+                continue;
+            const char *c = b->buf, *c_end = c + b->len;
+            if (a < c_end && c < a_end)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool:
  * nbtext.features.rows.Rows.moved for a mapping that sends the rows' columns to distinct
  * columns below n_cols (what train's reservoir holds: a chunk's columns onto their ids),
@@ -1422,6 +1443,10 @@ static PyObject *kernel_move_rows(PyObject *self, PyObject *args)
     uint64_t *keys = NULL, *tmp = NULL;
     if (!PyArg_ParseTuple(args, "y*y*y*y*nw*w*:move_rows", &dv, &iv, &pv, &mv, &n_cols, &odv, &oiv))
         return NULL;
+    if (buffers_overlap((Py_buffer *[]){&odv, &oiv}, 2, (Py_buffer *[]){&dv, &iv, &pv, &mv}, 4)) {
+        PyErr_SetString(PyExc_ValueError, "move_rows: an output overlaps an input or another output");
+        goto done;
+    }
     size_t rows = (size_t)pv.len / sizeof(int64_t);
     if (rows < 1 || pv.len % sizeof(int64_t)) {
         PyErr_SetString(PyExc_ValueError, "move_rows: arrays of the wrong sizes");
@@ -1521,6 +1546,10 @@ static PyObject *kernel_own_columns(PyObject *self, PyObject *args)
     uint32_t *where = NULL;
     if (!PyArg_ParseTuple(args, "y*y*y*y*nw*w*w*:own_columns", &dv, &iv, &pv, &rv, &width, &odv, &oiv, &opv))
         return NULL;
+    if (buffers_overlap((Py_buffer *[]){&odv, &oiv, &opv}, 3, (Py_buffer *[]){&dv, &iv, &pv, &rv}, 4)) {
+        PyErr_SetString(PyExc_ValueError, "own_columns: an output overlaps an input or another output");
+        goto done;
+    }
     size_t n = (size_t)pv.len / sizeof(int64_t), nr = (size_t)rv.len / sizeof(int64_t);
     const int64_t *indptr = pv.buf, *rows = rv.buf;
     int64_t *out_indptr = opv.buf;
@@ -1623,6 +1652,10 @@ static PyObject *kernel_rows_dot(PyObject *self, PyObject *args)
     PyObject *result = NULL;
     if (!PyArg_ParseTuple(args, "y*y*y*y*nw*:rows_dot", &dv, &iv, &pv, &wv, &k, &ov))
         return NULL;
+    if (buffers_overlap((Py_buffer *[]){&ov}, 1, (Py_buffer *[]){&dv, &iv, &pv, &wv}, 4)) {
+        PyErr_SetString(PyExc_ValueError, "rows_dot: an output overlaps an input");
+        goto done;
+    }
     size_t nnz = (size_t)dv.len / sizeof(double), n = (size_t)pv.len / sizeof(int64_t);
     size_t isz = iv.len && nnz ? (size_t)iv.len / nnz : 4, kk = (size_t)k;
     /* (k first: every size below is a product with it, none may wrap) */

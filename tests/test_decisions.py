@@ -81,7 +81,7 @@ def test_candidates_scored_in_one_pass_equal_each_scored_alone(monkeypatch):
     counts = Counts(classes, X.shape[1])
     counts.add(X, list(y))
     candidates = [ModelSettings().chosen("multinomial"), ModelSettings().chosen("complement"),
-                  ModelSettings(variant="complement", tf=True)]
+                  ModelSettings(variant="complement", tf=True), ModelSettings(variant="complement", idf=True)]
     taken = []
     real = Counts.minus_at
     monkeypatch.setattr(Counts, "minus_at", lambda self, *a: taken.append(1) or real(self, *a))
@@ -94,8 +94,8 @@ def test_candidates_scored_in_one_pass_equal_each_scored_alone(monkeypatch):
             alone = out_of_fold_jll(X, y, classes, s, k=4, seed=1, full=full, unseen="both")
             for a, b in zip(got, alone):
                 np.testing.assert_array_equal(a, b)
-        if whole:  # multinomial and plain complement share the fold's counts; tf's are its own
-            assert shared == 4 * 2, shared
+        if whole:  # multinomial and plain complement share the fold's counts (idf's take them out
+            assert shared == 4 * 3, shared  # again, with document frequencies); tf's are its own
 
 
 def _sample_counts():

@@ -450,6 +450,25 @@ def test_the_kernels_product_refuses_row_starts_and_widths_it_cannot_trust():
             k.rows_dot(np.ones(1), col[:1], np.array([0, 1], dtype=np.int64), np.ones(1), width, np.empty(1))
 
 
+def test_the_kernels_row_functions_refuse_outputs_over_their_inputs():
+    """own_columns, move_rows and rows_dot check their inputs, then read them again as they
+    write: an output laid over an input (a view of the row starts, the columns) would be read
+    unchecked, past the buffers (own_columns crashed on an output over its columns). Refused."""
+    k = compiled()
+    data, ind, ip = np.array([5.0, 7.0]), np.array([0, 1], np.int64), np.array([0, 1, 2], np.int64)
+    with pytest.raises(ValueError, match="overlaps"):
+        k.own_columns(data, ind, ip, np.array([1, 0], np.int64), 2, ind.view(np.float64),
+                      np.empty(2, np.int64), np.empty(3, np.int64))
+    with pytest.raises(ValueError, match="overlaps"):
+        k.own_columns(data, ind, ip, np.array([1, 0], np.int64), 2, np.empty(2), np.empty(2, np.int64), ip)
+    with pytest.raises(ValueError, match="overlaps"):
+        k.move_rows(data, ind, ip, np.array([1, 0], np.int64), 2, data, np.empty(2, np.int32))
+    with pytest.raises(ValueError, match="overlaps"):
+        k.rows_dot(data, ind, ip, np.ones((2, 1)), 1, ip[:2].view(np.float64))
+    out = np.empty(2)  # (apart, the same call is answered)
+    assert k.rows_dot(data, ind, ip, np.ones((2, 1)), 1, out) is True and list(out) == [5.0, 7.0]
+
+
 # -- AddressSanitizer ----------------------------------------------------------------------------
 
 FUZZ = textwrap.dedent('''

@@ -172,3 +172,23 @@ def test_own_columns_by_the_kernel_are_numpys(dense, data):
                 np.arange(dense.shape[1]), got[1])].any()
     with pytest.raises(IndexError):
         Rows.of(dense).own_columns(np.array([n]))
+
+
+def test_rows_with_spare_entries_past_their_row_starts_are_read_as_numpy_reads_them():
+    """The kernel's row functions find an entry's size from the bytes per entry: a Rows whose
+    arrays run past its last row start (its entries are indptr[-1] of them) is handed to them
+    cut to its entries, and gives numpy's values (32-bit floats were read as 64-bit; moved cut
+    the same way, though numpy's own moved does not take such rows)."""
+    from nbtext.features import kernel
+
+    R = Rows(np.arange(1, 7, dtype=np.float32), np.array([0, 1, 2, 0, 0, 0], np.int32), np.array([0, 3]), 3)
+    F = Rows(np.arange(1, 5, dtype=np.float64), np.array([0, 2, 1, 0], np.int64), np.array([0, 2]), 3)
+    real = kernel.compiled
+    for use in (real, lambda: None):
+        kernel.compiled = use
+        try:
+            own, cols = R.own_columns([0])
+            assert list(own.data) == [1.0, 2.0, 3.0] and list(cols) == [0, 1, 2]
+            assert (F @ np.array([[1.0], [10.0], [100.0]]))[0, 0] == 201.0
+        finally:
+            kernel.compiled = real

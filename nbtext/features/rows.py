@@ -126,6 +126,8 @@ class Rows:
         in-process, 8 -> 3.6 ms), else numpy; the same arrays either way (tests/test_rows.py)."""
         rows = np.asarray(rows)
         rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
+        if len(rows) and (rows.min() < 0 or rows.max() >= self.shape[0]):
+            raise IndexError(f"row numbers out of range for {self.shape[0]} rows")
         got = self._own_columns_by_kernel(rows)
         if got is not None:
             return got
@@ -143,14 +145,12 @@ class Rows:
         if (kernel is None or self.data.dtype not in (np.float64, np.float32, np.uint16)
                 or self.indices.dtype not in (np.int32, np.int64) or self.shape[1] >= 2**31):
             return None
-        if len(rows) and (rows.min() < 0 or rows.max() >= self.shape[0]):
-            raise IndexError(f"row numbers out of range for {self.shape[0]} rows")
         indptr = np.ascontiguousarray(self.indptr, dtype=np.int64)
         nnz = int((indptr[rows + 1] - indptr[rows]).sum())
         data = np.empty(nnz, dtype=np.float64)
         indices = np.empty(nnz, dtype=index_dtype(self.shape[1]))
         out_indptr = np.empty(len(rows) + 1, dtype=np.int64)
-        cols = kernel.own_columns(np.ascontiguousarray(self.data), np.ascontiguousarray(self.indices), indptr,
+        cols = kernel.own_columns(*self._entries(), indptr,
                                   np.ascontiguousarray(rows), self.shape[1], data, indices, out_indptr)
         cols = np.frombuffer(cols, dtype=np.int64)
         return Rows(data, indices, out_indptr, len(cols)), cols
@@ -188,6 +188,13 @@ class Rows:
         return Rows(data, (cells % n).astype(index_dtype(n_cols)),
                     _indptr(np.bincount(cells // n, minlength=self.shape[0])), n_cols)
 
+    def _entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """(data, indices) as the kernel's functions take them: C-contiguous, and exactly as many
+        as the row starts span (they find an entry's size from the bytes per entry: an array
+        with spare entries at its end would be read with the wrong one)."""
+        n = int(self.indptr[-1]) if len(self.indptr) else 0
+        return np.ascontiguousarray(self.data[:n]), np.ascontiguousarray(self.indices[:n])
+
     def _moved_by_kernel(self, mapping: np.ndarray, n_cols: int) -> "Rows | None":
         """moved, by the compiled kernel's move_rows; None where it does not apply (no kernel,
         other dtypes, or columns that are dropped or meet after all: numpy then adds them)."""
@@ -197,10 +204,10 @@ class Rows:
         if (kernel is None or self.data.dtype not in (np.float64, np.float32, np.uint16)
                 or self.indices.dtype not in (np.int32, np.int64) or not 0 <= n_cols < 2**31):
             return None
-        data, indices = np.empty(self.nnz, dtype=self.data.dtype), np.empty(self.nnz, dtype=index_dtype(n_cols))
+        entries = self._entries()
+        data, indices = np.empty(len(entries[0]), dtype=self.data.dtype), np.empty(len(entries[0]), dtype=index_dtype(n_cols))
         indptr = np.array(self.indptr, dtype=np.int64)
-        if not kernel.move_rows(np.ascontiguousarray(self.data), np.ascontiguousarray(self.indices), indptr,
-                                np.ascontiguousarray(mapping, dtype=np.int64), n_cols, data, indices):
+        if not kernel.move_rows(*entries, indptr, np.ascontiguousarray(mapping, dtype=np.int64), n_cols, data, indices):
             return None
         return Rows(data, indices, indptr, n_cols)
 
@@ -256,8 +263,7 @@ class Rows:
         if (kernel is None or self.data.dtype != np.float64 or W.dtype != np.float64
                 or self.indices.dtype not in (np.int32, np.int64) or not W.shape[1]):
             return False
-        return kernel.rows_dot(np.ascontiguousarray(self.data), np.ascontiguousarray(self.indices),
-                               np.ascontiguousarray(self.indptr, dtype=np.int64), np.ascontiguousarray(W),
+        return kernel.rows_dot(*self._entries(), np.ascontiguousarray(self.indptr, dtype=np.int64), np.ascontiguousarray(W),
                                W.shape[1], out)
 
     def column_sums_by_row_group(self, group: np.ndarray, k: int, weights: np.ndarray | None = None,
