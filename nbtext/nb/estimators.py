@@ -422,18 +422,9 @@ class ComplementNB(_BaseNB):
 
     @staticmethod
     def _terms(fc: np.ndarray, alpha: float) -> np.ndarray:
-        """all_t + alpha - N_ct, classes x tokens, of counts classes x tokens (C order; all_t
-        summed as fc.sum(axis=0) adds the rows, in order): what log P(t | not c) takes the log of."""
-        all_t = fc[0].copy()
-        for w in fc[1:]:
-            all_t += w
-        all_t += alpha
-        return np.subtract(all_t, fc, out=fc)
-
-    @staticmethod
-    def _terms_by_token(fc: np.ndarray, alpha: float) -> np.ndarray:
-        """_terms of counts tokens x classes, a new array tokens x classes: the same numbers
-        (all_t added class by class, in order), in the counts' layout."""
+        """all_t + alpha - N_ct of counts tokens x classes, a new array tokens x classes (all_t
+        added class by class, in order, as fc.sum(axis=0) adds the rows of classes x tokens):
+        what log P(t | not c) takes the log of. (Counts classes x tokens: pass their transpose.)"""
         all_t = fc[:, 0].copy()
         for c in range(1, fc.shape[1]):
             all_t += fc[:, c]
@@ -448,10 +439,10 @@ class ComplementNB(_BaseNB):
         tm, k = self.counts_.token_major, len(self.counts_.classes)
         den, logs = np.zeros(k), np.zeros(k) if self.norm else None
         for lo in range(0, tm.shape[0], _PIECE):
-            terms = self._terms(np.array(tm[lo:lo + _PIECE].T, order="C"), self.alpha)
-            den += terms.sum(axis=1)
+            terms = self._terms(tm[lo:lo + _PIECE], self.alpha)
+            den += _column_sums(terms)
             if self.norm:
-                logs += np.log(terms, out=terms).sum(axis=1)
+                logs += _column_sums(np.log(terms, out=terms))
         return den, logs
 
     def summary(self) -> dict:
@@ -485,15 +476,12 @@ class ComplementNB(_BaseNB):
             # (rounded in another order: tests/test_naive_bayes.py). Made tokens x classes, as
             # the counts are held and the product reads the weights: no transposed copies.
             den, logs = self._derived("term_sums", self._term_sums)
-
-            def column_sums(a):  # (a class's column at a time: numpy's pairwise sum, strided)
-                return np.array([a[:, c].sum() for c in range(k)])
-            before, after = self._terms_by_token(held, self.alpha), self._terms_by_token(fc, self.alpha)
-            log_den = np.log(den - column_sums(before) + column_sums(after))
+            before, after = self._terms(held, self.alpha), self._terms(fc, self.alpha)
+            log_den = np.log(den - _column_sums(before) + _column_sums(after))
             logged = np.log(after, out=after)
             log_sum = None
             if self.norm:
-                log_sum = logs - column_sums(np.log(before, out=before)) + column_sums(logged) - counts.width * log_den
+                log_sum = logs - _column_sums(np.log(before, out=before)) + _column_sums(logged) - counts.width * log_den
             logged -= log_den
             W = F.complement_weight(logged, log_sum).T  # (classes x columns, a view)
             return Linear(W, F.Complement.bias_terms(k, self._log_prior(cc), None), self.featurizer()), seen
@@ -538,7 +526,7 @@ class ComplementNB(_BaseNB):
         if self.norm:
             log_sum = np.array([[np.subtract(np.log(r := term(c), out=r), log_den[c], out=r).sum()]
                                 for c in range(k)])
-        logged = np.log(self._terms(fc, self.alpha), out=fc)  # (at the fold's columns)
+        logged = np.log(self._terms(fc.T, self.alpha), out=fc.T).T  # (at the fold's columns)
         logged -= log_den
         del raw
         W = F.complement_weight(logged, log_sum)
@@ -546,6 +534,12 @@ class ComplementNB(_BaseNB):
 
 
 _PIECE = 1 << 16  # tokens at a time, where a fold's vocabulary-wide sums are made in pieces
+
+
+def _column_sums(a: np.ndarray) -> np.ndarray:
+    """Per column of a 2-d array, its sum, a column at a time (numpy's pairwise sum, strided: the
+    bits of summing the same numbers as a contiguous row)."""
+    return np.array([a[:, c].sum() for c in range(a.shape[1])])
 
 
 ESTIMATORS = {"multinomial": MultinomialNB, "bernoulli": BernoulliNB, "complement": ComplementNB}
