@@ -40,7 +40,10 @@ def test_phases_script_times_each_phase_of_a_real_run(small_corpus, sample_model
 
     train = table("train", small_corpus, "--", "-j", "1")  # (options after --: for the command)
     assert list(train) == ["start-up", "counting", "the model", "calibration", "saving", "whole run"]
-    assert all(v[0] > 0 for v in train.values()) and train["counting"][2] == 0  # (-j 1: no workers)
+    # (the model's phase on this small corpus takes about 0.5 ms: printed to the millisecond, it
+    # can read 0.000; every other phase takes milliseconds)
+    assert all(v[0] > 0 for k, v in train.items() if k != "the model") and train["the model"][0] >= 0
+    assert train["counting"][2] == 0  # (-j 1: no workers)
     assert sum(v[0] for k, v in train.items() if k != "whole run") <= train["whole run"][0] + 0.005  # (rounding)
     predict = table("predict", sample_model, small_corpus)
     assert list(predict) == ["start-up", "loading the model", "scoring", "whole run"]
