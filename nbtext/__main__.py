@@ -5,9 +5,10 @@ import sys
 
 
 def main(argv=None):
-    from .process import printable_streams
+    from .process import printable_streams, single_threaded_blas
     from .quick import quick_classify
 
+    single_threaded_blas()  # (before anything imports numpy)
     printable_streams()
     try:
         status = quick_classify(sys.argv[1:] if argv is None else list(argv))

@@ -110,6 +110,25 @@ def finish(body, error_status: int = 1, name_of=flag_of) -> int:
         return status()
 
 
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def single_threaded_blas() -> None:
+    """Have NumPy's OpenBLAS start no threads of its own, unless the environment already says
+    how many (any of BLAS_THREADS): called by the entry point before NumPy is imported, as
+    OpenBLAS reads the variable once, when it is loaded. nbtext's parallel work is its worker
+    processes (nbtext.batch.pool), one a core; a BLAS thread only competed with them. It is
+    made when NumPy is imported and then waits for work by spinning: in train on
+    spamassassin-2002 it took 47 ms of CPU in the first 0.1 s, while the workers were
+    starting (perf: blas_thread_server), and the run's CPU went 0.906 -> 0.841 s, its wall
+    0.545 -> 0.526 s (10 interleaved runs). No nbtext product is large enough for BLAS's
+    threads to pay (the sparse products are the kernel's or scipy's, never BLAS), and a
+    product's value does not depend on them. Worker processes inherit the variable.
+    A library caller's process is left as it is: only the command line calls this."""
+    if not any(os.environ.get(name) for name in BLAS_THREADS):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
 def map_large_arrays(threshold: int = 1 << 20, keep: int = 8 << 20) -> None:
     """Have glibc's malloc map every block of ``threshold`` bytes or more on its own, so that
     freeing it gives it back at once. By default the threshold rises to the largest block

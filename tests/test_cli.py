@@ -1,5 +1,6 @@
 """The CLI as a user drives it: exact outputs, exit codes, and refusals."""
 import json
+import os
 import subprocess
 import sys
 from fractions import Fraction as F
@@ -335,3 +336,37 @@ def test_cv_predictions_file_must_be_writable_before_the_work(run, tmp_path):
     r = run("cv", t, "--folds", "2", "--predictions", tmp_path / "no" / "p.tsv")
     assert r.exit_code == 1
     assert r.stderr == f"nbtext: error: {tmp_path / 'no' / 'p.tsv'}: directory {tmp_path / 'no'} does not exist\n"
+
+
+BLAS_PROBE = """
+import os, sys
+from nbtext.__main__ import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(os.environ.get("OPENBLAS_NUM_THREADS"), len(os.listdir("/proc/self/task")), "numpy" in sys.modules)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
+                    reason="threads counted in /proc; OpenBLAS starts none on one core")
+@pytest.mark.parametrize("given", [None, "OPENBLAS_NUM_THREADS=2", "OMP_NUM_THREADS=2"])
+def test_the_command_line_loads_numpy_without_blas_threads_unless_told(sample_model, given):
+    # OpenBLAS's threads spin while they wait for work, on the cores train's workers use: the
+    # entry point has it start none (process.single_threaded_blas), where the environment does
+    # not say how many. `info` loads the model with numpy; the process then has one thread.
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                             "OMP_NUM_THREADS")}
+    if given:
+        name, value = given.split("=")
+        env[name] = value
+    out = subprocess.run([sys.executable, "-c", BLAS_PROBE, "info", "-m", str(sample_model)], env=env,
+                         capture_output=True, text=True, check=True).stdout.split()
+    setting, threads, numpy_loaded = out[-3:]
+    assert numpy_loaded == "True"
+    if given is None:
+        assert (setting, threads) == ("1", "1")
+    else:  # the user's word stands: OpenBLAS starts its threads (one a core)
+        assert setting == ("2" if given.startswith("OPENBLAS") else "None")
+        assert int(threads) > 1
