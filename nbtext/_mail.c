@@ -1472,6 +1472,55 @@ static int multipart(Mail *m, const unsigned char *ct, size_t ct_len, const char
     }
 }
 
+
+/* One header field's tokens by the reference (helpers[6]: nbtext.text.mail.field_tokens, bound
+ * to the settings): for a value the rules here do not read (8-bit bytes as compat32 keeps them,
+ * surrogate-escaped; a NUL; RFC 2047 words). Its tokens go on the header's list, its recipients
+ * onto To: and Cc:'s count; BAIL for a token holding a NUL (as the body's tokens: Python
+ * replaces it), -1 on an error. */
+static int field_by_helper(Mail *m, const char *name, size_t name_len, const unsigned char *v, size_t vn,
+                           size_t *recipients, PyObject *helpers)
+{
+    PyObject *key = PyUnicode_DecodeASCII(name, (Py_ssize_t)name_len, "strict");
+    PyObject *value = key ? PyUnicode_DecodeASCII((const char *)v, (Py_ssize_t)vn, "surrogateescape") : NULL;
+    PyObject *got = value ? PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(helpers, 6), key, value, NULL) : NULL;
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    if (!got)
+        return -1;
+    int ret = -1;
+    if (!PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 2 || !PyList_Check(PyTuple_GET_ITEM(got, 0))) {
+        PyErr_SetString(PyExc_TypeError, "nbtext mail: a field's tokens must be (list, int)");
+        goto done;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(got, 1));
+    if (n == -1 && PyErr_Occurred())
+        goto done;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "nbtext mail: a field's recipients must not be negative");
+        goto done;
+    }
+    PyObject *tokens = PyTuple_GET_ITEM(got, 0);
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(tokens); k++) {
+        PyObject *t = PyList_GET_ITEM(tokens, k);
+        if (!PyUnicode_Check(t)) {
+            PyErr_SetString(PyExc_TypeError, "nbtext mail: tokens must be str");
+            goto done;
+        }
+        if (PyUnicode_FindChar(t, 0, 0, PyUnicode_GET_LENGTH(t), 1) != -1) {
+            ret = BAIL;
+            goto done;
+        }
+    }
+    if (PyList_SetSlice(m->tokens, PyList_GET_SIZE(m->tokens), PyList_GET_SIZE(m->tokens), tokens) < 0)
+        goto done;
+    *recipients += (size_t)n;
+    ret = 0;
+done:
+    Py_DECREF(got);
+    return ret;
+}
+
 /* -- the message ----------------------------------------------------------------------------- */
 
 static int message(Mail *m, PyObject *helpers)
@@ -1609,15 +1658,18 @@ static int message(Mail *m, PyObject *helpers)
             continue;
         const unsigned char *v = d + f->value;
         size_t vn = f->value_len;
-        if (!ascii_clean(v, vn)) {
-            ret = BAIL;
-            goto body_done;
-        }
-        for (size_t j = 0; j + 1 < vn; j++)
-            if (v[j] == '=' && v[j + 1] == '?') {
-                ret = BAIL; /* RFC 2047: header_text in Python */
+        int plain = ascii_clean(v, vn);
+        for (size_t j = 0; plain && j + 1 < vn; j++)
+            plain = !(v[j] == '=' && v[j + 1] == '?');
+        if (!plain) {
+            /* 8-bit bytes, a NUL or RFC 2047 words: the reference's own tokens of the field */
+            int r = field_by_helper(m, name, f->name_len, v, vn, &recipients, helpers);
+            if (r) {
+                ret = r;
                 goto body_done;
             }
+            continue;
+        }
         if (addr >= 0) {
             if (address_rule(m, name, v, vn, &recipients, addr == 1 || addr == 2) < 0)
                 goto body_done;
@@ -1690,7 +1742,8 @@ done:
 }
 
 /* mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, off, helpers)
- *   -> (tokens, texts) or None; helpers: (decode_bytes, html_to_text, a2b_qp, decode_b, off, html.unescape) */
+ *   -> (tokens, texts) or None; helpers: (decode_bytes, html_to_text, a2b_qp, decode_b, off, html.unescape,
+ *   field_tokens) */
 PyObject *nbtext_mail_parts(PyObject *self, PyObject *args)
 {
     Py_buffer view;
@@ -1701,7 +1754,7 @@ PyObject *nbtext_mail_parts(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*pnnlO!:mail_parts", &view, &lowercase, &max_word, &max_bytes, &off,
                           &PyTuple_Type, &helpers))
         return NULL;
-    if (PyTuple_GET_SIZE(helpers) != 6 || max_word < 1 || max_bytes < 1) {
+    if (PyTuple_GET_SIZE(helpers) != 7 || max_word < 1 || max_bytes < 1) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "nbtext mail: bad settings or helpers");
         return NULL;

@@ -495,7 +495,8 @@ FUZZ = textwrap.dedent('''
              b"\\nFrom: a@b.c <x@y.z>\\n", b"\\nReceived: from a.bb.c1 by x.yy\\n", b"\\nMessage-ID: <a@b>\\n",
              b"\\nContent-Type: multipart/mixed; boundary=b\\n", b"\\n--b\\n", b"\\n--b--\\n", b"\\n--b \\n",
              b"\\n\\n", b"\\r\\n", b"\\n ", b"=?", b"@", b";", b"=", b"\\"", b"<a href='http://x.y/p'>", b"<style>",
-             b"</style>", b"<!--", b"-->", b"<br", b">", b"&amp;", b"alt='", b"http://", b"www.", b"\\x00", b"\\xff"]
+             b"</style>", b"<!--", b"-->", b"<br", b">", b"&amp;", b"alt='", b"http://", b"www.", b"\\x00", b"\\xff",
+             b"\\nSubject: =?utf-8?q?caf=C3=A9?=\\n", b"\\nTo: =?x?q?a?= <a@b.c>, d@e.f\\n", b"\\nSubject: \\xe9\\xff\\n"]
     def doc():
         r = rng.random()
         if r < 0.3:
@@ -698,6 +699,12 @@ HEADER_LINES = st.sampled_from([
     "X-Mailer: Microsoft Outlook Express 6.00", "User-Agent: Mutt/1.4i", "Organization: ACME, Inc.",
     "X-" + "L" * 45 + ": long name", "X-Odd!#$%&'*+-/=?^_`{|}~: v", "X-Caf\xe9: 8-bit value", "X-Hi: caf\xe9",
     "X-Folded: a\n  b\n\tc",
+    # fields the kernel hands to the reference (mail.field_tokens): RFC 2047 words, 8-bit bytes
+    "To: =?iso-8859-1?q?J=F6rg?= <j@x.example>, b@c.example", "Cc: caf\xe9 <c@d.example>, e@f.example",
+    "Reply-To: =?utf-8?q?a?= <r@s.example>", "Received: from =?x?q?y?= (h.example.com) by mx.example.org",
+    "Message-ID: <caf\xe9@host.example>", "X-Mailer: =?utf-8?b?w6k=?= Mail", "Subject: =?bogus?q?x?=",
+    "Subject: \xff\xfe raw", "Subject: =?utf-8?q?a?=\n =?utf-8?q?b?=", "Organization: \xc3\xa9cole",
+    "Subject: =?utf-8?b?AA==?= nul",
 ])
 ODD_LINES = st.sampled_from([
     "Subject: =?utf-8?q?caf=C3=A9?=", "From: caf\xe9 <a@b.example>", "Content-Type: text/plain; charset*=utf-8''x",
@@ -782,7 +789,7 @@ def mail_parity(datas, s):
             cut = d[:s.max_bytes]
             bits = sum(kernel.MAIL_OFF_BITS[r] for r in s.mail_rules_off)
             taken += compiled().mail_parts(cut, s.lowercase, s.max_word_length, s.max_bytes, bits,
-                                           kernel.mail_helpers(s.mail_rules_off)) is not None
+                                           kernel.mail_helpers(s)) is not None
     return taken
 
 
@@ -806,8 +813,10 @@ def test_the_mail_rules_in_c_read_mail_as_python_does(data, s):
 
 def test_the_mail_rules_in_c_read_real_mail_as_python_does():
     """All of spamassassin-2002 and the bundled sample under three settings: the same tokens
-    and texts as Python, and the kernel reads at least 95% of the messages itself (97% today:
-    the rest have RFC 2047 words or 8-bit text in the fields it reads, or nested parts)."""
+    and texts as Python, and the kernel reads at least 99% of the messages itself (99.6%
+    today: 14 of 3,232 have nested parts it leaves to Python; the fields with RFC 2047 words
+    or 8-bit bytes it hands to the reference's field_tokens, where 56 messages went to Python
+    whole)."""
     from nbtext.read import label_directory
 
     compiled()
@@ -817,7 +826,7 @@ def test_the_mail_rules_in_c_read_real_mail_as_python_does():
         mail_parity(sample, s)
     sa = [d.data for d in label_directory(str(need_shared("spamassassin-2002")))]
     taken = mail_parity(sa, MAIL_SETTINGS[0])
-    assert taken >= 0.95 * len(sa), taken
+    assert taken >= 0.99 * len(sa), taken
     for s in MAIL_SETTINGS[1:3]:
         mail_parity(sa[::3], s)
 

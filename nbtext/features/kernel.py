@@ -58,17 +58,19 @@ MAIL_OFF_BITS = {"headers": 1, "header-names": 2, "received": 4, "recipients": 8
                  "urls": 64, "mime": 128}
 
 
-def mail_helpers(off: frozenset) -> tuple:
+def mail_helpers(settings: TokenizerSettings) -> tuple:
     """What nbtext/_mail.c calls back where the reference calls a library: the same functions
     (charsets, HTML that is not ASCII, quoted-printable, base64 as get_payload decodes them,
-    entities), and mail_rules_off for html_to_text."""
+    entities), mail_rules_off for html_to_text, and the reference's tokens of a header field
+    whose value it does not read (mail.field_tokens: 8-bit bytes, RFC 2047 words)."""
     import binascii
     import html
     from email.message import decode_b  # (what get_payload(decode=True) calls for base64)
 
-    from ..text.mail import decode_bytes, html_to_text
+    from ..text.mail import decode_bytes, field_tokens, html_to_text
 
-    return (decode_bytes, html_to_text, binascii.a2b_qp, decode_b, off, html.unescape)
+    return (decode_bytes, html_to_text, binascii.a2b_qp, decode_b, settings.mail_rules_off, html.unescape,
+            partial(field_tokens, s=settings))
 
 
 def mail_parts(kernel: ModuleType, tokenizer):
@@ -89,7 +91,7 @@ def mail_parts(kernel: ModuleType, tokenizer):
             data = data[:max_bytes]
             if is_mail(data):
                 if not helpers:
-                    helpers.append(mail_helpers(off))
+                    helpers.append(mail_helpers(s))
                 got = fast(data, lowercase, max_word, max_bytes, bits, helpers[0])
                 if got is not None:
                     return got[0], got[1], chars

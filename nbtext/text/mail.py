@@ -382,20 +382,27 @@ def header_tokens(msg: email.message.Message, s: TokenizerSettings) -> list[str]
             out.append(f"hdr:{name}")
         if name not in READ_HEADERS:
             continue  # only its name counts: not worth decoding (half of all header fields)
-        text = header_text(value) if isinstance(value, str) else ""
-        if name in ADDRESS_HEADERS:
-            addrs = addresses(text)
-            if name in ("to", "cc"):
-                recipients += len(addrs)
-            if "headers" not in off:
-                out += address_rule(name, text, s, addrs)
-            continue
-        rule, switch = HEADER_RULES[name]
-        if switch not in off:
-            out += rule(name, text, s)
+        tokens, n = field_tokens(name, value, s)
+        out += tokens
+        recipients += n
     if "recipients" not in off:
         out.append(f"to:count:{_bucket(recipients)}")
     return out
+
+
+def field_tokens(name: str, value, s: TokenizerSettings) -> tuple[list[str], int]:
+    """The tokens of one header field that a rule reads (``name``, lower case, in READ_HEADERS;
+    ``value``, its raw value as compat32 holds it), and the recipients it adds to To: and Cc:'s
+    count. (The compiled kernel calls this for a field whose value it does not read itself:
+    8-bit bytes or RFC 2047 words.)"""
+    off = s.mail_rules_off
+    text = header_text(value) if isinstance(value, str) else ""
+    if name in ADDRESS_HEADERS:
+        addrs = addresses(text)
+        return (address_rule(name, text, s, addrs) if "headers" not in off else []), \
+            (len(addrs) if name in ("to", "cc") else 0)
+    rule, switch = HEADER_RULES[name]
+    return (rule(name, text, s) if switch not in off else []), 0
 
 
 # The standard library parses a header's parameters (get_param, get_boundary, get_content_charset)
