@@ -536,3 +536,20 @@ def test_two_class_log_sum_exp_is_the_general_formula_to_the_bit():
         want = (m + np.log(np.sum(np.exp(a - m), axis=1, keepdims=True)))[:, 0]
         got = logsumexp_rows(a)
     np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_the_true_class_entries_and_log_loss_are_the_indexed_ones_to_the_bit(k):
+    """calibrate.picked takes two classes by np.where (the fit's log-loss calls it hundreds of
+    times): the entries a[arange, t] gives, and so the log-loss of the general formula."""
+    from nbtext.nb.calibrate import log_loss_at, picked
+
+    rng = np.random.default_rng(k)
+    a = rng.normal(size=(3000, k)) * rng.choice([1e-3, 1.0, 300.0], size=(3000, 1))
+    t = rng.integers(0, k, 3000)
+    np.testing.assert_array_equal(picked(a, t), a[np.arange(3000), t])
+    for temperature in (1e-3, 0.37, 1.0, 45.0):
+        z = a / temperature
+        m = np.max(z, axis=1, keepdims=True)
+        general = (m + np.log(np.sum(np.exp(z - m), axis=1, keepdims=True)))[:, 0] - z[np.arange(3000), t]
+        assert log_loss_at(a, t, temperature) == float(general.mean())

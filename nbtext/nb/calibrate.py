@@ -178,13 +178,21 @@ def brier_of(logp: np.ndarray, t_idx: np.ndarray) -> float:
     return float(np.square(p).sum(axis=1).mean())
 
 
+def picked(a: np.ndarray, t_idx: np.ndarray) -> np.ndarray:
+    """Each row's entry at its true class (t_idx), as a[np.arange(len(a)), t_idx] gives it: two
+    classes by np.where (3 us, where indexing by two arrays took 10, some 300 times a fit)."""
+    if a.ndim == 2 and a.shape[1] == 2:
+        return np.where(t_idx == 1, a[:, 1], a[:, 0])
+    return a[np.arange(len(a)), t_idx]
+
+
 def log_loss_of(logp: np.ndarray, t_idx: np.ndarray) -> float:
-    return float(-logp[np.arange(len(logp)), t_idx].mean())
+    return float(-picked(logp, t_idx).mean())
 
 
 def log_loss_at(jll: np.ndarray, t_idx: np.ndarray, temperature: float) -> float:
     z = jll / temperature
-    return float((logsumexp_rows(z) - z[np.arange(len(z)), t_idx]).mean())
+    return float((logsumexp_rows(z) - picked(z, t_idx)).mean())
 
 
 def brier_at(jll: np.ndarray, t_idx: np.ndarray, temperature: float) -> float:
@@ -254,11 +262,11 @@ def fit_calibration(jll: np.ndarray, lengths: np.ndarray, t_idx: np.ndarray) -> 
     softened = soft_loss(c)
     if softened < loss - 1e-12:
         params["soft"], loss, g = c, softened, -c * np.arcsinh(-g / c)
-    logp = log_posteriors(g)
     k = jll.shape[1]
+    true = picked(log_posteriors(g), t_idx)  # (the loss reads each document's true class alone)
 
     def floor_loss(e):
-        return log_loss_of(np.logaddexp(np.log1p(-e) + logp, np.log(e / k)), t_idx)
+        return float(-np.logaddexp(np.log1p(-e) + true, np.log(e / k)).mean())  # (log_loss_of: the same bits)
     e = float(np.exp(golden_section(lambda le: floor_loss(np.exp(le)), np.log(1e-9), np.log(0.5), xtol=1e-4)))
     if floor_loss(e) < loss - 1e-12:
         params["floor"] = e
