@@ -1,5 +1,7 @@
 """`nbtext` and `python -m nbtext`: plain classify calls are answered without click
-(nbtext.quick); everything else goes to the click command line (nbtext.cli)."""
+(nbtext.quick); everything else goes to the click command line (nbtext.cli). Both start at
+run(), which ends the process once the command is done (nbtext.process.leave); main() is the
+command alone, which ends by raising SystemExit."""
 import gc
 import sys
 
@@ -28,5 +30,18 @@ def main(argv=None):
         gc.freeze()
 
 
+def run():
+    """The `nbtext` command: main(), then the process ends at once with its status, as the
+    interpreter would end it but without freeing the run's objects one by one (process.leave;
+    where that would not be the same, the interpreter ends it as ever)."""
+    try:
+        main()
+    except SystemExit as e:
+        from .process import leave
+
+        leave(e.code)
+        raise
+
+
 if __name__ == "__main__":
-    main()
+    run()

@@ -110,6 +110,43 @@ def finish(body, error_status: int = 1, name_of=flag_of) -> int:
         return status()
 
 
+def leave(code) -> None:
+    """End this process with exit status ``code`` (a SystemExit's) as the interpreter would end
+    it, without its teardown: the standard streams flushed, the exit handlers run (atexit:
+    those of multiprocessing, joblib, Dask, weakref.finalize), the streams flushed again, then
+    os._exit. The teardown frees every object the run made, one by one, when the system takes
+    the process's memory back whole anyway: train's on spamassassin-2002 took 11-12 ms after the
+    model was saved. Returns, and leaves the ending to the interpreter as before, where that
+    would not be the same: a status that is not a number (printed by the interpreter), a
+    thread other than daemon threads still running (the interpreter waits for it), or a
+    stream that does not flush (the interpreter reports that, and ends with status 120).
+    Only the entry point calls this, for a run of its own (nbtext.__main__)."""
+    if code is not None and (not isinstance(code, int) or isinstance(code, bool)):
+        return
+    threading = sys.modules.get("threading")
+    if threading is not None and any(t.is_alive() and not t.daemon and t is not threading.main_thread()
+                                     for t in threading.enumerate()):
+        return
+    if not _flushed():
+        return
+    import atexit
+
+    atexit._run_exitfuncs()  # (once: it unregisters them)
+    if not _flushed():
+        return
+    os._exit(code or 0)
+
+
+def _flushed() -> bool:
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):  # (a reader that left, a full disk, a closed stream)
+        return False
+    return True
+
+
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 
 

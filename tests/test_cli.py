@@ -370,3 +370,43 @@ def test_the_command_line_loads_numpy_without_blas_threads_unless_told(sample_mo
     else:  # the user's word stands: OpenBLAS starts its threads (one a core)
         assert setting == ("2" if given.startswith("OPENBLAS") else "None")
         assert int(threads) > 1
+
+
+RUN_PROBE = """
+import atexit, os, sys, threading, time
+sys.argv = ["nbtext"] + sys.argv[1:]
+atexit.register(lambda: print("exit handler ran"))  # (printed after the command's own output)
+if os.environ.get("PROBE_THREAD"):  # a thread the interpreter would wait for
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread done"))).start()
+from nbtext.__main__ import run
+run()
+print("not reached")
+"""
+
+
+@pytest.mark.parametrize("thread", [False, True])
+def test_the_command_ends_as_the_interpreter_would_end_it(sample_model, tmp_path, thread):
+    """`nbtext` ends its process itself once the command is done (process.leave: no teardown of
+    every object): with the command's status, its output flushed (block-buffered to a pipe,
+    as PYTHONUNBUFFERED unset leaves it), the exit handlers run once, and a thread that is not
+    a daemon's waited for (the interpreter's own ending then)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if thread:
+        env["PROBE_THREAD"] = "1"
+
+    def probe(*args):
+        return subprocess.run([sys.executable, "-c", RUN_PROBE, *map(str, args)], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    r = probe("info", "-m", sample_model)
+    assert r.returncode == 0 and r.stdout.startswith("model format") and "top tokens for spam" in r.stdout
+    tail = (["thread done"] if thread else []) + ["exit handler ran"]  # (the interpreter's order)
+    assert r.stdout.splitlines()[-len(tail):] == tail and "not reached" not in r.stdout
+    assert r.stdout.count("exit handler ran") == 1 and r.stderr == ""
+    r = probe("train", DATA / "corpus", "-o", tmp_path / "m.nbm", "-q")
+    assert r.returncode == 0 and r.stdout.splitlines() == tail and r.stderr == ""
+    assert (tmp_path / "m.nbm").stat().st_size > 0
+    r = probe("info", "-m", tmp_path / "nope.nbm")
+    assert r.returncode == 1 and r.stderr.startswith("nbtext: error: ") and "exit handler ran" in r.stdout
+    r = probe("info", "--no-such-option")
+    assert r.returncode == 2 and "No such option" in r.stderr and "exit handler ran" in r.stdout

@@ -230,3 +230,17 @@ def test_predict_jsonl_explain(run, trained):
     assert row["label"] == "spam" and set(e) == {"prior", "unknown_tokens", "for", "against"}
     assert 1 <= len(e["for"]) <= 3 and all(v > 0 for _, v in e["for"])
     assert run("predict", "-m", trained, "--explain", "3", DATA / "example-spam.eml").exit_code == 2
+
+
+def test_the_ledger_digest_is_blake2b_of_label_nul_and_bytes():
+    """A model file's ledger holds these digests: learn and forget find documents by them, so
+    they must stay 16 bytes of BLAKE2b over the label, a NUL and the document's bytes (hashed
+    without joining them: the same hash)."""
+    import hashlib
+
+    from nbtext.operations import digest
+
+    for label, data in (("spam", b""), ("ham", b"Subject: hi\n\nbody"), ("sp\u00e1m", bytes(range(256)) * 300),
+                        ("ham", "text \udcff with a surrogate")):
+        raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+        assert digest(label, data) == hashlib.blake2b(label.encode() + b"\x00" + raw, digest_size=16).digest()

@@ -75,10 +75,14 @@ class ForkPool:
             self.close()
             raise
 
-    def map(self, tasks: Iterable, ahead: int = 2, idle: Callable[[], object] | None = None) -> Iterator:
+    def map(self, tasks: Iterable, ahead: int = 2, idle: Callable[[], object] | None = None,
+            waiting: Callable[[], object] | None = None) -> Iterator:
         """fn(task) for each task, in order; ``idle``, when given, is called once, the first time
-        every task is sent and a result is awaited: this process's own work meanwhile."""
-        return _dispatch(self.workers, iter(tasks), ahead, idle)
+        every task is sent and a result is awaited: this process's own work meanwhile;
+        ``waiting``, once, the first time a result is awaited at all (as the workers start on
+        their first tasks): work this process will need done, which would otherwise take its
+        time from the results."""
+        return _dispatch(self.workers, iter(tasks), ahead, idle, waiting)
 
     def close(self) -> None:
         """End the workers (SIGKILL: they hold nothing to clean up) and reap them."""
@@ -141,8 +145,8 @@ class _Worker:
         return pickle.loads(data)
 
 
-def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callable[[], object] | None = None
-              ) -> Iterator:
+def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callable[[], object] | None = None,
+              waiting: Callable[[], object] | None = None) -> Iterator:
     import selectors
 
     done: dict[int, object] = {}
@@ -179,6 +183,10 @@ def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callabl
                 idle, work = None, idle
                 work()
                 continue  # (results may have come meanwhile)
+            if waiting is not None:
+                waiting, work = None, waiting
+                work()
+                continue
             for w in workers:
                 events = (selectors.EVENT_READ if w.queued else 0) | (selectors.EVENT_WRITE if w.outbox else 0)
                 if events != registered.get(w, 0):

@@ -56,9 +56,16 @@ class Reservoir:
             return X
         return X.astype(np.uint16 if not X.nnz or X.data.max() < 2**16 else np.float32)
 
+    def prepare(self) -> None:
+        """Make the random generator (importing numpy.random: 11-15 ms): train calls this where
+        its workers count their first chunks and it would wait (chunks.counted's ``waiting``),
+        not in the reduce, where it took that time from the results (the cores are full there),
+        nor before the workers start. add() makes it otherwise."""
+        if self.rng is None:
+            self.rng = np.random.default_rng(self.seed)
+
     def add(self, X: Rows, labels: list[str]):
-        if self.rng is None:  # (numpy.random, 8 ms to import, once the first chunk is counted:
-            self.rng = np.random.default_rng(self.seed)  # not before train's workers start)
+        self.prepare()
         X = self.compact(X)
         self.parts.append((X, np.asarray(labels), self.rng.random(X.shape[0])))
         self.rows += X.shape[0]
@@ -117,7 +124,8 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         rows = None if reservoir is None else Reservoir.compact(batch.rows) if distinct else batch.rows
         return Batch(batch.blob, batch.keys, rows, distinct), _digests(chunk), sums, distinct
 
-    for chunk, (batch, digests, sums, distinct) in counted(docs, tokenizer, n_jobs=n_jobs, then=summed):
+    for chunk, (batch, digests, sums, distinct) in counted(docs, tokenizer, n_jobs=n_jobs, then=summed,
+                                                           waiting=reservoir and reservoir.prepare):
         labels = [d.label for d in chunk]
         n_docs += len(chunk)
         ledger.update(digests)
