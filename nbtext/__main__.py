@@ -7,9 +7,10 @@ import sys
 
 
 def main(argv=None):
-    from .process import printable_streams, single_threaded_blas
+    from .process import printable_streams, single_threaded_blas, start_quietly
     from .quick import quick_classify
 
+    start_quietly()  # (until the command starts: process.started)
     single_threaded_blas()  # (before anything imports numpy)
     printable_streams()
     try:

@@ -62,8 +62,9 @@ class Group(click.Group):
         sys.exit(finish(body, lambda: edge.error_status))
 
     def invoke(self, ctx):
-        from .process import ReaderLeft
+        from .process import ReaderLeft, started
 
+        started()  # (the garbage collector on again: nbtext.__main__ started without it)
         try:
             return super().invoke(ctx)
         except BrokenPipeError:

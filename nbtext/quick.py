@@ -133,11 +133,12 @@ def exit_status(scorer, label: str, unsure: bool) -> int:
 
 def quick_classify(argv: list[str]) -> int | None:
     """Run a plain classify call and return its exit status; None: not one of ours."""
-    from .process import finish
+    from .process import finish, started
 
     opts = parse(argv)
     if opts is None:
         return None
+    started()
     return finish(lambda: run_classify(**opts), 3 if opts["exit_code"] else 1)
 
 
