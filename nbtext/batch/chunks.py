@@ -67,7 +67,8 @@ def report_errors(items: list[Document | FileRef], errors: list[tuple[int, Excep
 
 def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_jobs: int = 1,
             chunk_size: int = CHUNK, then: Callable[[list[Document], Batch], object] | None = None,
-            waiting: Callable[[], object] | None = None) -> Iterator[tuple[list[Document], Batch]]:
+            waiting: Callable[[], object] | None = None, linger: bool = False
+            ) -> Iterator[tuple[list[Document], Batch]]:
     """(documents, their Batch) for consecutive chunks, in input order; with ``then``,
     (documents, then(documents, Batch)).
 
@@ -81,7 +82,9 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
     Worker processes start only when there is more than one chunk of work. On one core no chunk
     is read ahead, so a document on a pipe is answered before the next one comes. ``waiting``
     runs once where forked workers count their first chunks and this process would wait
-    (ForkPool.map's ``waiting``): work the caller needs done before its first result."""
+    (ForkPool.map's ``waiting``): work the caller needs done before its first result. With
+    ``linger``, the workers are ended without waiting for them, once every chunk is given out
+    (ForkPool.close(wait=False)): the caller reaps them later (batch.pool.reap)."""
     finish = then or (lambda docs, batch: batch)
 
     def work(items: list) -> tuple:
@@ -127,6 +130,7 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
         with pool:
             for result in pool.map(tasks(), waiting=waiting):
                 yield answered(pending.popleft(), result)
+            pool.close(wait=not linger)
         return
     for chunk, batch in _loky_counted(rest, settings, n_jobs):
         yield chunk, finish(chunk, batch)

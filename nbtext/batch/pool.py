@@ -52,6 +52,7 @@ class ForkPool:
 
     def __init__(self, fn: Callable, n_jobs: int, on_fork: Callable | None = None):
         self.workers: list[_Worker] = []
+        reap()  # (the workers of pools closed without waiting: long dead by now)
         try:
             for _ in range(n_jobs):
                 ours, theirs = socket.socketpair()
@@ -84,26 +85,41 @@ class ForkPool:
         time from the results."""
         return _dispatch(self.workers, iter(tasks), ahead, idle, waiting)
 
-    def close(self) -> None:
-        """End the workers (SIGKILL: they hold nothing to clean up) and reap them."""
+    def close(self, wait: bool = True) -> None:
+        """End the workers (SIGKILL: they hold nothing to clean up) and reap them; without
+        ``wait``, reaping them is left to reap() (the next pool's start, or the caller's), and
+        this process goes on while the system tears their memory down on another core: train
+        waited 4.5 ms for its two counting workers, 3.4 ms for calibration's."""
         for w in self.workers:
             w.sock.close()
             try:
                 os.kill(w.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        for w in self.workers:
-            try:
-                os.waitpid(w.pid, 0)
-            except ChildProcessError:
-                pass
-        self.workers = []
+        pids, self.workers = [w.pid for w in self.workers], []
+        _ending.extend(pids)
+        if wait:
+            reap(pids)
 
     def __enter__(self) -> "ForkPool":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_ending: list[int] = []  # workers sent SIGKILL and not yet reaped (ForkPool.close(wait=False))
+
+
+def reap(pids: list[int] | None = None) -> None:
+    """Reap the workers that pools closed without waiting (or those of ``pids``): they were sent
+    SIGKILL, so this waits only for the system to finish taking them down."""
+    for pid in list(_ending if pids is None else pids):
+        _ending.remove(pid)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
 
 HEADER = struct.Struct("<Q")  # a message's length

@@ -125,7 +125,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         return Batch(batch.blob, batch.keys, rows, distinct), _digests(chunk), sums, distinct
 
     for chunk, (batch, digests, sums, distinct) in counted(docs, tokenizer, n_jobs=n_jobs, then=summed,
-                                                           waiting=reservoir and reservoir.prepare):
+                                                           waiting=reservoir and reservoir.prepare, linger=True):
         labels = [d.label for d in chunk]
         n_docs += len(chunk)
         ledger.update(digests)
@@ -145,6 +145,10 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
                                        release=release, n_jobs=n_jobs)
     model.ledger = ledger
     release()
+    if n_jobs > 1:  # (counting's workers, ended without waiting for them: gone by now)
+        from .pool import reap
+
+        reap()
     return model, fit
 
 
@@ -223,7 +227,14 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None, n_jobs
         from ..nb.calibrate import can_split
 
         if can_split(y, d.folds):
-            fit = _fit_on_folds(model, d, X, y, release or (lambda: None), fold_mapper(n_jobs, meanwhile, getattr(release, "hold", None)))
+            try:
+                fit = _fit_on_folds(model, d, X, y, release or (lambda: None),
+                                    fold_mapper(n_jobs, meanwhile, getattr(release, "hold", None)))
+            finally:
+                if n_jobs > 1:  # (calibration's workers, ended without waiting for them: gone by now)
+                    from .pool import reap
+
+                    reap()
         elif d.max_fpr is not None:
             raise SettingError("max_fpr", None, f"needs at least {d.folds} documents of each class")
     return fit  # (auto with too few documents to choose by: the Model's first candidate)
@@ -353,6 +364,7 @@ def _forked_map(fn, tasks: list, workers: int, meanwhile: Callable[[], object] |
             for done in pool.map(range(workers), idle=meanwhile):  # (one start a worker: the pool gives each
                 for i, value in done:            # task to the worker holding fewest)
                     results[i] = value
+            pool.close(wait=False)  # (reaped by apply_decisions, once the fits are made)
     finally:
         os.close(out)
     return results
