@@ -156,24 +156,34 @@ def encode(model) -> bytes:
     return b"".join(encode_pieces(model))
 
 
-def code_vocabulary(model) -> None:
-    """Make the model's vocabulary coding for its file (vocabfile.front_code) now, kept on the
-    model (``coded_vocab``) until save takes it or the vocabulary grows: train makes it while
-    calibration's worker processes score their folds and it would wait."""
-    model.coded_vocab = (_grown_to(model.vocab), front_code(model.vocab.buffer()))
+def code_ahead(model) -> None:
+    """Make now what the model's file needs of its vocabulary and counts, kept on the model
+    (``coded_ahead``) until save takes it, or until the vocabulary grows or the counts change:
+    the vocabulary's coding (vocabfile.front_code) and the counts in its order (a copy, held
+    until then). Train makes them while calibration's worker processes score their folds and
+    this process would wait."""
+    coding = front_code(model.vocab.buffer())
+    idf = model.settings.idf  # (the document frequencies only where the file holds them)
+    model.coded_ahead = (_grown_to(model.vocab), model.counts, model.counts.version, idf, coding,
+                         model.counts.columns(coding[2], doc_freq=idf))
 
 
 def _grown_to(vocab) -> tuple[int, int]:
     return len(vocab), vocab.buffer().nbytes  # (a vocabulary only ever appends)
 
 
-def _vocabulary_coding(model) -> tuple:
-    """(front-coded tokens, block heads, order): code_vocabulary's, taken (not kept), while the
-    vocabulary is as it was then; else made now."""
-    held, model.coded_vocab = model.coded_vocab, None
-    if held is not None and held[0] == _grown_to(model.vocab):
-        return held[1]
-    return front_code(model.vocab.buffer())
+def _coding(model) -> tuple:
+    """((front-coded tokens, block heads, order), the counts in that order): code_ahead's,
+    taken (not kept), while the vocabulary and the counts are as they were then; else made
+    now. (The columns in the file's sorted order, so that the summary, too, depends only on the
+    counts per token and not on the order tokens were first seen in.)"""
+    held, model.coded_ahead = model.coded_ahead, None
+    idf = model.settings.idf
+    if held is not None and held[0] == _grown_to(model.vocab) and held[1] is model.counts \
+            and held[2] == model.counts.version and held[3] == idf:
+        return held[4], held[5]
+    coding = front_code(model.vocab.buffer())
+    return coding, model.counts.columns(coding[2], doc_freq=idf)
 
 
 def encode_pieces(model) -> list:
@@ -185,11 +195,7 @@ def encode_pieces(model) -> list:
         from .tables import encode_table
 
         return encode_table(model)
-    fc, heads, order = _vocabulary_coding(model)
-    # The columns in the file's (sorted) order, so that the summary, too, depends only on the
-    # counts per token and not on the order tokens were first seen in. (The vocabulary is only
-    # asked for its length here.)
-    counts = model.counts.columns(order)
+    (fc, heads, order), counts = _coding(model)
     head_dtype = "<u4" if len(fc) < 2**32 else "<u8"
     ledger = b"".join(sorted(model.ledger))
     sections = [
