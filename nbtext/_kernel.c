@@ -40,6 +40,32 @@ static inline uint64_t fnv(uint64_t h, const unsigned char *p, size_t n)
     return h;
 }
 
+static inline int popcount64(uint64_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_popcountll(x);
+#else
+    int n = 0;
+    for (; x; x &= x - 1)
+        n++;
+    return n;
+#endif
+}
+
+static inline int ctz64(uint64_t x)  /* x != 0 */
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    int n = 0;
+    while (!(x & 1)) {
+        x >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
+
 static inline uint64_t finish(uint64_t h)
 {
     h ^= h >> 30;
@@ -1543,7 +1569,8 @@ static PyObject *kernel_own_columns(PyObject *self, PyObject *args)
     Py_buffer dv = {0}, iv = {0}, pv = {0}, rv = {0}, odv = {0}, oiv = {0}, opv = {0};
     Py_ssize_t width;
     PyObject *result = NULL;
-    uint32_t *where = NULL;
+    uint32_t *where = NULL;  /* per 64 columns: the columns held before them */
+    uint64_t *bits = NULL;
     if (!PyArg_ParseTuple(args, "y*y*y*y*nw*w*w*:own_columns", &dv, &iv, &pv, &rv, &width, &odv, &oiv, &opv))
         return NULL;
     if (buffers_overlap((Py_buffer *[]){&odv, &oiv, &opv}, 3, (Py_buffer *[]){&dv, &iv, &pv, &rv}, 4)) {
@@ -1589,8 +1616,14 @@ static PyObject *kernel_own_columns(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "own_columns: the output is not the rows' size");
         goto done;
     }
-    where = PyMem_Calloc(width ? (size_t)width : 1, sizeof *where);
-    if (!where) {
+    /* The columns held, as bits (a bit a column: 55 KB for spamassassin-2002's 441,690 tokens,
+     * which the cache holds, where a number a column took 1.8 MB to clear, mark and scan
+     * each fold), then each one's new number: the marked columns before it (the words'
+     * running counts, and the bits below it in its own word). The same numbers. */
+    size_t words = ((size_t)width + 63) / 64;
+    bits = PyMem_Calloc(words ? words : 1, sizeof *bits);
+    where = PyMem_Malloc((words ? words : 1) * sizeof *where);
+    if (!bits || !where) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1601,36 +1634,37 @@ static PyObject *kernel_own_columns(PyObject *self, PyObject *args)
                 PyErr_SetString(PyExc_ValueError, "own_columns: a column out of range");
                 goto done;
             }
-            where[c] = 1;
+            bits[c >> 6] |= (uint64_t)1 << (c & 63);
         }
     size_t m = 0;
-    for (Py_ssize_t c = 0; c < width; c++)
-        if (where[c])
-            m++;
+    for (size_t w = 0; w < words; w++) {
+        where[w] = (uint32_t)m;
+        m += (size_t)popcount64(bits[w]);
+    }
     result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(m * sizeof(int64_t)));
     if (!result)
         goto done;
     int64_t *cols = (int64_t *)PyBytes_AS_STRING(result);
     m = 0;
-    for (Py_ssize_t c = 0; c < width; c++)
-        if (where[c]) {
-            cols[m] = c;
-            where[c] = (uint32_t)m++;
-        }
+    for (size_t w = 0; w < words; w++)
+        for (uint64_t b = bits[w]; b; b &= b - 1)
+            cols[m++] = (int64_t)(w * 64 + (size_t)ctz64(b));
     double *out = odv.buf;
     size_t o = 0;
     for (size_t j = 0; j < nr; j++)
         for (int64_t i = indptr[rows[j]]; i < indptr[rows[j] + 1]; i++, o++) {
             int64_t c = isz == 4 ? ((const int32_t *)iv.buf)[i] : ((const int64_t *)iv.buf)[i];
+            uint32_t number = where[c >> 6] + (uint32_t)popcount64(bits[c >> 6] & (((uint64_t)1 << (c & 63)) - 1));
             out[o] = dsz == 2 ? (double)((const uint16_t *)dv.buf)[i]
                    : dsz == 4 ? (double)((const float *)dv.buf)[i] : ((const double *)dv.buf)[i];
             if (osz == 4)
-                ((int32_t *)oiv.buf)[o] = (int32_t)where[c];
+                ((int32_t *)oiv.buf)[o] = (int32_t)number;
             else
-                ((int64_t *)oiv.buf)[o] = (int64_t)where[c];
+                ((int64_t *)oiv.buf)[o] = (int64_t)number;
         }
 done:
     PyMem_Free(where);
+    PyMem_Free(bits);
     Py_buffer *views[] = {&dv, &iv, &pv, &rv, &odv, &oiv, &opv};
     for (size_t i = 0; i < 7; i++)
         if (views[i]->obj)
