@@ -296,6 +296,32 @@ def test_sums_made_elsewhere_add_as_the_documents_do():
     np.testing.assert_array_equal(parts.class_count, whole.class_count)
 
 
+@pytest.mark.parametrize("values", ["counts", "large", "fractional"])
+def test_sums_sent_compacted_add_as_they_were(values):
+    """train's workers send their chunks' sums as 16-bit whole numbers where they all are
+    (Counts.compacted): added, the same counts to the bit as the float64 sums; sums that are not
+    whole, or past 16 bits, go as they were."""
+    from nbtext.nb.counts import Counts
+
+    X, y = random_counts(4)
+    if values == "large":
+        X = X * 70000.0
+    elif values == "fractional":
+        X = X * 0.37
+    order = np.random.default_rng(5).permutation(X.shape[1])
+    plain, compact = Counts(), Counts()
+    for lo, hi in ((0, 20), (20, len(y))):
+        summed = Counts.summed(X[lo:hi][:, order], list(y[lo:hi]))
+        small = Counts.compacted(summed)
+        assert (small[1].dtype == np.uint16) is (values == "counts") and small[2].dtype == np.uint16
+        plain.add_summed(summed, ids=order, width=X.shape[1])
+        compact.add_summed(small, ids=order, width=X.shape[1])
+    for name in ("feature_count", "doc_freq", "class_count"):
+        a, b = getattr(plain, name), getattr(compact, name)
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8))
+
+
 def test_a_chunk_whose_tokens_share_a_key_adds_them_at_one_id():
     """Two distinct tokens of a chunk with one 64-bit key get one id: the worker says so
     (Batch.keys_distinct), and the parent adds both columns there rather than one over the other."""

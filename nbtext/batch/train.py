@@ -119,8 +119,10 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         # sums over its own columns, then added here at their ids: work in proportion to the
         # chunk, not to the whole vocabulary (spamassassin-2002: 0.61 -> 0.05 s). Its rows go
         # on only for the sample, compacted here where no two of its columns can meet on one
-        # id (distinct keys), else as they are (added up there first, then compacted).
-        sums, distinct = Counts.summed(featurize(batch.rows), [d.label for d in chunk]), batch.keys_distinct()
+        # id (distinct keys), else as they are (added up there first, then compacted); the sums
+        # as 16-bit whole numbers where they are (Counts.compacted).
+        sums = Counts.compacted(Counts.summed(featurize(batch.rows), [d.label for d in chunk]))
+        distinct = batch.keys_distinct()
         rows = None if reservoir is None else Reservoir.compact(batch.rows) if distinct else batch.rows
         return Batch(batch.blob, batch.keys, rows, distinct), _digests(chunk), sums, distinct
 

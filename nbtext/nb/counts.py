@@ -53,6 +53,15 @@ def add_rows_at(a: np.ndarray, rows: np.ndarray, values: np.ndarray, columns: np
         column[rows] += values[:, i]
 
 
+def _as_uint16(a: np.ndarray) -> np.ndarray:
+    """a in 16 bits when every value is a whole number that fits, else a as it is."""
+    if not a.size or a.dtype == np.uint16:
+        return a
+    with np.errstate(invalid="ignore"):  # (a value that does not fit casts to another: kept as is)
+        small = a.astype(np.uint16)
+    return small if np.array_equal(small, a) else a
+
+
 class Counts:
     def __init__(self, classes: Sequence[str] = (), n_features: int = 0):
         self.classes: list[str] = sorted(set(classes))
@@ -157,6 +166,14 @@ class Counts:
         df = np.bincount(present, weights=doc_weights, minlength=X.shape[1])
         return classes, sums, df, np.bincount(idx, weights=weights, minlength=k)
 
+    @staticmethod
+    def compacted(summed: tuple) -> tuple:
+        """summed()'s tuple with its sums and document frequencies as 16-bit whole numbers where
+        they all are (add_summed takes them back exactly): what train's workers send for a chunk,
+        a quarter of its float64 and int64 (spamassassin-2002: 14.7 -> 3.7 MB in all)."""
+        classes, sums, df, cc = summed
+        return classes, _as_uint16(sums), _as_uint16(df), cc
+
     def _sums(self, X, labels: Sequence[str], weights) -> tuple:
         """summed(), over all this model's classes (tokens x classes; per class)."""
         classes, sums, df, cc = Counts.summed(X, labels, weights)
@@ -183,6 +200,7 @@ class Counts:
         """Add what summed() made of documents (columns and ids as in add; ``distinct``: whether
         no id repeats is known, as train knows it from the chunk's keys, else it is checked)."""
         classes, sums, df, cc = summed
+        sums = np.asarray(sums, dtype=np.float64)  # (compacted's 16 bits: the same numbers)
         rows = self._class_rows(classes)
         n, k = sums.shape[0], len(self.classes)
         cols = None if ids is None else np.asarray(ids, dtype=np.int64)
@@ -280,8 +298,11 @@ class Counts:
         """Cut the arrays to size (growth leaves a quarter spare) and make the document
         frequencies float64, as a finished model keeps them."""
         k = len(self.classes)
-        if self._fc.shape != (self.width, k):  # (a copy: a slice would keep the spare rows)
-            self._fc = self._fc[:self.width, :k].copy()
+        if self._fc.shape != (self.width, k):  # (a slice would keep the spare rows)
+            if self._fc.shape[1] == k and self._fc.flags.owndata and self._fc.flags.c_contiguous:
+                self._fc.resize((self.width, k), refcheck=False)  # (the spare rows cut off in
+            else:                                                 # place: a 7 MB copy was 3 ms of
+                self._fc = self._fc[:self.width, :k].copy()      # train's serial work)
         self._cc = self._cc[:k].copy()
         self._df = self._df[:self.width].astype(np.float64)
 
