@@ -481,6 +481,10 @@ def count_line_ends(path: str, start: int, size: int) -> int:
 
 def _file_documents(path: str) -> Iterator[Document]:
     """One message file, or the messages of an mbox file."""
+    data = _small_file(path)
+    if data is not None and (_FROM_LINE.match(data) is None or not _has_separator(data)):
+        yield Document(path, data)  # (the common case: as below, without _Input's machinery)
+        return
     with _Input(path) as inp:
         data = _read_upto(inp, MAX_DOCUMENT_BYTES)
         if _FROM_LINE.match(data) is None or (len(data) < MAX_DOCUMENT_BYTES and not _has_separator(data)):
@@ -490,6 +494,29 @@ def _file_documents(path: str) -> Iterator[Document]:
         src = _Chained(data, inp)  # an mbox (or a file too long to tell yet): read it line by line
         del data
         yield from _mbox_documents(path, src)
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _small_file(path: str) -> bytes | None:
+    """A regular file shorter than _FIRST that is not gzip, read as _Input reads one (whole, in
+    one read), with four system calls and no file object: a mail corpus is mostly such files
+    (spamassassin-2002's 3,250 were read in 33 ms through _Input, 15 ms so). None for anything
+    else, an error included: _Input then reads it, and reports the error, as ever."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        head = os.read(fd, _FIRST)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return head if len(head) < _FIRST and head[:2] != b"\x1f\x8b" else None
 
 
 def _one_document(path: str, stdin: BinaryIO | None = None) -> Iterator[Document]:

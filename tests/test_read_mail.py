@@ -353,3 +353,35 @@ def test_a_file_read_in_one_read_gives_what_the_buffered_reader_gives(tmp_path, 
         with read._Input(str(p)) as inp:
             assert (inp._whole is not None) == (len(data) < read._FIRST and name != "z.gz")
             assert inp.read(7) + inp.read(1 << 20) + inp.read(5) == (body if name == "z.gz" else data)
+
+
+def test_small_files_read_directly_give_what_the_stream_reader_gives(tmp_path, monkeypatch):
+    """A regular file under 64 KiB that is not gzip is read in one system call without a file
+    object (read._small_file): the same documents as the stream reader (_Input) gives, for a
+    message, an mbox of two, a gzip'd one, an empty file, one of 64 KiB and one past it, a
+    directory and a missing file (refused alike)."""
+    import nbtext.read as R
+    from nbtext.errors import NbtextError
+
+    msg = b"From a@b Mon Jan  1 00:00:00 2001\nSubject: hi\n\nbody\n"
+    files = {"message": b"Subject: hi\n\nFrom me, with love\n", "mbox": msg + b"\n" + msg.replace(b"hi", b"yo"),
+             "gzip": gzip.compress(msg), "empty": b"", "64k": b"x" * (64 << 10), "past": b"y" * ((64 << 10) + 1)}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "folder").mkdir()
+
+    def documents(path):
+        try:
+            return [(d.id, d.data) for d in R.file_documents(str(path), False)]
+        except NbtextError as e:
+            return str(e)
+
+    direct = {p.name: documents(p) for p in [*tmp_path.iterdir(), tmp_path / "nope"]}
+    assert [len(direct[n]) for n in ("message", "mbox", "gzip", "empty", "64k")] == [1, 2, 1, 1, 1]
+    assert R._small_file(str(tmp_path / "message")) == files["message"]
+    for name in ("mbox", "empty"):
+        assert R._small_file(str(tmp_path / name)) == files[name]
+    for name in ("gzip", "64k", "past", "folder", "nope"):
+        assert R._small_file(str(tmp_path / name)) is None
+    monkeypatch.setattr(R, "_small_file", lambda path: None)  # (every file through _Input)
+    assert {p.name: documents(p) for p in [*tmp_path.iterdir(), tmp_path / "nope"]} == direct
