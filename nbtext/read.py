@@ -482,12 +482,12 @@ def count_line_ends(path: str, start: int, size: int) -> int:
 def _file_documents(path: str) -> Iterator[Document]:
     """One message file, or the messages of an mbox file."""
     data = _small_file(path)
-    if data is not None and (_FROM_LINE.match(data) is None or not _has_separator(data)):
+    if data is not None and _one_message(data := data[:MAX_DOCUMENT_BYTES]):
         yield Document(path, data)  # (the common case: as below, without _Input's machinery)
         return
     with _Input(path) as inp:
         data = _read_upto(inp, MAX_DOCUMENT_BYTES)
-        if _FROM_LINE.match(data) is None or (len(data) < MAX_DOCUMENT_BYTES and not _has_separator(data)):
+        if _one_message(data):
             # one message, even with an mbox-style From_ line (as SpamAssassin's corpus)
             yield Document(path, data)
             return
@@ -497,6 +497,13 @@ def _file_documents(path: str) -> Iterator[Document]:
 
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _one_message(data: bytes) -> bool:
+    """Whether a file's first MAX_DOCUMENT_BYTES (all of it, when shorter) are one message, even
+    with an mbox-style From_ line (as SpamAssassin's corpus), rather than an mbox (or a file
+    too long to tell yet) to read line by line."""
+    return _FROM_LINE.match(data) is None or (len(data) < MAX_DOCUMENT_BYTES and not _has_separator(data))
 
 
 def _small_file(path: str) -> bytes | None:

@@ -321,3 +321,26 @@ def test_train_leaves_no_worker_unreaped():
                        text=True, timeout=120)
     # (two workers to count, one for calibration's folds beside this process's own work)
     assert r.stdout.splitlines() == ["3 [] []", "3 [] []"], (r.stdout, r.stderr)
+
+
+FOLD_WORKERS_PROBE = """
+import os
+from nbtext.batch import pool as P
+from nbtext.batch.train import FoldWorkers
+here = []
+mapper = FoldWorkers(2, lambda: here.append(os.getpid()), None)
+print(mapper(lambda i: i * i, range(5)), here == [os.getpid()])
+pids = mapper.starmap(os.getpid, [(), ()])
+print(pids[0] != os.getpid(), pids[1] == os.getpid(), mapper.starmap(pow, [(2, 3), (3, 2), (4, 2)]))
+mapper.close()
+print(mapper.starmap(pow, [(2, 5), (5, 2)]), len(P._ending))
+P.reap()
+"""
+
+
+def test_calibrations_fold_workers_are_kept_for_the_fits():
+    """FoldWorkers: the folds by a forked worker beside the parent's own work, then the same
+    worker for starmap (calibration's fits of tied candidates: the first ones there, the last
+    here meanwhile), in order; once closed, everything here (in a process of its own)."""
+    r = subprocess.run([sys.executable, "-c", FOLD_WORKERS_PROBE], capture_output=True, text=True, timeout=60)
+    assert r.stdout.splitlines() == ["[0, 1, 4, 9, 16] True", "True True [8, 9, 16]", "[32, 25] 1"], r.stderr
