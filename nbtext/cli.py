@@ -381,7 +381,7 @@ def train(**kw):
     from .batch.train import train_model
     from .process import FreeMemory, map_large_arrays
     from .store.atomic import check_target
-    from .tablecli import is_table_run
+    from .table import is_table_run
 
     if is_table_run(kw):
         from . import tablecli
@@ -642,7 +642,7 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
         from .store.atomic import check_target
 
         check_target(predictions_path, [*kw["sources"], *(p for _, p in kw["label_paths"])])
-    from .tablecli import is_table_run
+    from .table import is_table_run
 
     if is_table_run(kw):
         from . import tablecli

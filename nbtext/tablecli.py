@@ -1,46 +1,13 @@
-"""The table halves of the commands (nbtext.cli hands a command here when it is about a table).
-
-How a run is about a table: `train`/`cv` when --variant is table, categorical or gaussian, when
---columns, --categorical, --numeric or --covariance is given, or when every source is a CSV/TSV
-file whose header has the label column and no text column (a text line file needs one); every
-other command when its model is a table model.
+"""The table halves of the commands (nbtext.cli hands a command here when it is about a table:
+nbtext.table.is_table_run for train and cv; every other command when its model is a table model).
 """
 from __future__ import annotations
-
-import os
 
 import numpy as np
 
 from .errors import NbtextError, SettingError, shown
 from .table.model import TableModel, train_table
-from .table.read import Frame, TableOptions, raw_blocks, split_names, spooled
-
-
-def is_table_run(kw: dict) -> bool:
-    from .settings import TABLE_VARIANTS
-
-    if kw.get("variant") in TABLE_VARIANTS or any(kw.get(k) for k in ("columns", "categorical", "numeric", "covariance")):
-        return True
-    sources = kw.get("sources") or ()
-    if kw.get("label_paths") or not sources:
-        return False
-    return all(_looks_like_table(s, kw) for s in sources)
-
-
-def _looks_like_table(path: str, kw: dict) -> bool:
-    fmt = kw.get("line_format")
-    name = path[:-3] if path.endswith(".gz") else path
-    ext = os.path.splitext(name)[1].lower()
-    if path == "-" or not os.path.isfile(path) or (fmt not in ("csv", "tsv") and ext not in (".csv", ".tsv", ".tab")):
-        return False
-    # Its header record alone (a block of one line, longer only while a quote is open). A header
-    # that cannot be read is reported: the text reader fails on it as well, and falling back to
-    # it said only "no documents found" (for a binary .csv), or named the wrong column.
-    first = next((rows for _, rows in raw_blocks(path, fmt, 1) if rows), None)
-    if first is None:
-        return False
-    header = [c.strip() for c in first[0]]
-    return kw["label_column"] in header and kw["text_column"] not in header and len(header) >= 2
+from .table.read import Frame, TableOptions, split_names, spooled
 
 
 def table_options(kw: dict) -> TableOptions:
