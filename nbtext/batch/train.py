@@ -192,9 +192,12 @@ def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, f
     # The kernel's coding only: numpy's takes some 30 MB, and on top of calibration's own
     # memory it raised the Python path's peak from 93 to 103 MB.
     from ..features.kernel import compiled
-    from ..store.codec import code_ahead
 
-    meanwhile = (lambda: code_ahead(model)) if compiled() is not None else None
+    def ahead():
+        from ..store.codec import code_ahead  # (imported there too: the model file's modules, 1.8 ms)
+
+        code_ahead(model)
+    meanwhile = ahead if compiled() is not None else None
     fit = apply_decisions(model, decisions, X, y, release, n_jobs, meanwhile=meanwhile)
     return model, (np.arange(width) if keep is None else keep), fit
 
