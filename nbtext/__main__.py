@@ -7,7 +7,7 @@ import sys
 
 
 def main(argv=None):
-    from .process import printable_streams, single_threaded_blas, start_quietly
+    from .process import printable_streams, single_threaded_blas, start_quietly, started
     from .quick import quick_classify
 
     start_quietly()  # (until the command starts: process.started)
@@ -21,6 +21,7 @@ def main(argv=None):
 
         cli_main(argv)
     finally:
+        started()  # (the collector as the caller had it, also where no command ran: --help, --version)
         # The command is done and the process ends: Python's exit would still walk every
         # object the run left for cycles (its collections at shutdown), which frozen ones are
         # not. Nothing else changes: objects are freed by their counts as before, files were

@@ -1,5 +1,8 @@
 """Containers give the same documents; MIME is read as a person would read it."""
 import gzip
+import os
+import subprocess
+import sys
 import json
 
 import numpy as np
@@ -385,3 +388,37 @@ def test_small_files_read_directly_give_what_the_stream_reader_gives(tmp_path, m
         assert R._small_file(str(tmp_path / name)) is None
     monkeypatch.setattr(R, "_small_file", lambda path: None)  # (every file through _Input)
     assert {p.name: documents(p) for p in [*tmp_path.iterdir(), tmp_path / "nope"]} == direct
+
+
+FIFO_PROBE = """
+import subprocess, sys, time
+from nbtext.read import file_documents
+path = sys.argv[1]
+data = b"Subject: piped\\n\\n" + b"word " * 20000
+writer = subprocess.Popen([sys.executable, "-c", "import sys; open(sys.argv[1], 'wb').write(b'Subject: piped\\\\n\\\\n' + b'word ' * 20000)", path])
+time.sleep(0.3)  # (the writer waiting in its open)
+docs = list(file_documents(path, False))
+print(len(docs), docs[0].data == data, writer.wait())
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_is_read_once_whole(tmp_path, monkeypatch):
+    """A FIFO given as an input is opened once, by the stream reader: the direct read of small
+    regular files (read._small_file) leaves it alone (opened and closed there first, its
+    writer lost its reader: the message cut short, or the second open waiting forever)."""
+    import nbtext.read as R
+
+    fifo = tmp_path / "msg.fifo"
+    os.mkfifo(fifo)
+    opened = []
+
+    def spy(path, *args):
+        opened.append(path)
+        raise OSError("not opened in this test")
+
+    monkeypatch.setattr(R.os, "open", spy)
+    assert R._small_file(str(fifo)) is None and opened == []  # (never opened there)
+    monkeypatch.undo()
+    r = subprocess.run([sys.executable, "-c", FIFO_PROBE, str(fifo)], capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["1", "True", "0"], r.stderr

@@ -137,20 +137,22 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
             reservoir.add(batch.rows.moved(ids, len(vocab), distinct=distinct), labels)
         if progress:
             progress(len(chunk))
-    if not n_docs:
-        raise NbtextError("no documents found in the training sources")
-    vocab.drop_index()  # (counted: from here on only the tokens are read)
-    release()
-    sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
-    release()
-    model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
-                                       release=release, n_jobs=n_jobs)
-    model.ledger = ledger
-    release()
-    if n_jobs > 1:  # (counting's workers, ended without waiting for them: gone by now)
-        from .pool import reap
+    try:
+        if not n_docs:
+            raise NbtextError("no documents found in the training sources")
+        vocab.drop_index()  # (counted: from here on only the tokens are read)
+        release()
+        sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
+        release()
+        model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
+                                           release=release, n_jobs=n_jobs)
+        model.ledger = ledger
+        release()
+    finally:
+        if n_jobs > 1:  # (counting's workers, ended without waiting for them: gone by now)
+            from .pool import reap
 
-        reap()
+            reap()
     return model, fit
 
 
