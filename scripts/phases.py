@@ -5,6 +5,9 @@ time, and its worker processes' CPU time, which the parent reaps at each phase's
     python scripts/phases.py train CORPUS [--runs 5] [-- TRAIN OPTIONS]
     python scripts/phases.py predict MODEL CORPUS [--runs 5]
 
+Workers' CPU is counted in the phase that reaps them: train's counting workers are reaped once
+its model is made (batch.pool.reap), so their CPU shows under calibration.
+
 Prints a markdown table of medians. The phases of train: start-up (the interpreter to the
 command's first line: imports), counting (reading, tokenizing, counting and the reduce into
 one vocabulary and counts), the model (feature selection, the model's arrays), calibration
@@ -30,7 +33,10 @@ def now():
     return time.perf_counter(), me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 marks = [("start", now())]
-import nbtext.cli as cli
+from nbtext.process import single_threaded_blas, start_quietly
+single_threaded_blas()  # (the entry point's process settings, before this probe imports numpy)
+start_quietly()
+from nbtext.__main__ import main
 from nbtext import store
 from nbtext.batch import score, train
 
@@ -57,7 +63,7 @@ def scoring(*a, **k):
 score.log_scored_batches = scoring
 sys.argv = ["nbtext"] + sys.argv[1:]
 try:
-    cli.main()
+    main()  # (the entry point's main, the command's own end: not run's, which would end the probe too)
 except SystemExit as e:
     code = e.code
 else:
