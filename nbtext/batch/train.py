@@ -242,14 +242,9 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None, n_jobs
             try:
                 fit = _fit_on_folds(model, d, X, y, release or (lambda: None), mapper)
             except BaseException:
-                if isinstance(mapper, FoldWorkers):
-                    from .pool import reap
-
-                    mapper.close()
-                    reap()
+                mapper.close(wait=True)
                 raise
-            if isinstance(mapper, FoldWorkers):
-                mapper.close()  # (without waiting for the workers: train_model and recalibrate reap them)
+            mapper.close()  # (without waiting for its workers: train_model and recalibrate reap them)
         elif d.max_fpr is not None:
             raise SettingError("max_fpr", None, f"needs at least {d.folds} documents of each class")
     return fit  # (auto with too few documents to choose by: the Model's first candidate)
@@ -315,7 +310,7 @@ def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None, on_f
     (at most one a fold) forked (batch.pool.ForkPool) when fn is called, so that they hold the
     sample and the counts as the parent does (shared, copy on write; nothing big is sent: only
     their folds' scores come back), each taking the next fold as it is free (_forked_map). One
-    fold after another in this process (``map``) on one core, with a single fold, or where
+    fold after another in this process on one core, with a single fold, or where
     forking is not safe (batch.chunks.fork_safe): a fresh interpreter (loky) would have to be
     sent the sample and the counts, more than a fold's work saves. The same numbers either
     way: each fold is the same arithmetic in whichever process. ``meanwhile``: this process's
@@ -332,13 +327,12 @@ def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None, on_f
     cores, three processes shared them and the coding took up to 115 ms, which the folds then
     waited on: the forked phase took 96-124 ms, with one worker 94-100 ms (4 interleaved runs
     each), and train's peak at 4x went 104 -> 100 MiB."""
-    if n_jobs <= 1:
-        return map
     return FoldWorkers(n_jobs, meanwhile, on_fork)
 
 
 class FoldWorkers:
-    """fold_mapper's mapper on several cores: called, the folds by forked workers (_forked_map);
+    """fold_mapper's mapper: called, the folds by forked workers (_forked_map), or one after
+    another here (one core, one fold, or where forking is not safe);
     then the workers are kept for starmap (calibration's fits of tied candidates, one a core),
     until close() (which ends them without waiting: batch.pool.reap)."""
 
@@ -347,7 +341,7 @@ class FoldWorkers:
 
     def __call__(self, fn, tasks) -> list:
         tasks = list(tasks)
-        if len(tasks) < 2 or len(tasks) > _MOST_FORKED or not fork_safe():
+        if self.n_jobs < 2 or len(tasks) < 2 or len(tasks) > _MOST_FORKED or not fork_safe():
             return list(map(fn, tasks))
         workers = max(1, min(self.n_jobs - (self.meanwhile is not None), len(tasks)))
         results, self.pool = _forked_map(fn, tasks, workers, self.meanwhile, self.on_fork)
@@ -367,9 +361,11 @@ class FoldWorkers:
                                   idle=lambda: here.extend(fn(*args) for args in rest)))
         return done + (here if len(here) == len(rest) else [fn(*args) for args in rest])
 
-    def close(self) -> None:
+    def close(self, wait: bool = False) -> None:
+        """End the workers kept from the folds; by default without waiting for them (reaped
+        later: batch.pool.reap)."""
         if self.pool is not None:
-            self.pool.close(wait=False)
+            self.pool.close(wait=wait)
             self.pool = None
 
 
