@@ -438,6 +438,97 @@ def test_the_kernels_product_of_rows_and_weights_is_numpys(data):
     assert np.array_equal(got, want, equal_nan=True)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_kernels_group_sums_are_numpys(data):
+    """Rows.group_sums by the kernel (a chunk's or a calibration fold's sums per token and
+    class, and its documents per token): numpy's bincount sums to the bit, on values of every
+    scale and sign and every stored type, either width of column numbers."""
+    from nbtext.features.rows import Rows
+
+    compiled()
+    rows, width, k = data.draw(st.integers(0, 10)), data.draw(st.integers(1, 60)), data.draw(st.integers(1, 4))
+    dtype = data.draw(st.sampled_from([np.float64, np.float32, np.uint16]))
+    scale = (st.sampled_from([0, 1, 2, 7, 2**16 - 1]) if dtype == np.uint16 else
+             st.floats(-1e6, 1e6, allow_nan=False) | st.sampled_from([0.0, -0.0, 1e-30, 3.0, 1e30, float("nan")]))
+    dense = np.asarray(data.draw(st.lists(scale, min_size=rows * width, max_size=rows * width)),
+                       dtype=np.float64).reshape(rows, width)
+    R = Rows.of(dense)
+    if not data.draw(st.booleans()):  # (stored zeros too: counted as no document)
+        R = Rows(np.zeros(rows * width), np.tile(np.arange(width), rows), np.arange(rows + 1) * width, width)
+        R = R.with_data(dense.ravel())
+    R = Rows(R.data.astype(dtype), R.indices.astype(data.draw(st.sampled_from([np.int32, np.int64]))), R.indptr, width)
+    group = np.asarray(data.draw(st.lists(st.integers(0, k - 1), min_size=rows, max_size=rows)), dtype=np.int64)
+    with np.errstate(all="ignore"), pytest.MonkeyPatch.context() as mp:
+        got = R.group_sums(group, k, doc_freq=True)
+        mp.setenv("NBTEXT_KERNEL", "python")
+        want = R.group_sums(group, k, doc_freq=True)
+    assert got[0].shape == want[0].shape == (width, k) and got[0].dtype == want[0].dtype == np.float64
+    assert np.array_equal(got[0].view(np.int64), want[0].view(np.int64))  # (the bits: -0.0, nan)
+    assert got[1].dtype == want[1].dtype == np.int64 and np.array_equal(got[1], want[1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_samples_whole_counts_added_in_place_are_the_fold_by_fold_counts(data):
+    """Calibration fits its sample's counts (16-bit whole numbers) by the kernel in one pass
+    into the counts (Counts.add_whole), where the Python path adds them a fold at a time at
+    each fold's own columns (add_at): the same feature counts, document frequencies (int32
+    both) and class counts, exactly, for every variant that counts a document as its counts.
+    Elsewhere (other values, other variants) add_whole changes nothing and says so."""
+    from nbtext.features.rows import Rows
+    from nbtext.nb.calibrate import stratified_folds
+    from nbtext.nb.counts import Counts
+    from nbtext.nb.estimators import make_estimator
+    from nbtext.settings import ModelSettings
+
+    compiled()
+    rows, width = data.draw(st.integers(4, 14)), data.draw(st.integers(1, 40))
+    cells = data.draw(st.lists(st.sampled_from([0, 0, 0, 1, 2, 9, 2**16 - 1]), min_size=rows * width,
+                               max_size=rows * width))
+    X = Rows.of(np.asarray(cells, dtype=np.float64).reshape(rows, width)).astype(np.uint16)
+    X = Rows(X.data, X.indices.astype(data.draw(st.sampled_from([np.int32, np.int64]))), X.indptr, width)
+    y = np.asarray(data.draw(st.lists(st.sampled_from(["ham", "spam"]), min_size=rows, max_size=rows)))
+    classes = sorted(set(y) | {"ham", "spam"})
+    variant = data.draw(st.sampled_from(["multinomial", "complement"]))
+    settings_ = ModelSettings(variant=variant)
+    whole, by_folds = (make_estimator(settings_, Counts(classes, width)) for _ in range(2))
+    assert whole.add_whole(X, y) is True
+    folds = stratified_folds(y, 2, 0) if min((y == c).sum() for c in classes) >= 2 else np.arange(rows) % 2
+    for f in range(2):
+        Xf, cols = X.own_columns(folds == f)
+        by_folds.add_at(Xf, y[folds == f], cols)
+    a, b = whole.counts_, by_folds.counts_
+    assert np.array_equal(a.feature_count, b.feature_count) and np.array_equal(a.class_count, b.class_count)
+    assert a.doc_freq.dtype == b.doc_freq.dtype == np.int32 and np.array_equal(a.doc_freq, b.doc_freq)
+    other = make_estimator(settings_, Counts(classes, width))
+    assert other.add_whole(X.astype(np.float64), y) is False and not other.counts_.feature_count.any()
+    bernoulli = make_estimator(ModelSettings(variant="bernoulli"), Counts(classes, width))
+    assert bernoulli.add_whole(X, y) is False and not bernoulli.counts_.class_count.any()
+    with pytest.MonkeyPatch.context() as mp:  # (the Python path: the folds, as ever)
+        mp.setenv("NBTEXT_KERNEL", "python")
+        assert make_estimator(settings_, Counts(classes, width)).add_whole(X, y) is False
+
+
+def test_the_kernels_group_sums_refuse_groups_and_columns_out_of_range():
+    """group_sums checks every row start and group before reading an entry and each column
+    as it reads it: False (numpy then answers, or raises its error), never a write past out."""
+    k = compiled()
+    ones, ip = np.ones(2), np.array([0, 1, 2], np.int64)
+    out, df = np.zeros((2, 2)), np.zeros(2, np.int64)
+    assert k.group_sums(ones, np.array([0, 1], np.int64), ip, np.array([0, 2], np.int64), 2, out, df) is False
+    assert k.group_sums(ones, np.array([0, 2], np.int64), ip, np.array([0, 1], np.int64), 2, out, df) is False
+    assert k.group_sums(ones, np.array([0, 1], np.int64), np.array([0, 3, 2], np.int64),
+                        np.array([0, 1], np.int64), 2, out, df) is False
+    with pytest.raises(ValueError, match="wrong sizes"):  # (df not one a column)
+        k.group_sums(ones, np.array([0, 1], np.int64), ip, np.array([0, 1], np.int64), 2, out, np.zeros(3, np.int64))
+    with pytest.raises(ValueError, match="overlaps"):
+        k.group_sums(ones, np.array([0, 1], np.int64), ip, np.array([0, 1], np.int64), 2, ip[:2].view(np.float64), df)
+    out[:], df[:] = 0, 0
+    assert k.group_sums(ones, np.array([0, 1], np.int64), ip, np.array([1, 0], np.int64), 2, out, df) is True
+    assert out.tolist() == [[0.0, 1.0], [1.0, 0.0]] and df.tolist() == [1, 1]
+
+
 def test_the_kernels_product_refuses_row_starts_and_widths_it_cannot_trust():
     """rows_dot reads no entry before every row start is checked (a backwards start, as a
     scipy matrix may hold, read past the entries under AddressSanitizer), and refuses a width
@@ -600,6 +691,18 @@ FUZZ = textwrap.dedent('''
                        np.array(starts if rng.random() < 0.5 else sorted(starts), dtype=np.int64),
                        np.array([rng.random() for _ in range(rng.randrange(30))]), k2,
                        np.empty(rng.randrange(20)))
+        except ValueError:
+            pass
+        try:  # (a chunk's or a fold's sums per token and group: parity above, only safety here)
+            nnz = rng.randrange(12)
+            starts = [rng.randrange(-2, nnz + 3) for _ in range(rng.randrange(5))]
+            kg = rng.choice([0, 1, 2, 3, 2**61, 2**62 + 3, 2**63 - 1])
+            ncol = rng.randrange(25)
+            k.group_sums(np.array([rng.randrange(5) for _ in range(nnz)], dtype=rng.choice([np.uint16, np.float32, np.float64])),
+                         np.array([rng.randrange(-3, 20) for _ in range(nnz)], dtype=rng.choice([np.int32, np.int64])),
+                         np.array(starts if rng.random() < 0.5 else sorted(starts), dtype=np.int64),
+                         np.array([rng.randrange(-1, 4) for _ in range(max(len(starts) - 1, 0))], dtype=np.int64),
+                         kg, np.zeros(ncol), np.zeros(rng.choice([0, ncol, rng.randrange(20)]), dtype=np.int64))
         except ValueError:
             pass
         pick = np.array([rng.randrange(nr) for _ in range(rng.randrange(2 * nr))], dtype=np.int64)

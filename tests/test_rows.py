@@ -95,7 +95,7 @@ def test_of_refuses_a_vector():
 @settings(max_examples=100, deadline=None)
 @given(matrices(max_rows=12), st.integers(1, 7), st.data())
 def test_products_and_sums_made_a_piece_at_a_time_are_the_same_bits(dense, piece, data):
-    """Products and per-group column sums are made a piece of entries at a time (for memory):
+    """Products, per-group column sums and row sums are made a piece of entries at a time (for memory):
     each row's sum must be the same to the last bit as in one piece."""
     import nbtext.features.rows as rows
 
@@ -103,11 +103,14 @@ def test_products_and_sums_made_a_piece_at_a_time_are_the_same_bits(dense, piece
     n, m = dense.shape
     W = np.asarray(data.draw(st.lists(st.floats(-5, 5), min_size=2 * m, max_size=2 * m))).reshape(m, 2)
     group = np.asarray(data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), dtype=np.int64)
-    whole = (R @ W, R.column_sums_by_row_group(group, 3, token_major=True))
+    counts = Rows.of(dense).astype(np.uint16)  # (row sums: converted to float64 as they are added)
+    whole = (R @ W, R.column_sums_by_row_group(group, 3, token_major=True), R.row_sums(),
+             counts.row_sums(dtype=np.float64), R.row_sums(R.data * R.data))
     saved = rows.PIECE
     try:
         rows.PIECE = piece
-        pieces = (R @ W, R.column_sums_by_row_group(group, 3, token_major=True))
+        pieces = (R @ W, R.column_sums_by_row_group(group, 3, token_major=True), R.row_sums(),
+                  counts.row_sums(dtype=np.float64), R.row_sums(R.data * R.data))
     finally:
         rows.PIECE = saved
     assert all(np.array_equal(a, b) for a, b in zip(whole, pieces))

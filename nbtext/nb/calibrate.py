@@ -89,7 +89,8 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
     one fold after another here; train passes one that runs folds in worker processes forked
     from this one (nbtext.batch.train), which see X and the candidates' counts as they are when
     it is called and send back only each fold's scores (a fold's rows: its documents x classes
-    per candidate). Each fold's numbers are the same whichever process makes them."""
+    per candidate). Each fold's numbers are the same whichever process makes them. A mapper
+    whose ``forgets`` is true takes ``forget=``, to call once the folds are the workers' alone."""
     if unseen not in ("keep", "drop", "both"):
         raise ValueError(f"unseen must be keep, drop or both, not {unseen!r}")
     X = Rows.of(X)
@@ -102,15 +103,17 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
             if full.same_features in fitted:  # (one copy of X's counts for them all: 2 x 11 MB
                 full = make_estimator(settings, fitted[full.same_features])  # on spamassassin x4)
             else:
-                for f in range(k):  # (at each fold's own columns: estimators.add_at)
-                    Xf, cols = X.own_columns(folds == f)
-                    full.add_at(Xf, y[folds == f], cols)
-                    del Xf
+                if not full.add_whole(X, y):  # (the kernel, for a sample's 16-bit counts: in place)
+                    for f in range(k):  # (at each fold's own columns: estimators.add_at)
+                        Xf, cols = X.own_columns(folds == f)
+                        full.add_at(Xf, y[folds == f], cols)
+                        del Xf
                 if full.same_features:
                     fitted[full.same_features] = full.counts_
                 if release:
                     release()  # (the fits' temporaries, before the folds' workers copy this process)
         fulls.append(full)
+    full = None  # (held by fulls alone: see forget)
 
     def fold_scores(f: int) -> list:
         """Per candidate, (kept, dropped) scores of fold f's documents (None where not asked)."""
@@ -132,9 +135,19 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
             release()  # (a fold's arrays under glibc's mapping threshold left their pages behind)
         return scores
 
+    def forget():
+        """Where forked workers score every fold and this process waits for their scores (train's
+        mapper: batch.train.FoldWorkers), the counts fitted here for them are theirs alone: this
+        process's copy goes (16 copies of spamassassin-2002: 8.8 MB of train's peak, which came
+        as it coded the vocabulary meanwhile)."""
+        fitted.clear()
+        fulls[:] = [None] * len(fulls)
+
     outs = [(np.zeros((X.shape[0], len(classes))) if unseen != "drop" else None,
              np.zeros((X.shape[0], len(classes))) if unseen != "keep" else None) for _ in fulls]
-    for f, scores in zip(range(k), mapper(fold_scores, range(k))):
+    scored = mapper(fold_scores, range(k), forget=forget) if getattr(mapper, "forgets", False) \
+        else mapper(fold_scores, range(k))
+    for f, scores in zip(range(k), scored):
         test = folds == f
         for (kept, dropped), (kept_f, dropped_f) in zip(outs, scores):
             if kept is not None:

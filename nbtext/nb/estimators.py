@@ -163,6 +163,14 @@ class _BaseNB:
                                 width=max(self.counts_.width, int(cols.max(initial=-1)) + 1), distinct=True)
         return self
 
+    def add_whole(self, X, y) -> bool:
+        """partial_fit of 16-bit whole counts straight into the counts (Counts.add_whole), where
+        this variant counts a document as its counts; False, with nothing changed, elsewhere."""
+        if self.same_features != "counts":
+            return False
+        self._check_alpha()
+        return self.counts_.add_whole(X, [str(v) for v in np.asarray(y)])
+
     def without(self, X, y) -> "_BaseNB":
         """A new estimator of the same kind: these counts less the documents (X, y)."""
         return self.of_counts(self.counts_.plus(self.features(X), [str(v) for v in y],
