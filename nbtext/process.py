@@ -7,6 +7,7 @@ reader that left (`| head`) ends quietly with status 0, Ctrl-C with `nbtext: int
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -251,10 +252,51 @@ def release_free_memory() -> None:
         pass
 
 
+@contextlib.contextmanager
+def withheld_from_forks(buffers):
+    """Within, a forked process gets no mapping of these buffers' whole pages but the first
+    (madvise MADV_DONTFORK; MADV_DOFORK again on leaving): for the children forked for work
+    that never reads them. Their pages, shared with the parent, otherwise counted in each
+    child's RSS: calibration's fold worker inherited the vocabulary and, when it fits on a
+    sample, the model's counts, 16 MB of train's peak at 16 copies of spamassassin-2002. A
+    read of them there ends the child with SIGSEGV (the pool's WorkerError), never a wrong
+    number; the first page, where an object's header or the allocator's bookkeeping may
+    lie, is kept, and the child never frees them (it ends with os._exit). Buffers are anything
+    that exports one (arrays, bytes, memoryviews); elsewhere than Linux with glibc nothing."""
+    ranges = []
+    try:
+        if not sys.platform.startswith("linux"):
+            raise OSError
+        import ctypes
+
+        import numpy as np
+
+        madvise = ctypes.CDLL(None).madvise
+        madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        page = os.sysconf("SC_PAGE_SIZE")
+        for buf in buffers:
+            a = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf
+            start, end = a.__array_interface__["data"][0], a.__array_interface__["data"][0] + a.nbytes
+            lo, hi = (start // page + 1) * page, end // page * page
+            if hi > lo and madvise(lo, hi - lo, _MADV_DONTFORK) == 0:
+                ranges.append((lo, hi - lo))
+    except (OSError, AttributeError, TypeError, ValueError):
+        madvise = None
+    try:
+        yield
+    finally:
+        for lo, size in ranges:
+            madvise(lo, size, _MADV_DOFORK)
+
+
+_MADV_DONTFORK, _MADV_DOFORK = 10, 11  # (Linux's numbers, on every architecture)
+
+
 class FreeMemory:
     """What the command line hands train as ``release``: called, it returns the heap's free
     pages to the system (release_free_memory); its ``hold`` is what calibration's fold workers
-    call as they start (hold_freed_memory). nbtext.batch, a layer below this module, takes
+    call as they start (hold_freed_memory), its ``withhold`` what they are forked within
+    (withheld_from_forks). nbtext.batch, a layer below this module, takes
     both from the object it is given rather than import them."""
 
     def __call__(self) -> None:
@@ -263,6 +305,8 @@ class FreeMemory:
     @staticmethod
     def hold() -> None:
         hold_freed_memory()
+
+    withhold = staticmethod(withheld_from_forks)
 
 
 class Terminated(KeyboardInterrupt):

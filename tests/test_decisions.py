@@ -553,3 +553,53 @@ def test_the_true_class_entries_and_log_loss_are_the_indexed_ones_to_the_bit(k):
         m = np.max(z, axis=1, keepdims=True)
         general = (m + np.log(np.sum(np.exp(z - m), axis=1, keepdims=True)))[:, 0] - z[np.arange(3000), t]
         assert log_loss_at(a, t, temperature) == float(general.mean())
+
+
+def test_fold_workers_forked_without_what_they_never_read_make_the_same_model(monkeypatch):
+    """The command line forks calibration's fold workers without the vocabulary and, where the
+    sample is not every document (its counts fitted apart), without the model's counts
+    (process.withheld_from_forks: 16 MB of train's peak at 16 copies of spamassassin-2002): a
+    worker that read them would die (SIGSEGV: the pool's WorkerError). The same model file as
+    one process makes, for a sample of the corpus and for the whole corpus."""
+    from nbtext import process
+    from nbtext.batch import train
+    from nbtext.store.codec import encode
+
+    monkeypatch.setattr(train, "fork_safe", lambda: True)
+    withheld = []
+    real = process.withheld_from_forks
+    monkeypatch.setattr(process.FreeMemory, "withhold",
+                        staticmethod(lambda buffers: withheld.append(len(buffers)) or real(buffers)))
+    docs = lambda: label_directory(str(DATA / "corpus"))  # noqa: E731
+    for sample in (120, train.CALIBRATION_SAMPLE):
+        one, _ = train.train_model(docs(), calibration_sample=sample)
+        forked, _ = train.train_model(docs(), calibration_sample=sample, n_jobs=2, release=process.FreeMemory())
+        assert encode(forked) == encode(one)
+    assert withheld == [4, 1]  # (the vocabulary and the counts' three arrays; the vocabulary alone)
+
+
+def test_buffers_withheld_from_forks_are_not_in_the_child_and_are_again_after():
+    """withheld_from_forks: a child forked within has none of the buffer's whole pages but its
+    first (a read there ends the child with SIGSEGV, never a wrong value); the parent reads it all
+    throughout, and a child forked after has it all again."""
+    import subprocess
+    import sys
+
+    script = '''
+import os, signal, sys
+import numpy as np
+from nbtext.process import withheld_from_forks
+a = np.arange(1 << 20, dtype=np.int64)  # (8 MiB)
+def child(index):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if a[index] == index else 3)
+    _, status = os.waitpid(pid, 0)
+    return "segv" if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV else os.WEXITSTATUS(status)
+with withheld_from_forks([a]):
+    print(child(0), child(len(a) // 2), child(len(a) - 1024), int(a[len(a) // 2]) == len(a) // 2)
+print(child(len(a) // 2), child(len(a) - 1024))
+'''
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60).stdout.split("\n")
+    assert out[:2] == ["0 segv segv True", "0 0"]

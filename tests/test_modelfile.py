@@ -110,7 +110,7 @@ def test_a_vocabulary_coded_ahead_is_saved_as_it_would_be_and_taken(monkeypatch)
     assert m.coded_ahead is None
     codec.code_ahead(m)
     m.add([["a token the coding did not see"]], ["yes"])
-    (fc, _, _), _ = codec._coding(m)
+    (fc, _), _ = codec._coding(m)
     assert len(made) == 4 and fc == real(m.vocab.encoded())[0]
 
 

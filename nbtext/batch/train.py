@@ -5,6 +5,7 @@ Also what builds on training: the whole corpus as one matrix, and k-fold cross-v
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -238,7 +239,9 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None, n_jobs
         from ..nb.calibrate import can_split
 
         if can_split(y, d.folds):
-            mapper = fold_mapper(n_jobs, meanwhile, getattr(release, "hold", None))
+            withhold = getattr(release, "withhold", None)
+            mapper = fold_mapper(n_jobs, meanwhile, getattr(release, "hold", None),
+                                 withheld=withhold and (lambda: withhold(_unread_by_folds(model, X))))
             try:
                 fit = _fit_on_folds(model, d, X, y, release or (lambda: None), mapper)
             except BaseException:
@@ -250,12 +253,24 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None, n_jobs
     return fit  # (auto with too few documents to choose by: the Model's first candidate)
 
 
+def _is_whole(model: Model, X) -> bool:
+    """Whether calibration's sample is every document the model learned (else a sample of a
+    larger corpus, calibrated against itself: calibrate.out_of_fold_jll)."""
+    return X.shape[0] == model.n_documents
+
+
+def _unread_by_folds(model: Model, X) -> list:
+    """The large buffers that scoring calibration's folds never reads: the vocabulary, and the
+    model's counts where the sample is not every document (its own counts are fitted then)."""
+    return [model.vocab.buffer(), *(() if _is_whole(model, X) else model.counts.arrays())]
+
+
 def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release, mapper=map) -> ThresholdFit | None:
     from ..nb.calibrate import (brier_of, calibrated_log, fit_calibration, lengths_of, out_of_fold_jlls,
                                 threshold_for_fpr)
 
     classes, pos = model.classes, model.decision.positive
-    whole = X.shape[0] == model.n_documents  # the sample is every document learned
+    whole = _is_whole(model, X)
     # The map is fitted to fold-unseen tokens scored as zero counts, the threshold to them left
     # out, as new mail is scored (why: calibrate.out_of_fold_jll); a sample of a larger corpus
     # keeps them for both.
@@ -304,7 +319,8 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release, mapper=map) -
                         float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
 
 
-def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None, on_fork: Callable[[], object] | None = None):
+def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None, on_fork: Callable[[], object] | None = None,
+                withheld: Callable[[], object] | None = None):
     """A mapper for calibration's folds (nbtext.nb.calibrate.out_of_fold_jlls: mapper(fn, folds)
     gives fn(fold) for each, in order) that uses ``n_jobs`` cores: as many worker processes
     (at most one a fold) forked (batch.pool.ForkPool) when fn is called, so that they hold the
@@ -316,7 +332,9 @@ def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None, on_f
     way: each fold is the same arithmetic in whichever process. ``meanwhile``: this process's
     own work while forked workers score the folds (not called otherwise), which takes one of
     the cores: a worker fewer; ``on_fork``: called in each worker as it starts (the command
-    line's memory policy for them: process.FreeMemory).
+    line's memory policy for them: process.FreeMemory); ``withheld``: a context manager (made by
+    calling it) that they are forked within (the command line's: the buffers they never read
+    withheld from them, process.withheld_from_forks).
 
     The parent waits rather than take folds itself: on 2 cores (spamassassin-2002, interleaved
     runs), with the parent taking folds beside one worker train took 1.24-1.25 s and peaked at
@@ -327,7 +345,7 @@ def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None, on_f
     cores, three processes shared them and the coding took up to 115 ms, which the folds then
     waited on: the forked phase took 96-124 ms, with one worker 94-100 ms (4 interleaved runs
     each), and train's peak at 4x went 104 -> 100 MiB."""
-    return FoldWorkers(n_jobs, meanwhile, on_fork)
+    return FoldWorkers(n_jobs, meanwhile, on_fork, withheld)
 
 
 class FoldWorkers:
@@ -336,15 +354,20 @@ class FoldWorkers:
     then the workers are kept for starmap (calibration's fits of tied candidates, one a core),
     until close() (which ends them without waiting: batch.pool.reap)."""
 
-    def __init__(self, n_jobs: int, meanwhile: Callable[[], object] | None, on_fork: Callable[[], object] | None):
-        self.n_jobs, self.meanwhile, self.on_fork, self.pool = n_jobs, meanwhile, on_fork, None
+    def __init__(self, n_jobs: int, meanwhile: Callable[[], object] | None, on_fork: Callable[[], object] | None,
+                 withheld: Callable[[], object] | None = None):
+        self.n_jobs, self.meanwhile, self.on_fork, self.withheld, self.pool = n_jobs, meanwhile, on_fork, withheld, None
 
-    def __call__(self, fn, tasks) -> list:
+    forgets = True  # (takes forget=: nbtext.nb.calibrate.out_of_fold_jlls)
+
+    def __call__(self, fn, tasks, forget: Callable[[], object] | None = None) -> list:
+        """[fn(t) for t in tasks]; ``forget``: called here once forked workers hold all that fn
+        reads and take every task (never where this process takes any)."""
         tasks = list(tasks)
         if self.n_jobs < 2 or len(tasks) < 2 or len(tasks) > _MOST_FORKED or not fork_safe():
             return list(map(fn, tasks))
         workers = max(1, min(self.n_jobs - (self.meanwhile is not None), len(tasks)))
-        results, self.pool = _forked_map(fn, tasks, workers, self.meanwhile, self.on_fork)
+        results, self.pool = _forked_map(fn, tasks, workers, self.meanwhile, self.on_fork, forget, self.withheld)
         return results
 
     def starmap(self, fn, arglists: list) -> list:
@@ -377,12 +400,15 @@ _CALL = "call"  # (a task for FoldWorkers' workers after their folds: (_CALL, fu
 
 
 def _forked_map(fn, tasks: list, workers: int, meanwhile: Callable[[], object] | None = None,
-                on_fork: Callable[[], object] | None = None) -> tuple[list, object]:
+                on_fork: Callable[[], object] | None = None,
+                forget: Callable[[], object] | None = None,
+                withheld: Callable[[], object] | None = None) -> tuple[list, object]:
     """[fn(t) for t in tasks], by ``workers`` forked processes, each taking the next task as it
     is free: the tasks' numbers wait in a pipe, and each worker reads one (4 bytes: a pipe's
     reads take turns, so each number goes to one reader) until none is left. A slow worker
     (the machine is shared) takes fewer; none waits on a share dealt in advance. ``meanwhile``
-    runs here once the workers have started, ``on_fork`` in each as it starts."""
+    runs here once the workers have started, ``on_fork`` in each as it starts, ``forget`` here
+    before ``meanwhile``; they are forked with Ctrl-C ignored, within ``withheld()``."""
     from .chunks import sigint_ignored, watch_parent
     from .pool import ForkPool
 
@@ -405,9 +431,11 @@ def _forked_map(fn, tasks: list, workers: int, meanwhile: Callable[[], object] |
     results: list = [None] * len(tasks)
     parent = os.getpid()
     try:
-        with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
+        with sigint_ignored(loky=False), withheld() if withheld else contextlib.nullcontext():
             pool = ForkPool(taken, workers, on_fork=lambda: (watch_parent(parent), on_fork and on_fork()))
         try:
+            if forget:
+                forget()
             for done in pool.map(range(workers), idle=meanwhile):  # (one start a worker: the pool gives each
                 for i, value in done:            # task to the worker holding fewest)
                     results[i] = value

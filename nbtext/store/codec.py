@@ -162,10 +162,8 @@ def code_ahead(model) -> None:
     the vocabulary's coding (vocabfile.front_code) and the counts in its order (a copy, held
     until then). Train makes them while calibration's worker processes score their folds and
     this process would wait."""
-    coding = front_code(model.vocab.buffer())
     idf = model.settings.idf  # (the document frequencies only where the file holds them)
-    model.coded_ahead = (_grown_to(model.vocab), model.counts, model.counts.version, idf, coding,
-                         model.counts.columns(coding[2], doc_freq=idf))
+    model.coded_ahead = (_grown_to(model.vocab), model.counts, model.counts.version, idf, *_coded(model))
 
 
 def _grown_to(vocab) -> tuple[int, int]:
@@ -173,7 +171,7 @@ def _grown_to(vocab) -> tuple[int, int]:
 
 
 def _coding(model) -> tuple:
-    """((front-coded tokens, block heads, order), the counts in that order): code_ahead's,
+    """((front-coded tokens, block heads), the counts in the tokens' order): code_ahead's,
     taken (not kept), while the vocabulary and the counts are as they were then; else made
     now. (The columns in the file's sorted order, so that the summary, too, depends only on the
     counts per token and not on the order tokens were first seen in.)"""
@@ -182,8 +180,14 @@ def _coding(model) -> tuple:
     if held is not None and held[0] == _grown_to(model.vocab) and held[1] is model.counts \
             and held[2] == model.counts.version and held[3] == idf:
         return held[4], held[5]
-    coding = front_code(model.vocab.buffer())
-    return coding, model.counts.columns(coding[2], doc_freq=idf)
+    return _coded(model)
+
+
+def _coded(model) -> tuple:
+    """((front-coded tokens, block heads), the counts in the tokens' sorted order): the sorting
+    permutation (8 bytes a token) is not kept once the counts are put in it."""
+    fc, heads, order = front_code(model.vocab.buffer())
+    return (fc, heads), model.counts.columns(order, doc_freq=model.settings.idf)
 
 
 def encode_pieces(model) -> list:
@@ -195,7 +199,7 @@ def encode_pieces(model) -> list:
         from .tables import encode_table
 
         return encode_table(model)
-    (fc, heads, order), counts = _coding(model)
+    (fc, heads), counts = _coding(model)
     head_dtype = "<u4" if len(fc) < 2**32 else "<u8"
     ledger = b"".join(sorted(model.ledger))
     sections = [
