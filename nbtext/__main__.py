@@ -7,11 +7,12 @@ import sys
 
 
 def main(argv=None):
-    from .process import printable_streams, single_threaded_blas, start_quietly, started
+    from .process import printable_streams, single_threaded_blas, start_quietly, started, without_openssl
     from .quick import quick_classify
 
     start_quietly()  # (until the command starts: process.started)
     single_threaded_blas()  # (before anything imports numpy)
+    without_openssl()
     printable_streams()
     try:
         status = quick_classify(sys.argv[1:] if argv is None else list(argv))

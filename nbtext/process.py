@@ -192,6 +192,18 @@ def single_threaded_blas() -> None:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
+def without_openssl() -> None:
+    """Keep OpenSSL's libcrypto out of the process. numpy.random imports secrets, which imports
+    hmac and hashlib, which load it (the _hashlib module) for hashes nbtext never makes (the
+    ledger's BLAKE2 is CPython's own: operations.digest): 2.4 ms of train's parent, and 3.3 MiB
+    of the RSS of it and of every worker forked after (libcrypto's pages touched as it loads),
+    at every scale. With _hashlib absent, hashlib and hmac use CPython's built-in hashes (the
+    same digests; hashlib's pbkdf2_hmac and scrypt, which nbtext never calls, are missing).
+    Called by the entry point before anything imports numpy (where something already loaded
+    it, nothing); a library caller's process is left as it is."""
+    sys.modules.setdefault("_hashlib", None)
+
+
 def map_large_arrays(threshold: int = 1 << 20, keep: int = 8 << 20) -> None:
     """Have glibc's malloc map every block of ``threshold`` bytes or more on its own, so that
     freeing it gives it back at once. By default the threshold rises to the largest block

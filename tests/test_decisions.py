@@ -3,6 +3,7 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings as hsettings, strategies as st
 
 from nbtext.nb.calibrate import median, lengths_of, brier_at, fit_temperature, golden_section, out_of_fold_jll, stratified_folds, threshold_for_fpr
 from nbtext.settings import DecisionOptions
@@ -603,3 +604,77 @@ print(child(len(a) // 2), child(len(a) - 1024))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=60).stdout.split("\n")
     assert out[:2] == ["0 segv segv True", "0 0"]
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.integers(1, 400), st.integers(1, 60), st.lists(st.integers(1, 50), min_size=1, max_size=40), st.booleans())
+def test_the_reservoir_keeps_the_smallest_keys_whatever_it_lets_go_early(n_size, seed, chunks, drawn):
+    """Once cut, the reservoir lets a document go as its key is drawn (draw: it can never be
+    in the sample), without taking its rows: the same documents, in input order, as keeping
+    every key and the ``size`` smallest at the end (cluster.sample_positions, the reference),
+    by add() or draw() then add_drawn() with the kept rows; and the stacked sample holds their rows."""
+    from nbtext.batch.cluster import sample_positions
+    from nbtext.batch.train import Reservoir
+    from nbtext.features.rows import Rows
+
+    r, start = Reservoir(n_size, seed), 0
+    for n in chunks:
+        X = Rows.of(np.arange(start, start + n, dtype=float)[:, None] + 1)  # (row i holds i + 1)
+        labels = [f"d{i}" for i in range(start, start + n)]
+        if drawn:
+            rows = r.draw(n)
+            keep = np.arange(n) if rows is None else rows
+            r.add_drawn(X[keep], [labels[i] for i in keep])
+        else:
+            r.add(X, labels)
+        start += n
+    X, y = r.sample(1)
+    want = sample_positions(start, n_size, seed)
+    assert list(y) == [f"d{i}" for i in want]
+    assert X.toarray().ravel().tolist() == [float(i + 1) for i in want]
+    if start > n_size + n_size // 4 + max(chunks):  # (cut before the last chunk: it lets documents go)
+        assert r.cut is not None
+
+
+def test_stacked_parts_are_let_go_as_they_are_copied():
+    """Rows.stack(consume=True): the same rows as numpy's concatenation (values of the type that
+    holds every part's), each part let go once copied, ``freed`` called as they add up."""
+    import nbtext.features.rows as rows_module
+    from nbtext.features.rows import Rows
+
+    parts = [Rows.of(np.array([[1.0, 0.0, 2.0]])).astype(np.uint16), Rows.of(np.array([[0.0, 3.5, 0.0], [4.0, 0.0, 0.0]])).astype(np.float32),
+             Rows.of(np.zeros((1, 3))).astype(np.uint16)]
+    want = np.vstack([p.toarray() for p in parts])
+    calls = []
+    saved = rows_module.FREED_EVERY
+    try:
+        rows_module.FREED_EVERY = 1
+        X = Rows.stack(parts, 3, consume=True, freed=lambda: calls.append(1))
+    finally:
+        rows_module.FREED_EVERY = saved
+    assert X.data.dtype == np.float32 and np.array_equal(X.toarray(), want) and X.shape == (4, 3)
+    assert parts == [None, None, None] and len(calls) == 3
+
+
+def test_the_command_line_never_loads_openssl(tmp_path):
+    """numpy.random (calibration's folds, the reservoir) imports secrets, hmac and hashlib, which
+    load OpenSSL's libcrypto: 3.3 MiB of train's peak and 2.4 ms of its start. The command line
+    keeps it out (process.without_openssl); hashlib's digests are CPython's own, the same."""
+    import subprocess
+    import sys
+
+    script = f'''
+import sys
+from nbtext.__main__ import main
+try:
+    main(["train", {str(DATA / "corpus")!r}, "-o", {str(tmp_path / "m.nbm")!r}, "-q"])
+except SystemExit as e:
+    assert not e.code, e.code
+import hashlib, numpy.random
+print("libcrypto" in open("/proc/self/maps").read(), sys.modules.get("_hashlib", "absent"),
+      hashlib.sha256(b"nbtext").hexdigest()[:16], "hashlib" in sys.modules)
+'''
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    import hashlib
+
+    assert out.stdout.split() == ["False", "None", hashlib.sha256(b"nbtext").hexdigest()[:16], "True"], out.stderr

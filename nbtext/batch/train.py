@@ -39,13 +39,17 @@ class Reservoir:
     Each document draws a random key; the sample is the ``size`` smallest keys. Parts are
     only cut down when a quarter of the size again has piled up, so the cost per document
     stays constant, and each part is cut on its own (stacking them all first held the pile
-    twice, then the kept rows a third time). Rows are counts, stored in 16 bits or as float32
-    (see add): calibration makes each fold float64 in turn."""
+    twice, then the kept rows a third time). Once cut, a document whose key is above the cut
+    can never be in the sample (``size`` keys below it are held already): draw() says so before
+    its rows are even taken (the same sample, as every later cut is lower). Rows are counts,
+    stored in 16 bits or as float32 (see add): calibration makes each fold float64 in turn."""
 
     def __init__(self, size: int, seed: int, release=None):
         self.size, self.seed, self.rng, self.release = size, seed, None, release
         self.parts: list = []       # (matrix, labels, keys), in input order
         self.rows = 0
+        self.cut: float | None = None  # the last cut's key: none above it is kept
+        self._drawn = None
 
     @staticmethod
     def compact(X: Rows) -> Rows:
@@ -65,10 +69,37 @@ class Reservoir:
         if self.rng is None:
             self.rng = np.random.default_rng(self.seed)
 
-    def add(self, X: Rows, labels: list[str]):
+    def draw(self, n: int) -> np.ndarray | None:
+        """The keys of the next n documents (one each, in input order, whatever is kept: the
+        generator's stream is the same); the positions among them of those that may still be
+        in the sample, or None when all may. add_drawn() takes those documents' rows next. At
+        16 copies of spamassassin-2002 most chunks then give the sample a few rows, which is
+        all train puts on the vocabulary's ids (Rows.moved)."""
         self.prepare()
+        keys = self.rng.random(n)
+        if self.cut is None:
+            self._drawn = keys
+            return None
+        rows = np.flatnonzero(keys <= self.cut)
+        self._drawn = keys[rows]
+        return rows
+
+    def add(self, X: Rows, labels: list[str]):
+        """The next documents, all of them offered (draw, then add_drawn)."""
+        rows = self.draw(X.shape[0])
+        if rows is not None:
+            X, labels = Rows.of(X)[rows], [labels[i] for i in rows]
+        self.add_drawn(X, labels)
+
+    def add_drawn(self, X: Rows, labels: list[str]):
+        """The rows of the documents the last draw() kept, in order."""
+        keys, self._drawn = self._drawn, None
+        if keys is None or len(keys) != X.shape[0] or len(labels) != X.shape[0]:
+            raise ValueError("add_drawn takes the rows of the documents draw() kept")
+        if not len(keys):
+            return
         X = self.compact(X)
-        self.parts.append((X, np.asarray(labels), self.rng.random(X.shape[0])))
+        self.parts.append((X, np.asarray(labels), keys))
         self.rows += X.shape[0]
         if self.rows > self.size + self.size // 4:
             self._shrink()
@@ -84,15 +115,18 @@ class Reservoir:
             self.parts[i] = (X[keep], y[keep], keys[keep]) if len(keep) < len(keys) else (X, y, keys)
         self.parts = [p for p in self.parts if len(p[2])]
         self.rows = sum(len(p[2]) for p in self.parts)
+        self.cut = float(cut)
 
     def sample(self, width: int) -> tuple[Rows, np.ndarray]:
-        """The sample as one matrix."""
+        """The sample as one matrix, each part let go as it is copied (stacked whole, the parts
+        and the matrix were held at once: 15 MB of train's peak at 16 copies of
+        spamassassin-2002)."""
         self._shrink()
         parts, self.parts = self.parts, []
-        X = Rows.stack([m for m, *_ in parts], width)
-        return X, np.concatenate([p[1] for p in parts])
-
-
+        labels = np.concatenate([p[1] for p in parts]) if parts else np.asarray([], dtype=str)
+        matrices = [m for m, *_ in parts]
+        del parts
+        return Rows.stack(matrices, width, consume=True, freed=self.release), labels
 
 
 def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = TokenizerSettings(),
@@ -134,8 +168,12 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         ledger.update(digests)
         ids = batch.ids_in(vocab, grow=True)
         counts.add_summed(sums, ids=ids, width=len(vocab), distinct=distinct)
-        if reservoir is not None:
-            reservoir.add(batch.rows.moved(ids, len(vocab), distinct=distinct), labels)
+        if reservoir is not None:  # (the rows of the documents that may be in the sample, on their ids)
+            rows = reservoir.draw(len(chunk))
+            X = batch.rows if rows is None else batch.rows[rows]
+            reservoir.add_drawn(X.moved(ids, len(vocab), distinct=distinct),
+                                labels if rows is None else [labels[i] for i in rows])
+            del X
         if progress:
             progress(len(chunk))
     try:
