@@ -260,6 +260,34 @@ def test_directory_symlink_loops_are_walked_once(tmp_path):
         Document(f"{top}/f", b"f"), Document(f"{top}/link", b"f")]
 
 
+def test_the_walk_takes_files_and_directories_by_their_entries_and_sizes_from_the_open_file(tmp_path):
+    """The walk reads kinds from the directory's entries (os.scandir: no stat a file) and a
+    deferred file's size from the file it opened: regular files and links to them are read,
+    a link to a directory is walked, a broken link, a FIFO and hidden names are passed by; a
+    gzip file and one past FileRef.LARGEST are read here, not deferred; deferred or not, the
+    same documents in the same order."""
+    ham = tmp_path / "L" / "ham"
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "x").write_bytes(b"in a linked directory")
+    ham.mkdir(parents=True)
+    (ham / "a").write_bytes(b"plain")
+    os.symlink(ham / "a", ham / "b")
+    os.symlink(tmp_path / "elsewhere", ham / "c")
+    os.symlink(tmp_path / "nowhere", ham / "d")
+    os.mkfifo(ham / "e")
+    (ham / ".hidden").write_bytes(b"hidden")
+    (ham / "f.gz").write_bytes(gzip.compress(b"zipped"))
+    (ham / "g").write_bytes(b"x" * (read.FileRef.LARGEST + 1))
+    want = [("a", b"plain"), ("b", b"plain"), ("c/x", b"in a linked directory"), ("f.gz", b"zipped"),
+            ("g", b"x" * (read.FileRef.LARGEST + 1))]
+    plain = list(label_directory(str(tmp_path / "L")))
+    assert [(d.id[len(str(ham)) + 1:], d.data) for d in plain] == want
+    deferred = list(label_directory(str(tmp_path / "L"), deferred=True))
+    assert [type(d).__name__ for d in deferred] == ["FileRef", "FileRef", "FileRef", "Document", "Document"]
+    assert [d.size for d in deferred[:3]] == [5, 5, 21]
+    assert [(d.path if hasattr(d, "path") else d.id)[len(str(ham)) + 1:] for d in deferred] == [w for w, _ in want]
+
+
 # -- 7. labels ------------------------------------------------------------------------
 
 BAD_LABELS = {
