@@ -69,7 +69,8 @@ def assert_same(datas, s):
 # Characters where the two paths could part: case folding that changes length or leaves ASCII
 # (ß, ﬁ, the Kelvin sign, dotted İ), word separators of one path only (’), currency signs,
 # ideographs, marks, digits of other scripts, non-ASCII spaces, and ASCII's own edges.
-TRICKY = list("aZ_09$'.-’€£¥ßﬁKİıσςΣé\u0301中文かなカナ한국\u0663\u00a0\u2003\u0085\x1b[3m<>@:/ \t\n\r\x0b\x0c")
+TRICKY = list("aZ_09$'.-’€£¥ßﬁKİıσςΣé\u0301中文かなカナ한국\u0663\u00a0\u2003\u0085\x1b[3m<>@:/ \t\n\r\x0b\x0c"
+              "•—“”‘©®™·¬\x92\ufffd‰¹ªµº¼×÷\u00ad")  # (separators the kernel reads itself, and neighbours)
 WORDY = st.text(st.sampled_from(TRICKY) | st.characters(), max_size=300)
 MAILISH = st.lists(st.sampled_from([
     b"From: Ann <a@b.example>\n", b"Subject: Caf\xc3\xa9 FREE $100 don't\n", b"Subject: =?utf-8?B?w4k=?=\n",
@@ -98,6 +99,18 @@ def test_the_kernel_counts_arbitrary_text_as_python_does(datas, s):
 @given(st.lists(MAILISH, min_size=1, max_size=4), st.sampled_from(SETTINGS))
 def test_the_kernel_counts_mail_shaped_garbage_as_python_does(datas, s):
     assert_same(datas, s)
+
+
+def test_the_kernel_reads_each_character_between_words_as_python_does():
+    """Where a run of text holds a non-ASCII character, the kernel reads its words itself only
+    when each such character is one of a few separators (_kernel.c: is_separator_cp), else the
+    run goes back to Python's words(). Every character from U+0080 to U+30FF, between and
+    inside ASCII words, lower-cased or not: the same tokens as Python's."""
+    compiled()
+    chars = [chr(c) for c in range(0x80, 0x3100) if not 0xD800 <= c < 0xE000]
+    for s in (SETTINGS[0], SETTINGS[2]):
+        for i in range(0, len(chars), 2000):
+            assert_same([f"Ab{ch}cd x{ch} {ch}$5 it{ch}s {ch}".encode() for ch in chars[i:i + 2000]], s)
 
 
 def test_the_kernel_counts_real_mail_as_python_does():

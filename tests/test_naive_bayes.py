@@ -449,3 +449,21 @@ def test_rows_added_at_ids_are_numpys_fancy_add(k):
     want[rows[:, None], columns[None, :]] += values[:, :len(columns)]
     add_rows_at(got, rows, np.ascontiguousarray(values[:, :len(columns)]), columns)
     assert np.array_equal(got, want)
+
+
+def test_rows_taken_as_pairs_are_numpys_take():
+    """counts.take_rows (the counts put in the file's order, a fold's counts at its columns):
+    np.take along the rows, bit for bit (-0.0, nan), for two float64 columns gathered as
+    complex pairs and for every other shape as numpy takes them."""
+    from nbtext.nb.counts import take_rows
+
+    rng = np.random.default_rng(7)
+    for shape in [(50, 2), (50, 3), (50, 1), (0, 2)]:
+        a = rng.normal(size=shape)
+        if a.size:
+            a.flat[:3] = [-0.0, np.nan, np.inf]
+        rows = rng.integers(0, max(shape[0], 1), 80) if shape[0] else np.zeros(0, dtype=np.int64)
+        for arr in (a, a[::2], a.astype(np.float32)):
+            got, want = take_rows(arr, rows[rows < arr.shape[0]]), np.take(arr, rows[rows < arr.shape[0]], axis=0)
+            assert got.shape == want.shape and got.dtype == want.dtype
+            assert got.tobytes() == want.tobytes()

@@ -53,6 +53,16 @@ def add_rows_at(a: np.ndarray, rows: np.ndarray, values: np.ndarray, columns: np
         column[rows] += values[:, i]
 
 
+def take_rows(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """np.take(a, rows, axis=0) of a 2-d array: the same array. Two float64 columns (mail's
+    classes) are gathered as one complex128 each, one element a row, where numpy's take along
+    the rows copies each row with its own small copy: spamassassin-2002's 441,690 counts put
+    in the file's order, 1.65 -> 0.48 ms apart (a calibration fold's columns alike)."""
+    if a.ndim == 2 and a.shape[1] == 2 and a.dtype == np.float64 and a.flags.c_contiguous:
+        return np.take(a.view(np.complex128)[:, 0], rows).view(np.float64).reshape(-1, 2)
+    return np.take(a, rows, axis=0)
+
+
 def _as_uint16(a: np.ndarray) -> np.ndarray:
     """a in 16 bits when every value is a whole number that fits, else a as it is."""
     if not a.size or a.dtype == np.uint16:
@@ -289,7 +299,7 @@ class Counts:
         if doc_freq:
             df = np.maximum(self.doc_freq[cols] - df.astype(np.float64), 0.0)
         cc = -np.bincount(idx, minlength=k).astype(np.float64)
-        held = np.take(self.token_major, cols, axis=0)  # (np.take: see columns)
+        held = take_rows(self.token_major, cols)
         np.add(held, fc, out=fc)
         cc = self.class_count + cc
         if (fc < -1e-9).any() or (cc < -1e-9).any():
@@ -340,7 +350,7 @@ class Counts:
         out = Counts(self.classes, 0)
         # (np.take: the rows gathered by a loop that copies each row whole, where indexing
         # went element by element: spamassassin-2002's save, 27 -> ~5 ms; the same values)
-        out._fc = np.take(self.token_major, np.asarray(keep), axis=0)
+        out._fc = take_rows(self.token_major, np.asarray(keep))
         out._cc = self.class_count.copy()
         out._df = self.doc_freq[keep].astype(np.float64) if doc_freq else None
         out.width = len(keep)
