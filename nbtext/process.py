@@ -274,30 +274,34 @@ def withheld_from_forks(buffers):
     read of them there ends the child with SIGSEGV (the pool's WorkerError), never a wrong
     number; the first page, where an object's header or the allocator's bookkeeping may
     lie, is kept, and the child never frees them (it ends with os._exit). Buffers are anything
-    that exports one (arrays, bytes, memoryviews); elsewhere than Linux with glibc nothing."""
-    ranges = []
+    that exports one (arrays, bytes, memoryviews; a strided view is passed by); one that does
+    not ends the withholding there, and what was withheld before it is given back on leaving,
+    however the block ends. Elsewhere than Linux with glibc nothing."""
+    ranges: list = []  # (start, length) of what was withheld: given back on leaving, whatever ends it
     try:
-        if not sys.platform.startswith("linux"):
-            raise OSError
-        import ctypes
+        try:
+            if not sys.platform.startswith("linux"):
+                raise OSError
+            import ctypes
 
-        import numpy as np
+            import numpy as np
 
-        madvise = ctypes.CDLL(None).madvise
-        madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-        page = os.sysconf("SC_PAGE_SIZE")
-        for buf in buffers:
-            a = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf
-            start, end = a.__array_interface__["data"][0], a.__array_interface__["data"][0] + a.nbytes
-            lo, hi = (start // page + 1) * page, end // page * page
-            if hi > lo and madvise(lo, hi - lo, _MADV_DONTFORK) == 0:
-                ranges.append((lo, hi - lo))
-    except (OSError, AttributeError, TypeError, ValueError):
-        madvise = None
-    try:
+            madvise = ctypes.CDLL(None).madvise
+            madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+            page = os.sysconf("SC_PAGE_SIZE")
+            for buf in buffers:
+                a = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf
+                if not a.flags.c_contiguous:  # (a strided view's bytes are not one span)
+                    continue
+                start = a.__array_interface__["data"][0]
+                lo, hi = (start // page + 1) * page, (start + a.nbytes) // page * page
+                if hi > lo and madvise(lo, hi - lo, _MADV_DONTFORK) == 0:
+                    ranges.append((lo, hi - lo))
+        except (OSError, AttributeError, TypeError, ValueError):
+            pass  # (what was withheld stays so until the end; the rest is forked as ever)
         yield
     finally:
-        for lo, size in ranges:
+        for lo, size in ranges:  # (madvise is bound wherever a range was taken)
             madvise(lo, size, _MADV_DOFORK)
 
 

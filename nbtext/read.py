@@ -15,6 +15,7 @@ next file. Directory walks enter no directory twice (symlink loops end).
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import re
 import stat
@@ -639,7 +640,23 @@ def _walk(top: str, seen: set, on_error: OnError) -> Iterator[Document]:
     folder, a plain directory walked in name order. A directory already entered (its device and
     inode in ``seen``) is not entered again: symlink loops end."""
     for path, single in _walk_files(top, seen, on_error):
-        yield from file_documents(path, single, on_error)
+        yield from _listed_documents(path, single, on_error)
+
+
+def _listed_documents(path: str, single: bool, on_error: OnError) -> Iterator[Document]:
+    """file_documents of a file a walk listed: one gone since its directory was listed (a live
+    Maildir's message moved or deleted meanwhile) is passed by, as the walk's stat of each
+    entry as it took it used to pass it by (it now reads the entries' kinds from the listing:
+    _entries). Looked for only when reading it fails."""
+    docs = _one_document(path) if single else _file_documents(path)
+    try:
+        first = next(docs, None)
+    except NbtextError as e:
+        if not os.path.lexists(path):
+            return iter(())
+        _report(e, on_error)
+        return iter(())
+    return _guarded(itertools.chain([first], docs), on_error) if first is not None else iter(())
 
 
 def file_documents(path: str, single: bool, on_error: OnError = None) -> Iterator[Document]:
@@ -668,7 +685,8 @@ def _walk_files(top: str, seen: set, on_error: OnError) -> Iterator[tuple[str, b
         try:
             st = os.stat(path)
         except OSError as e:
-            _report(_os_error(path, e), on_error)
+            if not (is_dir and isinstance(e, FileNotFoundError)):  # (a listed directory gone since:
+                _report(_os_error(path, e), on_error)                # passed by, see _listed_documents)
             continue
         if (st.st_dev, st.st_ino) in seen:
             continue
@@ -1016,17 +1034,23 @@ def label_directory(path: str, on_error: OnError = None, deferred: bool = False)
     file of at most FileRef.LARGEST bytes that is not gzip as a FileRef, not read here)."""
     for file, single, label in label_directory_files(path, on_error):
         size = _plainly_readable(file) if deferred else None
+        if size == _GONE:  # (gone since its directory was listed: passed by, see _listed_documents)
+            continue
         if size is not None and size <= FileRef.LARGEST:
             yield FileRef(file, single, label, size, on_error)
             continue
-        for doc in file_documents(file, single, on_error):
+        for doc in _listed_documents(file, single, on_error):
             doc.label = label
             yield doc
 
 
+_GONE = -1  # (_plainly_readable: no such file any more)
+
+
 def _plainly_readable(path: str) -> int | None:
     """The size of a regular file that opens and does not start with gzip's magic bytes, else
-    None (its size from the open file: the walk stats no file). A FileRef's
+    None, or _GONE where there is no such file any more (its size from the open file: the walk
+    stats no file). A FileRef's
     documents are held together, and a small gzip can hold a huge mbox (a 264 KB one, 45 MB of
     messages, took train to 1.6 GB instead of 200 MB), so gzip is read here, a message at a
     time, as before; so is a file that cannot be opened, whose error is then reported in the
@@ -1034,6 +1058,8 @@ def _plainly_readable(path: str) -> int | None:
     this); 3 system calls a file."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return _GONE
     except (OSError, ValueError):
         return None
     try:

@@ -600,10 +600,16 @@ def child(index):
 with withheld_from_forks([a]):
     print(child(0), child(len(a) // 2), child(len(a) - 1024), int(a[len(a) // 2]) == len(a) // 2)
 print(child(len(a) // 2), child(len(a) - 1024))
+try:  # (a buffer that is not one: what came before it is withheld, and given back on leaving)
+    with withheld_from_forks([a, object()]):
+        print(child(len(a) // 2), end=" ")
+        raise KeyError("the block's own error")
+except KeyError:
+    print(child(len(a) // 2), child(len(a) - 1024))
 '''
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=60).stdout.split("\n")
-    assert out[:2] == ["0 segv segv True", "0 0"]
+    assert out[:3] == ["0 segv segv True", "0 0", "segv 0 0"]
 
 
 @hsettings(max_examples=60, deadline=None)

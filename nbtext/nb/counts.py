@@ -251,12 +251,15 @@ class Counts:
                 or X.shape[0] != len(labels) or self._df.dtype != np.int32
                 or self.n_documents + X.shape[0] >= 2**31):  # (a document frequency stays an int32)
             return False
+        entries = X._entries()
+        if len(entries[1]) and (entries[1].min() < 0 or entries[1].max() >= X.shape[1]):
+            raise ValueError("add_whole: a column outside the rows' width")  # (before anything changes)
         idx = self._class_rows(labels)
         self._reserve(max(self.width, X.shape[1]))
         k = len(self.classes)
-        if not kernel.group_sums(*X._entries(), np.ascontiguousarray(X.indptr, dtype=np.int64), idx, k,
-                                 self._fc, self._df):
-            raise ValueError("add_whole: a column past the counts' tokens")  # (Rows' own columns never are)
+        if not kernel.group_sums(*entries, np.ascontiguousarray(X.indptr, dtype=np.int64), idx, k,
+                                 self._fc, self._df):  # (columns and groups in range: never False)
+            raise ValueError("add_whole: the rows' starts do not span their entries")
         self._cc[:k] += np.bincount(idx, minlength=k)
         self.version += 1
         return True
