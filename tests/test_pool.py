@@ -364,3 +364,26 @@ def test_calibrations_fold_workers_are_kept_for_the_fits():
     here meanwhile), in order; once closed, everything here (in a process of its own)."""
     r = subprocess.run([sys.executable, "-c", FOLD_WORKERS_PROBE], capture_output=True, text=True, timeout=60)
     assert r.stdout.splitlines() == ["[0, 1, 4, 9, 16] True", "True True [8, 9, 16]", "[32, 25] 1"], r.stderr
+
+
+def test_workers_get_four_small_tasks_ahead_but_big_ones_two():
+    """ForkPool.map sends a worker up to AHEAD tasks before reading its results (a walk's chunks
+    of file references: the counting workers no longer wait on the parent), but past
+    AHEAD_ALWAYS only while the tasks out hold under AHEAD_BYTES: chunks carrying documents'
+    bytes (an mbox, stdin), which the caller holds until each is given out, stay at two a
+    worker. Counted as the tasks the pool has taken before it gives out the first result."""
+    from nbtext.batch import pool
+
+    for size, want in ((10, pool.AHEAD), (3 << 20, pool.AHEAD_ALWAYS)):
+        taken = []
+
+        def tasks():
+            for i in range(8):
+                taken.append(i)
+                yield b"x" * size
+
+        with ForkPool(len, 1) as p:
+            results = p.map(tasks())
+            assert next(results) == size
+            assert len(taken) == want, (size, taken)
+            assert list(results) == [size] * 7

@@ -50,8 +50,14 @@ class WorkerError(NbtextError):
 # with 2, spamassassin-2002's two counting workers each waited 17-72 ms for work in train's 0.33
 # s of counting (the parent reduces between results, on the same two cores); with 4, train's
 # wall time went 0.491-0.496 -> 0.474-0.478 s (16 interleaved runs, twice), predict's the same,
-# the peak RSS at 16 copies the same within 1 MiB (a result is a few hundred kB).
+# the peak RSS at 16 copies the same within 1 MiB (a result is a few hundred kB). Past
+# AHEAD_ALWAYS a worker, tasks go out only while those out hold under AHEAD_BYTES pickled: a
+# walk's chunks are file references (kB), but an mbox's or stdin's carry their documents'
+# bytes (a chunk of at least a 256 KiB, or one document of up to 64 MiB), which the caller
+# holds until each is given out: those stay at 2 a worker, as before.
 AHEAD = 4
+AHEAD_ALWAYS = 2
+AHEAD_BYTES = 4 << 20
 
 
 class ForkPool:
@@ -176,13 +182,17 @@ def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callabl
 
     done: dict[int, object] = {}
     sent = given = 0  # tasks sent; results given out, in order
+    sizes: dict[int, int] = {}  # each task out (sent, not given out yet): its pickle's bytes
     exhausted = False
     with selectors.DefaultSelector() as sel:
         registered: dict[_Worker, int] = {}
         while True:
             # Hand out tasks while a worker holds fewer than `ahead` and the results waiting on an
-            # earlier one stay few.
-            while not exhausted and sent - given < ahead * len(workers):
+            # earlier one stay few; past AHEAD_ALWAYS a worker, only while the tasks out are
+            # small (a walk's file references), so that chunks of documents' bytes held here
+            # (their documents wait in the caller until given out) stay as few as ever.
+            while not exhausted and sent - given < ahead * len(workers) and \
+                    (sent - given < AHEAD_ALWAYS * len(workers) or sum(sizes.values()) < AHEAD_BYTES):
                 w = min(workers, key=lambda w: len(w.queued))
                 if len(w.queued) >= ahead:
                     break
@@ -193,9 +203,11 @@ def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callabl
                 data = pickle.dumps(task, pickle.HIGHEST_PROTOCOL)
                 w.outbox += (memoryview(HEADER.pack(len(data))), memoryview(data))
                 w.queued.append(sent)
+                sizes[sent] = len(data)
                 sent += 1
                 w.flush()
             if given in done:
+                sizes.pop(given, None)
                 status, value = done.pop(given)
                 if status == "error":  # (in input order: what came before it is given out first)
                     raise value
