@@ -7,7 +7,6 @@ reader that left (`| head`) ends quietly with status 0, Ctrl-C with `nbtext: int
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import sys
@@ -264,8 +263,7 @@ def release_free_memory() -> None:
         pass
 
 
-@contextlib.contextmanager
-def withheld_from_forks(buffers):
+class withheld_from_forks:
     """Within, a forked process gets no mapping of these buffers' whole pages but the first
     (madvise MADV_DONTFORK; MADV_DOFORK again on leaving): for the children forked for work
     that never reads them. Their pages, shared with the parent, otherwise counted in each
@@ -277,32 +275,42 @@ def withheld_from_forks(buffers):
     that exports one (arrays, bytes, memoryviews; a strided view is passed by); one that does
     not ends the withholding there, and what was withheld before it is given back on leaving,
     however the block ends. Elsewhere than Linux with glibc nothing."""
-    ranges: list = []  # (start, length) of what was withheld: given back on leaving, whatever ends it
-    try:
+    # (a class, not contextlib's decorator: this module is on classify's path, which contextlib's
+    # import would lengthen by 2 ms)
+
+    def __init__(self, buffers):
+        self.buffers, self.ranges, self.madvise = buffers, [], None  # ranges: (start, length) taken
+
+    def __enter__(self):
         try:
             if not sys.platform.startswith("linux"):
-                raise OSError
+                return self
             import ctypes
 
             import numpy as np
 
             madvise = ctypes.CDLL(None).madvise
             madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-            page = os.sysconf("SC_PAGE_SIZE")
-            for buf in buffers:
+            self.madvise, page = madvise, os.sysconf("SC_PAGE_SIZE")
+            for buf in self.buffers:
                 a = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf
                 if not a.flags.c_contiguous:  # (a strided view's bytes are not one span)
                     continue
                 start = a.__array_interface__["data"][0]
                 lo, hi = (start // page + 1) * page, (start + a.nbytes) // page * page
                 if hi > lo and madvise(lo, hi - lo, _MADV_DONTFORK) == 0:
-                    ranges.append((lo, hi - lo))
+                    self.ranges.append((lo, hi - lo))
         except (OSError, AttributeError, TypeError, ValueError):
             pass  # (what was withheld stays so until the end; the rest is forked as ever)
-        yield
-    finally:
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        ranges, self.ranges = self.ranges, []
         for lo, size in ranges:  # (madvise is bound wherever a range was taken)
-            madvise(lo, size, _MADV_DOFORK)
+            self.madvise(lo, size, _MADV_DOFORK)
 
 
 _MADV_DONTFORK, _MADV_DOFORK = 10, 11  # (Linux's numbers, on every architecture)

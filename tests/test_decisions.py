@@ -615,10 +615,10 @@ except KeyError:
 @hsettings(max_examples=60, deadline=None)
 @given(st.integers(1, 400), st.integers(1, 60), st.lists(st.integers(1, 50), min_size=1, max_size=40), st.booleans())
 def test_the_reservoir_keeps_the_smallest_keys_whatever_it_lets_go_early(n_size, seed, chunks, drawn):
-    """Once cut, the reservoir lets a document go as its key is drawn (draw: it can never be
-    in the sample), without taking its rows: the same documents, in input order, as keeping
+    """Once cut, the reservoir lets a document go as its key is drawn (it can never be in the
+    sample), without taking or moving its rows: the same documents, in input order, as keeping
     every key and the ``size`` smallest at the end (cluster.sample_positions, the reference),
-    by add() or draw() then add_drawn() with the kept rows; and the stacked sample holds their rows."""
+    with or without a move of the kept rows; and the stacked sample holds their rows."""
     from nbtext.batch.cluster import sample_positions
     from nbtext.batch.train import Reservoir
     from nbtext.features.rows import Rows
@@ -627,10 +627,8 @@ def test_the_reservoir_keeps_the_smallest_keys_whatever_it_lets_go_early(n_size,
     for n in chunks:
         X = Rows.of(np.arange(start, start + n, dtype=float)[:, None] + 1)  # (row i holds i + 1)
         labels = [f"d{i}" for i in range(start, start + n)]
-        if drawn:
-            rows = r.draw(n)
-            keep = np.arange(n) if rows is None else rows
-            r.add_drawn(X[keep], [labels[i] for i in keep])
+        if drawn:  # (moved as train moves the rows onto the vocabulary's ids: here onto themselves)
+            r.add(X, labels, move=lambda R: R.moved(np.arange(R.shape[1]), R.shape[1], distinct=True))
         else:
             r.add(X, labels)
         start += n

@@ -40,7 +40,7 @@ class Reservoir:
     only cut down when a quarter of the size again has piled up, so the cost per document
     stays constant, and each part is cut on its own (stacking them all first held the pile
     twice, then the kept rows a third time). Once cut, a document whose key is above the cut
-    can never be in the sample (``size`` keys below it are held already): draw() says so before
+    can never be in the sample (``size`` keys below it are held already): it is let go before
     its rows are even taken (the same sample, as every later cut is lower). Rows are counts,
     stored in 16 bits or as float32 (see add): calibration makes each fold float64 in turn."""
 
@@ -69,12 +69,10 @@ class Reservoir:
         if self.rng is None:
             self.rng = np.random.default_rng(self.seed)
 
-    def draw(self, n: int) -> np.ndarray | None:
+    def _draw(self, n: int) -> np.ndarray | None:
         """The keys of the next n documents (one each, in input order, whatever is kept: the
-        generator's stream is the same); the positions among them of those that may still be
-        in the sample, or None when all may. add_drawn() takes those documents' rows next. At
-        16 copies of spamassassin-2002 most chunks then give the sample a few rows, which is
-        all train puts on the vocabulary's ids (Rows.moved)."""
+        generator's stream is the same), kept for _add_drawn; the positions among them of those
+        that may still be in the sample, or None when all may."""
         self.prepare()
         keys = self.rng.random(n)
         if self.cut is None:
@@ -84,18 +82,18 @@ class Reservoir:
         self._drawn = keys[rows]
         return rows
 
-    def add(self, X: Rows, labels: list[str]):
-        """The next documents, all of them offered (draw, then add_drawn)."""
-        rows = self.draw(X.shape[0])
+    def add(self, X: Rows, labels: list[str], move: Callable[[Rows], Rows] | None = None):
+        """The next documents; ``move``, when given, is applied to the rows of those that may
+        still be in the sample, and only to them (train puts them on the vocabulary's ids: at
+        16 copies of spamassassin-2002, a few rows of most chunks)."""
+        rows = self._draw(X.shape[0])
         if rows is not None:
             X, labels = Rows.of(X)[rows], [labels[i] for i in rows]
-        self.add_drawn(X, labels)
+        self._add_drawn(move(X) if move else X, labels)
 
-    def add_drawn(self, X: Rows, labels: list[str]):
-        """The rows of the documents the last draw() kept, in order."""
+    def _add_drawn(self, X: Rows, labels: list[str]):
+        """The rows of the documents the last _draw() kept, in order."""
         keys, self._drawn = self._drawn, None
-        if keys is None or len(keys) != X.shape[0] or len(labels) != X.shape[0]:
-            raise ValueError("add_drawn takes the rows of the documents draw() kept")
         if not len(keys):
             return
         X = self.compact(X)
@@ -169,11 +167,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         ids = batch.ids_in(vocab, grow=True)
         counts.add_summed(sums, ids=ids, width=len(vocab), distinct=distinct)
         if reservoir is not None:  # (the rows of the documents that may be in the sample, on their ids)
-            rows = reservoir.draw(len(chunk))
-            X = batch.rows if rows is None else batch.rows[rows]
-            reservoir.add_drawn(X.moved(ids, len(vocab), distinct=distinct),
-                                labels if rows is None else [labels[i] for i in rows])
-            del X
+            reservoir.add(batch.rows, labels, move=lambda X: X.moved(ids, len(vocab), distinct=distinct))
         if progress:
             progress(len(chunk))
     try:

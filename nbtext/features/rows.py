@@ -315,7 +315,8 @@ class Rows:
                    doc_freq: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
         """column_sums_by_row_group(group, k, weights, token_major=True): each row's entries
         (times its weight) added into its group's column, as a C-ordered columns x k float64
-        array; with ``doc_freq``, also each column's nonzero entries counted (int64), else None.
+        array; with ``doc_freq``, also each column's nonzero entries counted (int64; with
+        weights, their rows' weights added up, float64), else None.
         What counting a chunk or a fold sums (nb.counts.Counts.summed, minus_at). Without
         weights by the compiled kernel's group_sums where it applies (one pass, without numpy's
         cell number an entry: 8 bytes an entry of a calibration fold's peak), else numpy; the
@@ -341,7 +342,10 @@ class Rows:
         df = None
         if doc_freq:
             nonzero = self.data != 0
-            df = np.bincount(self.indices if nonzero.all() else self.indices[nonzero], minlength=n)
+            every = nonzero.all()
+            row_weights = None if weights is None else np.repeat(np.asarray(weights, dtype=np.float64), lengths)
+            df = np.bincount(self.indices if every else self.indices[nonzero], minlength=n,
+                             weights=row_weights if row_weights is None or every else row_weights[nonzero])
         return sums.reshape(n, k), df
 
     def toarray(self) -> np.ndarray:

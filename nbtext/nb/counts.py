@@ -170,11 +170,7 @@ class Counts:
         index = {c: i for i, c in enumerate(classes)}
         idx = np.asarray([index[lab] for lab in labels], dtype=np.int64)
         k = len(classes)
-        sums, df = X.group_sums(idx, k, weights, doc_freq=weights is None)
-        if weights is not None:  # (each document's weight for each token it holds)
-            nonzero = X.data != 0
-            doc_weights = np.repeat(np.asarray(weights, dtype=np.float64), np.diff(X.indptr))
-            df = np.bincount(X.indices[nonzero], weights=doc_weights[nonzero], minlength=X.shape[1])
+        sums, df = X.group_sums(idx, k, weights, doc_freq=True)
         return classes, sums, df, np.bincount(idx, weights=weights, minlength=k)
 
     @staticmethod
