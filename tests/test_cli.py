@@ -373,11 +373,13 @@ def test_the_command_line_loads_numpy_without_blas_threads_unless_told(sample_mo
 
 
 RUN_PROBE = """
-import atexit, os, sys, threading, time
+import atexit, os, sys, threading
 sys.argv = ["nbtext"] + sys.argv[1:]
 atexit.register(lambda: print("exit handler ran"))  # (printed after the command's own output)
-if os.environ.get("PROBE_THREAD"):  # a thread the interpreter would wait for
-    threading.Thread(target=lambda: (time.sleep(0.3), print("thread done"))).start()
+if os.environ.get("PROBE_THREAD"):  # a thread the interpreter waits for: it ends once the main
+    # thread has (the join returns when the interpreter's shutdown begins), so it is alive when
+    # the command is done, whatever the machine's load
+    threading.Thread(target=lambda: (threading.main_thread().join(), print("thread done"))).start()
 from nbtext.__main__ import run
 run()
 print("not reached")
