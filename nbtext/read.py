@@ -901,12 +901,13 @@ def _parsed_lines(path: str, lines: Iterator[tuple[int, bytes]], fmt: str, opts:
         text = decode_text(raw)
         label = None
         if fmt == "tsv":
-            if labelled:
-                if "\t" not in text:
-                    raise NbtextError(f"{where}: expected LABEL<TAB>TEXT, found no tab")
+            if labelled and "\t" not in text:
+                raise NbtextError(f"{where}: expected LABEL<TAB>TEXT, found no tab")
+            if "\t" in text:  # (to score, the text field alone: a label left in is read as evidence)
                 label, text = text.split("\t", 1)
                 if n == 1 and label.strip().lower() == "label":
                     continue  # a header row
+                label = label if labelled else None
         elif fmt == "jsonl":
             import json
 
