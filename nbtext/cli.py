@@ -312,8 +312,11 @@ def read_labelled(kw: dict, unread: Unread | None = None):
 
 def read_labelled_args(kw: dict) -> tuple:
     """(sources, --label pairs, line options) of a command's labelled inputs."""
+    from .read import check_distinct
+
     if not kw["sources"] and not kw["label_paths"]:
         raise click.UsageError("give at least one SOURCE or --label LABEL PATH")
+    check_distinct([*kw["sources"], *(p for _, p in kw["label_paths"])])
     return list(kw["sources"]), [tuple(p) for p in kw["label_paths"]], line_opts(kw)
 
 
@@ -815,10 +818,20 @@ def learn(model_path, label, forget, inputs, quiet):
         n = learn_rows(model_path, list(inputs) or ["-"], label, forget)
         info_line(quiet, f"nbtext: {'forgot' if forget else 'learned'} {n} row{'' if n == 1 else 's'} as {label}")
         return
-    changed, skipped = learn_in_place(model_path, input_documents(list(inputs) or ["-"]), label, forget)
+    changed, skipped = learn_in_place(model_path, refuse_empty_stdin(input_documents(list(inputs) or ["-"]), forget),
+                                      label, forget)
     verb = "forgot" if forget else "learned"
     info_line(quiet, f"nbtext: {verb} {changed} document{'' if changed == 1 else 's'} as {label}"
                      + (f" ({skipped} already learned, skipped)" if skipped else ""))
+
+
+def refuse_empty_stdin(docs, forget: bool):
+    """learn's documents, refused when standard input is empty (`learn < /dev/null`, a pipe that
+    gave nothing: a mistake, not a message); forgetting one learned so is still allowed."""
+    for doc in docs:
+        if doc.id == "-" and not doc.data and not forget:
+            raise NbtextError("-: standard input is empty: no message to learn")
+        yield doc
 
 
 @cli.command(context_settings=CONTEXT)

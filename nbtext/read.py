@@ -1008,6 +1008,28 @@ def _csv_documents(path: str, lines: Iterator[tuple[int, bytes]], opts: LineOpti
 
 # -- the two entry points -------------------------------------------------------------
 
+def check_distinct(paths: list[str]) -> None:
+    """Refuse labelled inputs of which one is another, or inside another (a folder listed twice,
+    a label directory beside its corpus): their documents would be counted twice while the
+    model's ledger lists each once, so `learn --forget` could take out only one of the two."""
+    given: dict[str, str] = {}
+    for path in paths:
+        if path == "-":
+            continue
+        real = os.path.realpath(path)
+        if real in given:
+            raise NbtextError(f"{path}: given twice (also as {given[real]}); its documents would be "
+                              "counted twice (and a model's ledger lists each once)")
+        given[real] = path
+    for real, path in given.items():
+        up = os.path.dirname(real)
+        while up != real:
+            if up in given:
+                raise NbtextError(f"{path}: inside {given[up]}, also given; its documents would be "
+                                  "counted twice (and a model's ledger lists each once)")
+            real, up = up, os.path.dirname(up)
+
+
 def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts: LineOptions,
                        stdin: BinaryIO | None = None, on_error: OnError = None,
                        deferred: bool = False) -> Iterator[Document | FileRef]:
