@@ -445,12 +445,14 @@ def output_options(f):
               help="With --format jsonl: the N tokens that pushed hardest for and against each label.")
 @click.option("--density", is_flag=True, help="Table models: add log p(x), the row's log-density under "
               "the model (low: unlike anything seen in training).")
+@click.option("--spamicity", is_flag=True, help="Two classes: add P(positive) (bogofilter's spamicity) and "
+              "the verdict (the label, or unsure) as columns (JSONL: \"spamicity\").")
 @override_options
 @jobs_option
 @engine_options
 @quiet_option
-def predict(model_path, inputs, fmt, header, lines, input_format, text_column, explain, density, threshold,
-            unsure, jobs, quiet, engine, scheduler):
+def predict(model_path, inputs, fmt, header, lines, input_format, text_column, explain, density, spamicity,
+            threshold, unsure, jobs, quiet, engine, scheduler):
     """Score documents: one row per document, in input order, as it goes.
 
     INPUT is a file, a directory (walked recursively), an mbox, a Maildir, or - for one
@@ -476,14 +478,19 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     if getattr(model, "kind", None) == "table":
         from . import tablecli
 
-        if explain or lines:
-            raise click.UsageError("--explain and --lines are for text models; a table model scores table rows")
+        if explain or lines or spamicity:
+            raise click.UsageError("--explain, --lines and --spamicity are for text models; a table model "
+                                   "scores table rows")
         cluster = dask_cluster({"engine": engine, "scheduler": scheduler}, quiet, list(inputs) or ["-"])
         with cluster or contextlib.nullcontext():
             return tablecli.predict(model, list(inputs) or ["-"], fmt, header, input_format, density, stdout(),
                                     cluster, model_path)
     if density:
         raise click.UsageError("--density needs a table model")
+    from .quick import positive_index
+
+    pos = positive_index(model.classes, model.decision.positive, model_path if spamicity else None)
+    more = ("spamicity", "verdict") if spamicity else ()
     unread = Unread()
     streaming = bool(lines or input_format) and "-" in (inputs or ["-"])  # a pipe: answer per line
     out = stdout()
@@ -497,10 +504,10 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
                                 on_error=unread, workers=cluster.workers())
             number_lines(cluster, parts)
             if header and header_row(fmt):
-                answer(header_row(fmt))
+                answer(header_row(fmt, more))
             for ids, batch, proba, log_proba in scored_on_cluster(cluster, parts, model_path, bool(explain),
                                                                    on_error=unread):
-                write_predictions(out, model, fmt, explain, ids, batch, proba, log_proba)
+                write_predictions(out, model, fmt, explain, ids, batch, proba, log_proba, pos if spamicity else None)
                 progress(len(ids))
         progress.done()
         unread.check()
@@ -508,20 +515,23 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     docs = input_documents(list(inputs) or ["-"], lines, input_format,
                            LineOptions(text_column=text_column), on_error=unread)
     if header and header_row(fmt):
-        answer(header_row(fmt))
+        answer(header_row(fmt, more))
     for chunk, batch, proba, log_proba in log_scored_batches(
             model, docs, n_jobs=1 if streaming else jobs or n_jobs({}), chunk_size=1 if streaming else CHUNK,
             batches=bool(explain)):
-        write_predictions(out, model, fmt, explain, [d.id for d in chunk], batch, proba, log_proba)
+        write_predictions(out, model, fmt, explain, [d.id for d in chunk], batch, proba, log_proba,
+                          pos if spamicity else None)
         progress(len(chunk))
     progress.done()
     unread.check()
 
 
-def write_predictions(out, model, fmt: str, explain, ids: list, batch, proba, log_proba) -> None:
-    """predict's rows of a chunk of documents."""
+def write_predictions(out, model, fmt: str, explain, ids: list, batch, proba, log_proba,
+                      spamicity: int | None = None) -> None:
+    """predict's rows of a chunk of documents (``spamicity``: the positive class's index, whose
+    probability and the verdict, the label or unsure, follow the row's three columns)."""
     from .explain import explain_rows
-    from .report import prediction_row
+    from .report import fmt_prob, printed, prediction_row
 
     decided = model.decide_rows(proba)
     why = explain_rows(model, batch, proba, [label for label, _ in decided], explain) if explain else None
@@ -530,7 +540,12 @@ def write_predictions(out, model, fmt: str, explain, ids: list, batch, proba, lo
         extra = {"unsure": True} if unsure_row else {}
         if why:
             extra["explain"] = rounded(why[i])
-        out.write(prediction_row(fmt, doc_id, label, p, model.classes, row, extra, log_scores=logs) + "\n")
+        more = ()
+        if spamicity is not None:
+            extra["spamicity"] = printed(row[spamicity])
+            more = (fmt_prob(row[spamicity]), "unsure" if unsure_row else label)
+        out.write(prediction_row(fmt, doc_id, label, p, model.classes, row, extra, log_scores=logs, more=more)
+                  + "\n")
     out.flush()
 
 

@@ -77,3 +77,57 @@ def test_an_empty_file_name_is_named(run, command):
     assert r.exit_code == 1
     assert r.stderr in ("nbtext: error: '': an empty file name names no file to write\n",
                         "nbtext: error: '': an empty file name names no model file\n")
+
+
+def nbtext_process(*args, input=None):
+    """The `nbtext` command as procmail runs it (plain classify calls take the click-free path)."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "nbtext", *map(str, args)], input=input, capture_output=True,
+                          timeout=120)
+
+
+def test_spamicity_is_p_spam_and_unsure_shows_in_the_plain_outputs(run, sample_model):
+    """For a two-class model the TSV and X-Nbtext-Score give P(chosen label): a ham showed 0.96,
+    where bogofilter's users sort and threshold on P(spam) (its X-Bogosity's spamicity), and an
+    unsure verdict showed only in the exit status and JSONL. --spamicity adds P(positive) and
+    the verdict (the label, or unsure, as bogofilter -t's S/H/U) after the contract's columns;
+    --passthrough adds X-Nbtext-Spamicity. Without the flag the rows are as the contract says."""
+    ham, spam = DATA / "example-ham.eml", DATA / "example-spam.eml"
+    scores = [json.loads(ln)["scores"] for ln in
+              run("predict", "-m", sample_model, ham, spam, "--format", "jsonl").stdout.splitlines()]
+    p_spam = [f"{s['spam']:.6f}" for s in scores]
+    p_ham = f"{scores[0]['ham']:.6f}"
+    assert float(p_spam[0]) < 0.5 < float(p_spam[1])
+    plain = run("predict", "-m", sample_model, ham, spam).stdout
+    assert plain == f"{ham}\tham\t{p_ham}\n{spam}\tspam\t{p_spam[1]}\n"
+    r = run("predict", "-m", sample_model, ham, spam, "--spamicity", "--header")
+    assert r.stdout == (f"id\tlabel\tprobability\tspamicity\tverdict\n{ham}\tham\t{p_ham}\t{p_spam[0]}\tham\n"
+                        f"{spam}\tspam\t{p_spam[1]}\t{p_spam[1]}\tspam\n")
+    band = ("--unsure", f"0.000001,{float(p_spam[0]) + 0.001}")
+    r = run("predict", "-m", sample_model, ham, "--spamicity", "--format", "csv", *band)
+    assert r.stdout == f"{ham},ham,{p_ham},{p_spam[0]},unsure\n"
+    r = run("predict", "-m", sample_model, ham, "--spamicity", "--format", "jsonl", *band)
+    row = json.loads(r.stdout)
+    assert row["spamicity"] == float(p_spam[0]) and row["unsure"] is True and row["label"] == "ham"
+    for classify in (run, nbtext_process):  # (click's path and the click-free one print alike)
+        r = classify("classify", "-m", sample_model, "--spamicity", ham, *band)
+        out = r.stdout if isinstance(r.stdout, str) else r.stdout.decode()
+        assert out == f"ham\t{p_ham}\t{p_spam[0]}\tunsure\n"
+        r = classify("classify", "-m", sample_model, "--passthrough", ham, *band)
+        out = r.stdout if isinstance(r.stdout, str) else r.stdout.decode()
+        head = out.split("\n\n")[0].splitlines()
+        assert head[-3:] == ["X-Nbtext-Class: unsure", f"X-Nbtext-Score: {p_ham}", f"X-Nbtext-Spamicity: {p_spam[0]}"]
+        assert classify("classify", "-m", sample_model, ham).stdout in (f"ham\t{p_ham}\n", f"ham\t{p_ham}\n".encode())
+
+
+def test_spamicity_needs_two_classes(run, tmp_path):
+    lang = tmp_path / "lang.tsv"
+    lang.write_text("en\thello world\nde\thallo welt\nfr\tbonjour monde\n")
+    run("train", lang, "-o", tmp_path / "l.nbm", "--no-calibrate", "-q")
+    for args in (("predict", "-"), ("classify",)):
+        r = run(*args, "-m", tmp_path / "l.nbm", "--spamicity", input="hello")
+        assert r.exit_code == 1
+        assert r.stderr == (f"nbtext: error: --spamicity: {tmp_path / 'l.nbm'} has 3 classes (de, en, fr); "
+                            "P(positive) needs two\n")
