@@ -131,3 +131,65 @@ def test_spamicity_needs_two_classes(run, tmp_path):
         assert r.exit_code == 1
         assert r.stderr == (f"nbtext: error: --spamicity: {tmp_path / 'l.nbm'} has 3 classes (de, en, fr); "
                             "P(positive) needs two\n")
+
+
+def readme_block(after: str) -> list[str]:
+    """The lines of the README's first code block after the line that starts with ``after``."""
+    from conftest import ROOT
+
+    text = (ROOT / "README.md").read_text()
+    rest = text[text.index("\n" + after) + 1:]
+    start = rest.index("```\n") + 4
+    return rest[start:rest.index("```", start)].splitlines()
+
+
+def test_the_readme_recipes_run_as_written_with_nbtext_installed_as_it_says(tmp_path):
+    """The procmail, maildrop and cron recipes ran `nbtext`, which the README installed into the
+    clone's .venv alone: from procmail, maildrop or cron, `nbtext: not found` (issue 32). Each
+    recipe's command lines run here as written, by sh, in the environment cron gives a job
+    (HOME, SHELL=/bin/sh, PATH=/usr/bin:/bin), with nbtext installed as the README says: pipx's
+    layout, a virtual environment's command (this one's) linked into ~/.local/bin.
+    (procmail and maildrop themselves need not be here: the commands they run are.)"""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    os.symlink(os.path.join(sys.prefix, "bin", "nbtext"), home / ".local" / "bin" / "nbtext")
+    (home / ".nbtext").mkdir()  # (the README's mkdir -p ~/.nbtext)
+    for folder, label in ((".Spam", "spam"), (".Archive", "ham")):
+        for sub in ("cur", "new", "tmp"):
+            (home / "Maildir" / folder / sub).mkdir(parents=True)
+        for f in sorted((DATA / "corpus" / label).iterdir())[:30]:
+            shutil.copy(f, home / "Maildir" / folder / "cur" / f"{f.name}:2,S")
+    env = {"HOME": str(home), "SHELL": "/bin/sh", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+    def sh(command: str, message: bytes = b""):
+        return subprocess.run(["/bin/sh", "-c", command], input=message, env=env, capture_output=True,
+                              timeout=300)
+
+    cron = [ln for ln in readme_block("A nightly retrain from cron") if ln and not ln.startswith("#")]
+    assert len(cron) == 1
+    r = sh(cron[0].split(None, 5)[5])  # (after the five time fields)
+    assert r.returncode == 0 and r.stdout == r.stderr == b"", r.stderr
+    assert (home / ".nbtext" / "spam.nbm").stat().st_size > 0
+
+    procmail = readme_block("A procmail recipe")
+    pipes = [ln[1:].strip() for ln in procmail if ln.startswith("|")]
+    condition = next(ln[1:].strip() for ln in procmail if ln.startswith("*"))
+    maildrop = readme_block("A maildrop recipe")
+    xfilter = next(re.fullmatch(r'xfilter "(.*)"', ln).group(1) for ln in maildrop if ln.startswith("xfilter"))
+    pattern = next(re.fullmatch(r"if \(/(.*)/\)", ln).group(1) for ln in maildrop if ln.startswith("if"))
+    assert len(pipes) == 1
+    for command, matches in ((pipes[0], condition), (xfilter, pattern)):
+        for name, label in (("example-spam.eml", "spam"), ("example-ham.eml", "ham")):
+            message = (DATA / name).read_bytes()
+            r = sh(command, message)
+            assert r.returncode == 0 and r.stderr == b"", r.stderr
+            assert r.stdout.replace(re.search(rb"(?m)^X-Nbtext-Class:(?:.*\n)+?(?=\n)", r.stdout).group(), b"") \
+                == message  # (the message as it came, with the headers added)
+            filed = re.search(matches.encode(), r.stdout, re.M) is not None
+            assert filed == (label == "spam")
