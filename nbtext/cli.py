@@ -487,6 +487,12 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
                                     cluster, model_path)
     if density:
         raise click.UsageError("--density needs a table model")
+    if not (lines or input_format):
+        from .read import line_files_named
+
+        for path, named in line_files_named(list(inputs)):
+            info_line(quiet, f"nbtext: note: {path} is scored as one document; to score each of its lines, "
+                             f"give --input-format {named} (its text field) or --lines (each whole line)")
     from .quick import positive_index
 
     pos = positive_index(model.classes, model.decision.positive, model_path if spamicity else None)
@@ -852,7 +858,8 @@ def refuse_empty_stdin(docs, forget: bool):
 @cli.command(context_settings=CONTEXT)
 @click.option("-o", "--output", required=True, metavar="OUT", help="Model file to write.")
 @click.argument("models", nargs=-1, required=True, type=click.Path())
-def merge(output, models):
+@click.option("--disjoint", is_flag=True, help="Merge models whose classes share none (one model of all their classes).")
+def merge(output, models, disjoint):
     """Sum models trained with the same settings into OUT.
 
     \b
@@ -861,7 +868,7 @@ def merge(output, models):
     """
     from .operations import merge_files
 
-    merged = merge_files(output, list(models))
+    merged = merge_files(output, list(models), disjoint)
     d = merged.decision
     if getattr(merged, "kind", None) == "table":  # (not calibrated: nothing to refit)
         return

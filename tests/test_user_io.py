@@ -193,3 +193,80 @@ def test_the_readme_recipes_run_as_written_with_nbtext_installed_as_it_says(tmp_
                 == message  # (the message as it came, with the headers added)
             filed = re.search(matches.encode(), r.stdout, re.M) is not None
             assert filed == (label == "spam")
+
+
+def test_a_csv_of_messages_without_text_column_is_not_taken_for_a_table(run, tmp_path):
+    """A CSV of labelled messages whose text column is not named `text` became a table model
+    (each message one category: accuracy 0 on new ones), without a word (issue 32)."""
+    import csv
+
+    rows = [("spam" if i % 2 else "ham", f"message number {i} says {'buy now' if i % 2 else 'see you at lunch'}")
+            for i in range(20)]
+    path = tmp_path / "msgs.csv"
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([("label", "message"), *rows])
+    for command in ("train", "cv"):
+        r = run(command, path, *(["-o", tmp_path / "m.nbm"] if command == "train" else []))
+        assert r.exit_code == 1 and not (tmp_path / "m.nbm").exists()
+        assert r.stderr == (f"nbtext: error: {path}: column 'message' looks like free text (20 of the first 20 "
+                            "values distinct, most of several words), which a table model reads as one category "
+                            "per value: for a text model, give --text-column message; for a table anyway, "
+                            "--variant table\n")
+    r = run("train", path, "--text-column", "message", "-o", tmp_path / "m.nbm", "-q")
+    assert r.exit_code == 0 and run("info", "-m", tmp_path / "m.nbm").stdout.count("tokens") >= 1
+    r = run("eval", "-m", tmp_path / "m.nbm", path)  # (the model keeps no columns: the message says so)
+    assert r.exit_code == 1 and r.stderr.startswith(
+        f"nbtext: error: {path}: no text column 'text' (columns: label, message; a text model does not keep "
+        "train's columns: name it with --text-column)\n")
+    assert run("eval", "-m", tmp_path / "m.nbm", path, "--text-column", "message").exit_code == 0
+    assert run("train", path, "--variant", "table", "-o", tmp_path / "t.nbm", "-q").exit_code == 0
+    golf = DATA.parent / "tests" / "fixtures" / "play_golf.csv"  # (a table of categories stays one)
+    r = run("train", golf, "--label-column", "Play", "-o", tmp_path / "g.nbm")
+    assert r.exit_code == 0 and "4 columns (4 categorical, 0 numeric)" in r.stderr
+
+
+def test_merge_refuses_models_that_share_no_class(run, sample_model, tmp_path):
+    """A spam model and a language model merged, silently, into one model of 14 classes."""
+    lang = tmp_path / "lang.tsv"
+    lang.write_text("en\thello world\nde\thallo welt\nen\tgood morning\nde\tguten morgen\n")
+    run("train", lang, "-o", tmp_path / "l.nbm", "--no-calibrate", "-q")
+    out = tmp_path / "out.nbm"
+    r = run("merge", "-o", out, sample_model, tmp_path / "l.nbm")
+    assert r.exit_code == 1 and not out.exists()
+    assert r.stderr == (f"nbtext: error: {sample_model}: its classes (ham, spam) share none with the other "
+                        "models' (de, en); merged, they would make one model of 4 classes: give --disjoint "
+                        "if that is meant\n")
+    r = run("merge", "-o", out, sample_model, tmp_path / "l.nbm", "--disjoint")
+    assert r.exit_code == 0 and json.loads(run("info", "-m", out, "--format", "json").stdout)["classes"] == {
+        "de": 2, "en": 2, "ham": 298, "spam": 134}
+
+
+def test_predict_says_when_a_line_file_is_scored_as_one_document(run, sample_model, tmp_path):
+    """`predict file.tsv` without --lines scored the whole file as one document, silently: the
+    contract makes a file one document, so it stays one, with a note naming the options."""
+    tsv = tmp_path / "mail.tsv"
+    tsv.write_text("spam\tbuy now\nham\tsee you at lunch\n")
+    r = run("predict", "-m", sample_model, tsv)
+    assert r.exit_code == 0 and r.stdout.startswith(f"{tsv}\t") and len(r.stdout.splitlines()) == 1
+    assert r.stderr == (f"nbtext: note: {tsv} is scored as one document; to score each of its lines, give "
+                        "--input-format tsv (its text field) or --lines (each whole line)\n")
+    assert run("predict", "-m", sample_model, tsv, "-q").stderr == ""
+    r = run("predict", "-m", sample_model, tsv, "--input-format", "tsv")
+    assert [ln.split("\t")[0] for ln in r.stdout.splitlines()] == [f"{tsv}:1", f"{tsv}:2"] and r.stderr == ""
+
+
+@pytest.mark.parametrize("variant", ["multinomial", "complement", "bernoulli"])
+def test_a_model_of_no_token_scores_without_warnings(variant, tmp_path):
+    """Documents without a token made a model of an empty vocabulary: numpy's RuntimeWarning
+    (log of 0) reached the user, and classify of a Bernoulli one failed with an internal error."""
+    tsv = tmp_path / "e.tsv"
+    tsv.write_text("a\t!!!\nb\t???\na\t...\nb\t,,,\n")
+    model = tmp_path / "e.nbm"
+    for args, out in [(("train", tsv, "-o", model, "--variant", variant, "-q"), b""),
+                      (("predict", "-m", model, "-"), b"-\ta\t0.500000\n"),
+                      (("classify", "-m", model), b"a\t0.500000\n"),
+                      (("classify", "-m", model, "--explain", "2"), b"a\t0.500000\nprior\t+0.0000\nunknown tokens\t16\n"),
+                      (("eval", "-m", model, tsv), None), (("cv", tsv, "--folds", "2", "--variant", variant), None)]:
+        r = nbtext_process(*args, input=b"hello")
+        assert r.returncode == 0 and r.stderr == b"", (args, r.stderr)
+        assert out is None or r.stdout == out
