@@ -858,7 +858,8 @@ def refuse_empty_stdin(docs, forget: bool):
 @cli.command(context_settings=CONTEXT)
 @click.option("-o", "--output", required=True, metavar="OUT", help="Model file to write.")
 @click.argument("models", nargs=-1, required=True, type=click.Path())
-@click.option("--disjoint", is_flag=True, help="Merge models whose classes share none (one model of all their classes).")
+@click.option("--disjoint", is_flag=True,
+              help="Merge models whose classes share none (one model of all their classes).")
 def merge(output, models, disjoint):
     """Sum models trained with the same settings into OUT.
 

@@ -28,7 +28,7 @@ CLASSIFY_OPTIONS = [
     UNSURE_OPTION,
     (("--explain",), "explain", "count", "Also print the N tokens that pushed hardest for and against the label."),
     (("-p", "--passthrough"), "passthrough", "flag",
-     "Write the message back with X-Nbtext-Class and X-Nbtext-Score headers."),
+     "Write the message back with X-Nbtext-Class and X-Nbtext-Score headers (two classes: X-Nbtext-Spamicity)."),
     (("-u", "--learn"), "learn_verdict", "flag",
      "Also learn the message as its verdict (not when unsure), as bogofilter -u."),
     (("--spamicity",), "spamicity", "flag",
