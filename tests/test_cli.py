@@ -206,11 +206,13 @@ def test_classify_explain_and_passthrough(run, sample_model, tmp_path):
     r = run("classify", "-m", sample_model, "--passthrough", input=msg)
     out = r.stdout_bytes
     head, _, body = out.partition(b"\n\n")
-    assert head.endswith(b"\nX-Nbtext-Class: ham\nX-Nbtext-Score: " + head.rsplit(b" ", 1)[1])
+    score, spamicity = (float(ln.split(b" ")[1]) for ln in head.split(b"\n")[-2:])
+    assert head.endswith(b"\nX-Nbtext-Class: ham\nX-Nbtext-Score: %.6f\nX-Nbtext-Spamicity: %.6f" % (score, spamicity))
+    assert abs(score + spamicity - 1) <= 1e-6
     assert out.replace(head.split(b"\nX-Nbtext-Class")[0], b"").startswith(b"\nX-Nbtext-Class: ham\n")
     assert body == msg.partition(b"\n\n")[2]
     again = run("classify", "-m", sample_model, "--passthrough", input=out).stdout_bytes
-    assert again.count(b"X-Nbtext-Class:") == 1
+    assert again.count(b"X-Nbtext-Class:") == again.count(b"X-Nbtext-Spamicity:") == 1
 
 
 def test_cv_text_and_json(run, tmp_path):
@@ -373,11 +375,13 @@ def test_the_command_line_loads_numpy_without_blas_threads_unless_told(sample_mo
 
 
 RUN_PROBE = """
-import atexit, os, sys, threading, time
+import atexit, os, sys, threading
 sys.argv = ["nbtext"] + sys.argv[1:]
 atexit.register(lambda: print("exit handler ran"))  # (printed after the command's own output)
-if os.environ.get("PROBE_THREAD"):  # a thread the interpreter would wait for
-    threading.Thread(target=lambda: (time.sleep(0.3), print("thread done"))).start()
+if os.environ.get("PROBE_THREAD"):  # a thread the interpreter waits for: it ends once the main
+    # thread has (the join returns when the interpreter's shutdown begins), so it is alive when
+    # the command is done, whatever the machine's load
+    threading.Thread(target=lambda: (threading.main_thread().join(), print("thread done"))).start()
 from nbtext.__main__ import run
 run()
 print("not reached")

@@ -170,11 +170,17 @@ def lengths_of(X) -> np.ndarray:
     return X.row_sums(dtype=np.float64)
 
 
+def scales(temperature: float, length_power: float, lengths: np.ndarray) -> np.ndarray:
+    """What the map divides each document's jll by: T * length ** b, and 1 for a document with
+    no known tokens (its jll is the bias alone: nbtext.nb.decision.calibrated says why)."""
+    lengths = np.asarray(lengths, dtype=np.float64)
+    return np.where(lengths > 0, temperature * np.maximum(lengths, 1.0) ** length_power, 1.0)
+
+
 def calibrated_log(decision, jll: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Log-posteriors of many documents through the decision's calibration map: the same map as
     nbtext.nb.decision.calibrated (one document, pure Python), with numpy."""
-    scale = decision.temperature * np.maximum(np.asarray(lengths, dtype=np.float64), 1.0) ** decision.length_power
-    z = jll / scale[:, None]
+    z = jll / scales(decision.temperature, decision.length_power, lengths)[:, None]
     g = z - z.max(axis=1, keepdims=True)
     if decision.soft:
         g = -decision.soft * np.arcsinh(-g / decision.soft)
@@ -256,17 +262,20 @@ def fit_calibration(jll: np.ndarray, lengths: np.ndarray, t_idx: np.ndarray) -> 
        documents whose label their words do not tell (mislabelled, or unlike their class):
        what bounds the printed probability by the errors made out of fold.
     Each step keeps its parameter off (b = 0, soft = 0, floor = 0) unless it lowers the loss."""
-    lengths = np.maximum(np.asarray(lengths, dtype=np.float64), 1.0)
+    lengths = np.asarray(lengths, dtype=np.float64)
+    some = lengths > 0  # (a document without known tokens is not scaled: it says nothing of T or b)
     best = None
     for b in LENGTH_POWERS:
-        base = jll / (lengths ** b)[:, None]
-        t = fit_temperature(base, t_idx)
-        loss = log_loss_at(base, t_idx, t)
+        base = jll[some] / (np.maximum(lengths[some], 1.0) ** b)[:, None]
+        t = fit_temperature(base, t_idx[some]) if some.any() else 1.0
+        loss = log_loss_at(base, t_idx[some], t) if some.any() else 0.0
         if best is None or loss < best[0] - 1e-12:
             best = (loss, t, b)
     loss, t, b = best
     params = dict(temperature=t, length_power=b, soft=0.0, floor=0.0)
-    z = jll / (t * lengths ** b)[:, None]
+    z = jll / scales(t, b, lengths)[:, None]
+    if not some.all():
+        loss = log_loss_of(log_posteriors(z), t_idx)
     g = z - z.max(axis=1, keepdims=True)
 
     def soft_loss(c):
