@@ -62,9 +62,8 @@ class Group(click.Group):
         sys.exit(finish(body, lambda: edge.error_status))
 
     def invoke(self, ctx):
-        from .process import ReaderLeft, started
+        from .process import ReaderLeft
 
-        started()  # (the garbage collector on again: nbtext.__main__ started without it)
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
@@ -382,7 +381,7 @@ def train(**kw):
     """
     from . import store
     from .batch.train import train_model
-    from .process import FreeMemory, map_large_arrays
+    from .batch.memory import map_large_arrays
     from .store.atomic import check_target
     from .table import is_table_run
 
@@ -412,7 +411,7 @@ def train(**kw):
                                           on_error=unread)
     else:
         model, fit = train_model(read_labelled(kw, unread), tok, settings, feats, decisions, n_jobs=n_jobs(kw),
-                                 progress=progress, release=FreeMemory())
+                                 progress=progress)
     progress.done()
     unread.check()
     store.save(model, kw["output"])
@@ -732,8 +731,6 @@ def calibrate(model_path, **kw):
     """
     from . import store
     from .batch.train import recalibrate
-    from .process import FreeMemory
-
     from .store.atomic import check_target
 
     decisions = build_decisions(kw)
@@ -745,8 +742,7 @@ def calibrate(model_path, **kw):
         if getattr(model, "kind", None) == "table":
             raise NbtextError(f"{model_path}: a table model; its probabilities are not calibrated "
                               "(they are scikit-learn's), so there is nothing to refit")
-        n, fit = recalibrate(model, read_labelled(kw, unread), decisions, n_jobs=n_jobs(kw), progress=progress,
-                             release=FreeMemory())
+        n, fit = recalibrate(model, read_labelled(kw, unread), decisions, n_jobs=n_jobs(kw), progress=progress)
         progress.done()
         unread.check()
         store.save(model, model_path)

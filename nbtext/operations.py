@@ -6,11 +6,7 @@ forgetting subtracts them, merging adds two models' counts, each at its tokens' 
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-try:  # CPython's own BLAKE2 (hashlib.blake2b is this type): the hashlib module loads OpenSSL
-    from _blake2 import blake2b  # first, 2.2 ms of every train's start-up, for hashes it never uses
-except ImportError:  # (another Python)
-    from hashlib import blake2b
+from hashlib import blake2b
 
 from .errors import NbtextError
 from .features.vocabulary import Vocabulary

@@ -154,12 +154,11 @@ def exit_status(scorer, label: str, unsure: bool) -> int:
 
 def quick_classify(argv: list[str]) -> int | None:
     """Run a plain classify call and return its exit status; None: not one of ours."""
-    from .process import finish, started
+    from .process import finish
 
     opts = parse(argv)
     if opts is None:
         return None
-    started()
     return finish(lambda: run_classify(**opts), 3 if opts["exit_code"] else 1)
 
 

@@ -50,7 +50,7 @@ def check_folds(y: np.ndarray, k: int, what: str = "documents") -> None:
 
 
 def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, seed: int = 0,
-                    full=None, unseen: str = "keep", release=None):
+                    full=None, unseen: str = "keep"):
     """Joint log-likelihoods of every document from a model that did not see it.
 
     Each fold's model is ``full`` with the fold's counts taken out again (sample_weight -1):
@@ -74,13 +74,12 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
     0.0059 -> 0.0073 and 0.0077 -> 0.0076. Dropping is only right when each fold's model is the
     whole model less the fold: a sample's fold models know few of the whole corpus's tokens, and
     a token new to them is more like a rare one than an unknown one (dropped, the bundled
-    sample's 120-document sample gave T = 0.02 instead of above 1). ``release`` is called after
-    each fold (train returns freed memory to the system there)."""
-    return out_of_fold_jlls(X, y, classes, [(settings, full)], k, seed, unseen, release)[0]
+    sample's 120-document sample gave T = 0.02 instead of above 1)."""
+    return out_of_fold_jlls(X, y, classes, [(settings, full)], k, seed, unseen)[0]
 
 
 def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: int = 5, seed: int = 0,
-                     unseen: str = "keep", release=None, mapper=map) -> list:
+                     unseen: str = "keep", mapper=map) -> list:
     """out_of_fold_jll of each (settings, full) candidate, on the same folds, each fold's rows
     and columns made once for all of them (and its counts taken out once for the variants
     that count a document alike: estimators._taken): auto's candidates, scored in one pass.
@@ -89,8 +88,7 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
     one fold after another here; train passes one that runs folds in worker processes forked
     from this one (nbtext.batch.train), which see X and the candidates' counts as they are when
     it is called and send back only each fold's scores (a fold's rows: its documents x classes
-    per candidate). Each fold's numbers are the same whichever process makes them. A mapper
-    whose ``forgets`` is true takes ``forget=``, to call once the folds are the workers' alone."""
+    per candidate). Each fold's numbers are the same whichever process makes them."""
     if unseen not in ("keep", "drop", "both"):
         raise ValueError(f"unseen must be keep, drop or both, not {unseen!r}")
     X = Rows.of(X)
@@ -110,10 +108,7 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
                         del Xf
                 if full.same_features:
                     fitted[full.same_features] = full.counts_
-                if release:
-                    release()  # (the fits' temporaries, before the folds' workers copy this process)
         fulls.append(full)
-    full = None  # (held by fulls alone: see forget)
 
     def fold_scores(f: int) -> list:
         """Per candidate, (kept, dropped) scores of fold f's documents (None where not asked)."""
@@ -130,23 +125,11 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
             scores.append((linear.jll(Xf) if unseen != "drop" else None,
                            linear.jll(Xf.with_data(Xf.data * seen[Xf.indices])) if unseen != "keep" else None))
             del linear
-        del Xf, memo
-        if release:
-            release()  # (a fold's arrays under glibc's mapping threshold left their pages behind)
         return scores
-
-    def forget():
-        """Where forked workers score every fold and this process waits for their scores (train's
-        mapper: batch.train.FoldWorkers), the counts fitted here for them are theirs alone: this
-        process's copy goes (16 copies of spamassassin-2002: 8.8 MB of train's peak, which came
-        as it coded the vocabulary meanwhile)."""
-        fitted.clear()
-        fulls[:] = [None] * len(fulls)
 
     outs = [(np.zeros((X.shape[0], len(classes))) if unseen != "drop" else None,
              np.zeros((X.shape[0], len(classes))) if unseen != "keep" else None) for _ in fulls]
-    scored = mapper(fold_scores, range(k), forget=forget) if getattr(mapper, "forgets", False) \
-        else mapper(fold_scores, range(k))
+    scored = mapper(fold_scores, range(k))
     for f, scores in zip(range(k), scored):
         test = folds == f
         for (kept, dropped), (kept_f, dropped_f) in zip(outs, scores):
