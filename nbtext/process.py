@@ -54,6 +54,21 @@ def flag_of(param: str) -> str:
     return FLAGS.get(param, "--" + param.replace("_", "-"))
 
 
+def parse_pair(value: str, cast=float) -> tuple:
+    """"LOW,HIGH" as two numbers (ValueError otherwise), as both command lines read --unsure."""
+    lo, hi = (cast(x) for x in value.split(","))
+    return lo, hi
+
+
+def exit_status(scorer, label: str, unsure: bool) -> int:
+    """The exit status of `classify --exit-code`, bogofilter's: 0 the positive class,
+    1 another, 2 unsure."""
+    from .nb.decision import positive_of
+
+    pos = positive_of(scorer.classes, scorer.decision.positive)
+    return 2 if unsure else 0 if label == pos else 1
+
+
 class Reported(Exception):
     """A failure already reported on stderr, line by line (inputs that could not be read): the
     run ends with the status of a user error and nothing more is said."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 
+from .process import exit_status, parse_pair
+
 # (flags, parameter, kind, help). Kinds: "flag"; "str", "float", "pair" (two floats LOW,HIGH),
 # which quick_classify reads too; "count" (an integer >= 1), which only click reads.
 MODEL_OPTION = (("-m", "--model"), "model_path", "str", "Model file (default: $NBTEXT_MODEL).")
@@ -35,12 +37,6 @@ CLASSIFY_OPTIONS = [
     (("--row",), "row", "str", "A table model's row as COLUMN=VALUE,... (instead of a CSV line in FILE)."),
     QUIET_OPTION,
 ]
-
-
-def parse_pair(value: str, cast=float) -> tuple:
-    """"LOW,HIGH" as two numbers (ValueError otherwise)."""
-    lo, hi = (cast(x) for x in value.split(","))
-    return lo, hi
 
 
 def parse(argv: list[str], model_path: str | None = None) -> dict | None:
@@ -142,14 +138,6 @@ def positive_index(classes: list, positive: str | None, asked_by: str | None = N
         raise NbtextError(f"--spamicity: {asked_by} has {len(classes)} classes ({', '.join(classes)}); "
                           "P(positive) needs two")
     return None if pos is None else list(classes).index(pos)
-
-
-def exit_status(scorer, label: str, unsure: bool) -> int:
-    """bogofilter's: 0 the positive class, 1 another, 2 unsure."""
-    from .nb.decision import positive_of
-
-    pos = positive_of(scorer.classes, scorer.decision.positive)
-    return 2 if unsure else 0 if label == pos else 1
 
 
 def quick_classify(argv: list[str], model_path: str | None = None) -> int | None:

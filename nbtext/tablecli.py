@@ -35,7 +35,7 @@ def table_decision(kw: dict, classes: list[str]):
         raise SettingError("max_fpr", None, "is not available for table models (they are not calibrated)")
     unsure = kw.get("unsure")
     if isinstance(unsure, str):
-        from .quick import parse_pair
+        from .process import parse_pair
 
         try:
             unsure = parse_pair(unsure)
@@ -357,7 +357,7 @@ def one_row(model: TableModel, row: str | None, data: bytes, where: str = "-") -
 def classify_row(header: dict, payload, model_path: str, file: str, row: str | None, exit_code: bool,
                  positive: str | None, threshold: float | None, unsure: tuple | None, out) -> int:
     """`classify` with a table model: one row, LABEL<TAB>PROBABILITY."""
-    from .quick import exit_status
+    from .process import exit_status
     from .read import read_bytes
     from .store.tables import decode_table
 
