@@ -3,13 +3,13 @@ the pure-Python reference. The choice never changes a token or a score (tests/te
 holds the two paths to identical tokens, keys and rows, and the kernel's Rows.moved and
 Rows @ W to numpy's arrays bit for bit; CI runs the suite on each; scripts/export_equality.py
 compares their models), so it is not a setting: an entry point makes it (nbtext.__main__ from
-NBTEXT_KERNEL, through nbtext.process; the test suite's conftest the same way) and hands it here
-with ``use``. Unchosen, the library runs the kernel when it was built. Forked workers inherit
-the choice; spawned ones (loky, Dask) run the default, which counts the same.
+NBTEXT_KERNEL; the test suite's conftest the same way) and hands it here with ``use``.
+Unchosen, the library runs the kernel when it was built. Forked workers inherit the choice;
+spawned ones (loky, Dask) run the default, which counts the same.
 """
 from __future__ import annotations
 
-TYPE_CHECKING = False  # (importing typing would cost `nbtext classify` its start-up)
+TYPE_CHECKING = False  # (typing is not imported: `nbtext classify` imports this module)
 if TYPE_CHECKING:
     from types import ModuleType
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from ..errors import BAD_NAME_CHAR, NbtextError
 
-TYPE_CHECKING = False  # importing typing would cost `nbtext classify` 10-20 ms
+TYPE_CHECKING = False  # (typing is not imported: `nbtext classify` imports this module)
 if TYPE_CHECKING:
     from collections.abc import Callable
 
