@@ -107,7 +107,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _line_label(label, where: str) -> str:
     """The label of a line: a string or an integer (JSON gives either; a finite float is kept as
-    written, as before), stripped, not empty, without control characters."""
+    written), stripped, not empty, without control characters."""
     if not isinstance(label, str):
         if label is None or isinstance(label, bool) or not isinstance(label, (int, float)) \
                 or label != label or label in (float("inf"), float("-inf")):
@@ -323,8 +323,8 @@ MAX_DUMP_LINE = 1 << 30  # (a dump's settings line holds the ledger: 35 bytes a 
 def dump_lines(path: str) -> Iterator[str]:
     """The lines of a text dump (a file, stdin "-", gzip), read as they are used, without their
     line ends: the first at most 64 bytes (a magic line: /dev/zero, or a stranger's file of
-    gigabytes, was read whole before its first line was checked), the others at most
-    MAX_DUMP_LINE; UTF-8, bytes that are not replaced."""
+    gigabytes, is refused from its first bytes), the others at most MAX_DUMP_LINE; UTF-8,
+    bytes that are not replaced."""
     with _Input(path) as inp:
         limit, n = 64, 0
         while True:

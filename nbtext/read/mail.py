@@ -185,10 +185,10 @@ def mbox_starts(path: str, every: int) -> list[int]:
 def _separator_at(f, cut: int, size: int, back: int = 1 << 16, window: int = 1 << 20) -> int | None:
     """The offset of the first From_ line after a blank line at or after ``cut`` (a line's start,
     the line before it seen from up to ``back`` bytes before), or None. Read ``window`` bytes
-    at a time, each window starting ``back`` bytes before where the last one's search ended (the
-    window doubled: a message of gigabytes was read whole into memory, and scanned again each
-    time), and a From_ line taken only when the window holds 4 KiB after its start, or the
-    file's end."""
+    at a time, each window starting ``back`` bytes before where the last one's search ended (a
+    window of one size: memory stays bounded, and no byte is scanned twice over, however long a
+    message is), and a From_ line taken only when the window holds 4 KiB after its start, or
+    the file's end."""
     while True:
         b = min(back, cut)
         f.seek(cut - b)

@@ -18,11 +18,10 @@ if TYPE_CHECKING:
     from typing import BinaryIO
 
 # The most bytes read of one document (a message file, stdin read as one document, one message
-# of an mbox; after decompression): the rest is left unread. Without a cap a 1 MB gzip of zeros
-# (or /dev/zero, or an endless pipe) is held whole: 1 GB of zeros took 2 GB. Mail servers refuse
-# messages far smaller (25-50 MB), and the first 64 MiB of a document say what it is about; 64 MiB
-# keeps tests/test_bad_input.py's 50 MB message whole. A line of a line file longer than this is
-# refused (cutting it would break its syntax).
+# of an mbox; after decompression): the rest is left unread, so that a small gzip of zeros,
+# /dev/zero or an endless pipe is not held whole. Mail servers refuse far smaller messages, and
+# the first 64 MiB of a document say what it is about; tests/test_bad_input.py's 50 MB message is
+# kept whole. A line of a line file longer than this is refused (cutting it would break its syntax).
 MAX_DOCUMENT_BYTES = 64 << 20
 
 _CHUNK = 1 << 20  # bytes asked of a stream at a time
@@ -209,10 +208,9 @@ def _plainly_readable(path: str) -> int | None:
     """The size of a regular file that opens and does not start with gzip's magic bytes, else
     None, or _GONE where there is no such file any more (its size from the open file: the walk
     stats no file). A FileRef's
-    documents are held together, and a small gzip can hold a huge mbox (a 264 KB one, 45 MB of
-    messages, took train to 1.6 GB instead of 200 MB), so gzip is read here, a message at a
-    time, as before; so is a file that cannot be opened, whose error is then reported in the
-    walk's order. Opened without waiting (a FIFO put in its place since the walk must not hang
+    documents are held together, and a small gzip can hold a huge mbox, so gzip is read in
+    the walk's process, a message at a time; so is a file that cannot be opened, whose error is
+    then reported in the walk's order. Opened without waiting (a FIFO put in its place since the walk must not hang
     this); 3 system calls a file."""
     try:
         fd, st = _open(path, wait=False)

@@ -38,11 +38,10 @@ def _entries(path: str) -> tuple[list[str], bytes]:
     """The names _listdir lists, in its order, and each one's kind (a byte): 1 a directory, 2 a
     regular file, 0 anything else, 255 not known yet (a symbolic link, or a file system whose
     directory entries do not say): _kind_of stats it as it is taken. From the directory's own
-    entry types (os.scandir): no stat a plain file, where one each took 7.5 ms of train's
-    parent on spamassassin-2002's 3,250 files. Read through the directory's descriptor (the
-    entries' paths are their names: no path string made an entry), and kept as a list of
-    names and one byte string: a directory's entries as (name, path, kind) held 7 MB of train's
-    parent through the run at 16 copies of spamassassin-2002 (52,000 links)."""
+    entry types (os.scandir): no stat a plain file, which would sit on train's serial path.
+    Read through the directory's descriptor (the entries' paths are their names: no path
+    string made an entry), and kept as a list of names and one byte string, the smallest form
+    a large corpus's listing can be held in through the run."""
     kinds: dict[str, int] = {}
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -107,9 +106,9 @@ def _walk(top: str, seen: set, on_error: OnError) -> Iterator[Document]:
 
 def _listed_documents(path: str, single: bool, on_error: OnError) -> Iterator[Document]:
     """file_documents of a file a walk listed: one gone since its directory was listed (a live
-    Maildir's message moved or deleted meanwhile) is passed by, as the walk's stat of each
-    entry as it took it used to pass it by (it now reads the entries' kinds from the listing:
-    _entries). Looked for only when reading it fails."""
+    Maildir's message moved or deleted meanwhile) is passed by, as one gone before the listing
+    is (the walk reads the entries' kinds from the listing, _entries, and stats no file).
+    Looked for only when reading it fails."""
     docs = _one_document(path) if single else _file_documents(path)
     try:
         first = next(docs, None)
@@ -210,7 +209,7 @@ class FileRef:
     __slots__ = ("path", "single", "label", "size", "on_error")
     # An mbox is read whole by the reader of a FileRef: only files this small, and not gzip
     # (_plainly_readable), are deferred; a larger one is read in the parent, message by
-    # message, as before. (A file that grows, or turns into gzip, between the walk and its
+    # message. (A file that grows, or turns into gzip, between the walk and its
     # reading is read whole all the same.)
     LARGEST = 1 << 20
 
