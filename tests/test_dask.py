@@ -20,6 +20,8 @@ from nbtext.store.dump import export_lines  # noqa: E402
 
 from conftest import DATA  # noqa: E402
 
+pytestmark = pytest.mark.slow  # (make check leaves these out: make test runs them)
+
 CORPUS = str(DATA / "corpus")
 SMALL = 1 << 16  # bytes a partition: the sample's 432 messages in ~30 partitions
 LINES = 1 << 14  # and a TSV of 144 lines in ~25 byte ranges

@@ -252,6 +252,7 @@ def test_learn_and_calibrate_refuse_a_model_inside_their_inputs(run, sample_mode
     assert model.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_fuzz_table_reader_model_files_and_dumps(golf_dump, tmp_path):
     """A seeded pass (a few seconds) of mutated tables, table model files and table dumps: each
     is trained on or scored, or refused with NbtextError; never another exception (the fuzz
@@ -310,6 +311,7 @@ def test_fuzz_table_reader_model_files_and_dumps(golf_dump, tmp_path):
             pass
 
 
+@pytest.mark.slow
 def test_an_output_encoding_short_of_unicode_escapes_rather_than_fails(tmp_path):
     """With PYTHONIOENCODING=ascii, cv's report ('0.9 ± 0.1') was an internal error halfway
     through its output (as would be a class name from a stranger's model): what the encoding

@@ -84,6 +84,7 @@ tokens_st = st.lists(st.text(st.characters(blacklist_characters="\x00"), min_siz
                      unique=True, max_size=200)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(tokens_st)
 def test_front_coding_round_trips_any_vocabulary(tokens):
@@ -122,6 +123,7 @@ def test_front_coding_of_long_shared_prefixes(tmp_path):
     assert fast.token_id("a" * 300) is None
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(tokens_st, st.lists(st.text(min_size=1, max_size=30), max_size=20))
 def test_sorted_vocabulary_finds_every_token_and_nothing_else(tmp_path_factory, tokens, others):
@@ -157,6 +159,7 @@ def test_fast_scorer_agrees_with_numpy_path(tmp_path, variant, calibration):
     assert fast.token_id("nowhere") is None
 
 
+@pytest.mark.slow
 def test_fast_scorer_on_a_large_vocabulary(tmp_path):
     tokens = [f"tok{i}" for i in range(20000)]
     m = Model.empty(TokenizerSettings(), ModelSettings(), ["a", "b"])
@@ -198,6 +201,7 @@ def test_corrupt_payload_is_refused(saved):
     refused(saved, "corrupt model file .payload checksum")
 
 
+@pytest.mark.slow
 def test_random_bytes_are_refused(saved):
     rng = random.Random(18)  # seeded: a file of random bytes starting "{" once failed CI as "JSON text"
     for _ in range(300):

@@ -9,6 +9,8 @@ import pytest
 
 from conftest import DATA, ROOT
 
+pytestmark = pytest.mark.slow  # (make check leaves these out: make test runs them)
+
 
 def test_bench_script_prints_its_tables(small_corpus):
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--corpus", str(small_corpus),
