@@ -84,12 +84,16 @@ def _temporary(directory: str, base: str, mode: int) -> tuple[str, int]:
     while True:
         tmp = os.path.join(directory, f".{base}.{os.getpid()}-{secrets.token_hex(8)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        fcntl.flock(fd, fcntl.LOCK_EX)
         try:  # (a cleaner may have taken it between the open and the lock: then take another)
+            fcntl.flock(fd, fcntl.LOCK_EX)
             if os.path.samestat(os.fstat(fd), os.stat(tmp)):
                 return tmp, fd
         except FileNotFoundError:
             pass
+        except BaseException:
+            os.close(fd)
+            _unlink_quietly(tmp)
+            raise
         os.close(fd)
 
 
