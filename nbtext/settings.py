@@ -49,12 +49,15 @@ def flag(param: str, value) -> None:
         raise SettingError(param, value, "must be true or false")
 
 
-def number(param: str, value, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> None:
-    """A finite number in [lo, hi] (or open at either end)."""
+def number(param: str, value, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False,
+           zero: bool = False) -> None:
+    """A finite number in [lo, hi] (or open at either end; ``zero``: or 0)."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if zero and ok and value == 0:
+        return
     if not ok or value > hi or value < lo or (lo_open and value == lo) or (hi_open and value == hi):
-        raise SettingError(param, value, f"must be a number in {'(' if lo_open else '['}{lo:g}, {hi:g}"
-                                         f"{')' if hi_open else ']'}")
+        raise SettingError(param, value, f"must be {'0 or ' if zero else ''}a number in "
+                                         f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}")
 
 
 def check_unsure(value) -> None:

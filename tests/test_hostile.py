@@ -201,6 +201,12 @@ CRAFTED = {
     "derived short": set_path("derived", {"log_den": [1.0]}),
     "unknown setting": set_path("tokenizer", "shell", "rm -rf"),
     "heads out of order": lambda h: None,  # (below: the payload's heads are swapped)
+    # issue 32: values inside the old ranges that gave NaN or -Infinity, a count past 2**53
+    "temperature 5e-324": set_path("decision", "temperature", 5e-324),
+    "soft 5e-324": set_path("decision", "soft", 5e-324),
+    "floor 5e-324": set_path("decision", "floor", 5e-324),
+    "class count 2**53 + 1": set_path("class_count", [2, 9007199254740993]),
+    "derived Infinity": lambda h: h["derived"].update({k: [float("inf")] * 2 for k in h["derived"]}),
 }
 
 
@@ -251,7 +257,8 @@ def dump_with(good_model, tmp_path, change=None, line=None):
 
 @pytest.mark.parametrize("name", ["ngram_max 1e9", "temperature 0", "temperature -3", "temperature string",
                                   "threshold 7", "unsure reversed", "positive missing", "duplicate classes",
-                                  "class counts short", "alpha NaN", "unknown setting"])
+                                  "class counts short", "alpha NaN", "unknown setting", "temperature 5e-324",
+                                  "soft 5e-324", "floor 5e-324", "class count 2**53 + 1"])
 def test_import_refuses_hostile_dumps(tmp_path, good_model, name):
     with pytest.raises(NbtextError, match="malformed dump"):
         import_lines(dump_with(good_model, tmp_path, CRAFTED[name]), "d")
@@ -262,6 +269,113 @@ def test_import_refuses_hostile_dumps(tmp_path, good_model, name):
 def test_import_refuses_hostile_token_lines(tmp_path, good_model, line):
     with pytest.raises(NbtextError, match="d"):
         import_lines(dump_with(good_model, tmp_path, line=line), "d")
+
+
+@pytest.mark.parametrize("count, problem", [
+    ("1e+300", "'1e+300' is not a count from 0 to 2**53"),
+    ("9007199254740993", "'9007199254740993' is not a count from 0 to 2**53"),
+    ("9007199254740992.5", "'9007199254740992.5' is not a count from 0 to 2**53"),
+    ("1e300", "not '1e300'"), ("1_000", "not '1_000'"), (" 7", "not ' 7'"), ("+3", "not '+3'"),
+    ("0x10", "not '0x10'"), ("Infinity", "not 'Infinity'")])
+def test_import_refuses_counts_beyond_2_53_or_not_written_as_the_dump_writes_them(tmp_path, good_model,
+                                                                                   count, problem):
+    """Counts of 1e300, 9007199254740993 (float() makes it 2**53) and 1_000 were imported; the
+    README promises whole numbers from 0 to 2**53 (fractional ones for a library's weighted
+    learning), written as export writes them. The error names the dump and its line."""
+    lines = dump_with(good_model, tmp_path)
+    token, first, *rest = lines[2].split("\t")
+    lines[2] = "\t".join([token, count, *rest])
+    with pytest.raises(NbtextError) as e:
+        import_lines(lines, "d")
+    assert str(e.value).startswith("d:3: ") and problem in str(e.value), str(e.value)
+    for count in ("9007199254740992", "0", "1.5", "1e-05"):  # (what export writes: imported)
+        lines[2] = "\t".join([token, count, *rest])
+        assert import_lines(lines, "d").feature_count[:, 0].tolist()[0] == float(count)
+
+
+def _written_with(model, path, monkeypatch, vocabulary=None, unsorted=False):
+    """The model saved by nbtext's own writer (valid checksums, every other field as nbtext
+    writes it) with a vocabulary of other bytes, or front-coded out of byte order."""
+    import numpy as np
+
+    from nbtext.features.vocabulary import Vocabulary, token_spans
+    from nbtext.store import codec, vocabfile
+
+    if vocabulary is not None:
+        model.vocab = Vocabulary.from_encoded(vocabulary)
+    if unsorted:
+        def reversed_front_code(blob):
+            blob = bytes(blob)
+            starts, lengths = token_spans(np.frombuffer(blob, dtype=np.uint8))
+            order = np.argsort(-np.arange(len(starts)))  # (first seen last: not byte order)
+            tokens = b"".join(blob[a:a + n] + b"\0" for a, n in zip(starts[order], lengths[order]))
+            fc, entry = vocabfile._front_code_sorted(tokens, lengths[order])
+            return fc, entry[::vocabfile.BLOCK].astype(np.int64), order
+        monkeypatch.setattr(codec, "front_code", reversed_front_code)
+    store.save(model, str(path))
+    monkeypatch.undo()
+
+
+def test_a_vocabulary_out_of_byte_order_or_not_utf8_is_refused(run, tmp_path, good_model, monkeypatch):
+    """A vocabulary with invalid UTF-8 (valid checksums) loaded, was copied by learn and merge,
+    and export died with an internal error; one front-coded out of byte order loaded, and
+    classify (a binary search) and predict (a dictionary) disagreed on 53 of 200 messages.
+    store.load checks the whole vocabulary (predict, learn, merge, export, info); classify
+    checks what it reads (the heads its search compares, the blocks it decodes)."""
+    from nbtext.features.vocabulary import token_spans
+
+    good = tmp_path / "good.nbm"
+    good.write_bytes(good_model)
+    model = store.load(str(good))
+    blob = bytearray(model.vocab.encoded())
+    starts, _ = token_spans(bytes(blob))
+    i = len(starts) // 2
+    bad = blob[starts[i]:blob.index(0, starts[i])].decode()
+    blob[starts[i]] = 0xFF  # (a byte no UTF-8 holds, as the token's first)
+    cases = {"not-utf8.nbm": ({"vocabulary": bytes(blob)}, "is not UTF-8"),
+             "unsorted.nbm": ({"unsorted": True}, "not in byte order")}
+    for name, (how, problem) in cases.items():
+        path = tmp_path / name
+        _written_with(store.load(str(good)), path, monkeypatch, **how)
+        content = path.read_bytes()
+        for args in (["info", "-m", path], ["export", "-m", path], ["predict", "-m", path, DATA / "example-ham.eml"],
+                     ["learn", "-m", path, "--label", "spam", DATA / "example-spam.eml"],
+                     ["merge", "-o", tmp_path / "merged.nbm", path, good]):
+            r = run(*args)
+            assert r.exit_code == 1, (name, args, r.stdout)
+            assert r.stderr.startswith(f"nbtext: error: {path}: corrupt model file (vocabulary ") and problem in r.stderr
+        # classify reads the blocks a message's tokens lead it to: all of them here
+        text = " ".join(model.vocab.tokens[:i] + [bad] + model.vocab.tokens[i + 1:])
+        r = nb("classify", "-m", path, "-", input=text.encode())
+        assert r.returncode == 1 and r.stderr.startswith(f"nbtext: error: {path}: corrupt model file "
+                                                        "(vocabulary ".encode()), r.stderr
+        assert path.read_bytes() == content and not (tmp_path / "merged.nbm").exists()
+
+
+def test_the_calibration_map_is_finite_over_its_whole_range():
+    """Inside the ranges a model file may hold (nbtext.nb.decision), for any score a model can
+    give (store.codec.MAX_SCORE, times a document's length), the posteriors are probabilities
+    and the log-posteriors finite: a temperature of 5e-324 printed `ham nan` (and JSONL NaN,
+    which is no JSON), a soft of 5e-324 gave -Infinity. Both paths: classify's and predict's."""
+    import itertools
+    import math
+
+    import numpy as np
+
+    from nbtext.nb.calibrate import calibrated_log
+    from nbtext.nb.decision import MAX_SCALE, MIN_SCALE, Decision, calibrated
+    from nbtext.store.codec import MAX_SCORE
+
+    extreme = 2e6 * MAX_SCORE  # (a 2 MB document's worth of the largest stored sums)
+    for t, b, soft, floor in itertools.product((MIN_SCALE, 1.0, MAX_SCALE), (0.0, 2.0), (0.0, MIN_SCALE, MAX_SCALE),
+                                               (0.0, MIN_SCALE, 0.5)):
+        d = Decision(temperature=t, length_power=b, soft=soft, floor=floor)
+        for jll in ([-extreme, extreme], [-extreme, -extreme + 1], [0.0, -1e-300], [extreme, extreme]):
+            for length in (0, 1, 2e6):
+                p = calibrated(d, jll, length)
+                logp = calibrated_log(d, np.array([jll]), np.array([length]))[0]
+                assert all(0 <= x <= 1 for x in p) and math.isclose(sum(p), 1.0), (d, jll, p)
+                assert np.isfinite(logp).all(), (d, jll, logp)
 
 
 def test_import_refuses_a_short_ledger_entry(tmp_path, good_model):

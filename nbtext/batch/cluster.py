@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from ..errors import NbtextError, SettingError
+from ..errors import NbtextError, SettingError, shown
 from ..read import Document, LineOptions
 
 INSTALL = "pip install 'nbtext[dask]'"
@@ -54,6 +54,43 @@ def _distributed():
     return distributed
 
 
+def address_problem(address: str) -> str | None:
+    """What makes ``address`` no scheduler address Dask can connect to (None: nothing): an
+    unknown scheme, no port, a port out of range, no host. SCHEME:// may be left out (tcp)."""
+    from distributed.comm.addressing import parse_address
+    from distributed.comm.registry import backends
+
+    scheme, location = parse_address(address)
+    if scheme not in backends:
+        return f"unknown scheme '{scheme}'"
+    if scheme in ("inproc", "ucx"):
+        return None  # (addresses of their own kind)
+    host, colon, port = location.rpartition(":")
+    if not colon:
+        return "no port"
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        return f"port '{port}' is not a number from 1 to 65535"
+    if not host.strip("[]"):
+        return "no host"
+    return None
+
+
+def _bounded_client(distributed):
+    """distributed.Client whose whole start, connection, handshake and first exchange, is
+    bounded by its ``timeout``: Client bounds the connection and the exchange, but waits for
+    the handshake's answer without end (a server that accepts and never answers hung it)."""
+
+    class Client(distributed.Client):
+        def start(self, **kwargs):
+            try:
+                super().start(callback_timeout=self._timeout, **kwargs)
+            except BaseException:
+                self.close()  # (its loop thread and the half-open connection)
+                raise
+
+    return Client
+
+
 class Cluster:
     """A Dask client: on the scheduler at ``address``, or on a LocalCluster sized to this
     machine's cores (its dashboard's address said on ``say``)."""
@@ -65,8 +102,12 @@ class Cluster:
 
         self.local = None
         if address:
+            problem = address_problem(address)
+            if problem:
+                raise NbtextError(f"{shown(address)}: not a Dask scheduler address ({problem}); "
+                                  f"give tcp://HOST:PORT")
             try:
-                self.client = distributed.Client(address, timeout=timeout)
+                self.client = _bounded_client(distributed)(address, timeout=timeout)
             except (OSError, TimeoutError, ValueError) as e:
                 raise NbtextError(f"{address}: cannot reach the Dask scheduler within {timeout:g} s "
                                   f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no answer'})"

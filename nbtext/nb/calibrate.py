@@ -18,6 +18,7 @@ from ..errors import SettingError, literal
 from ..features.rows import Rows, distinct
 from ..settings import DecisionOptions
 from .counts import Counts
+from .decision import MAX_SCALE, MIN_SCALE
 from .estimators import log_posteriors, logsumexp_rows, make_estimator
 
 
@@ -223,7 +224,7 @@ def fit_temperature(jll: np.ndarray, t_idx: np.ndarray, objective=log_loss_at) -
     fits multinomial log-likelihoods (spreads in the hundreds) and Complement NB's normalized
     weights (spreads in the thousandths) alike."""
     spread = median(np.ptp(jll, axis=1)) if jll.size else 1.0
-    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
+    spread = float(np.clip(spread, 1e4 * MIN_SCALE, 1e-2 * MAX_SCALE)) if np.isfinite(spread) and spread > 0 else 1.0
     log_t = golden_section(lambda lt: objective(jll, t_idx, float(np.exp(lt))),
                            np.log(1e-4 * spread), np.log(1e2 * spread), xtol=1e-4)
     return float(np.exp(log_t))
