@@ -545,7 +545,7 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     counts and kept by a Reservoir on the client, as local training keeps it."""
     from ..features.rows import Rows
     from ..features.vocabulary import Vocabulary
-    from .train import CALIBRATION_SAMPLE, Reservoir, _model_from_counts
+    from .train import CALIBRATION_SAMPLE, Reservoir, model_from_counts
 
     if settings.tf or settings.length_norm:
         raise SettingError("tf" if settings.tf else "length_norm", None,
@@ -574,7 +574,7 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
         del result
         chosen = sample_positions(n_docs, size, decisions.seed)
         X, y = _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows)
-    model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
+    model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
     model.ledger = ledger
     return model, fit
 
@@ -590,7 +590,10 @@ def sample_positions(n: int, size: int, seed: int) -> np.ndarray:
 
 
 def _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows):
-    """The chosen documents' rows over the vocabulary, and their labels, in input order."""
+    """The chosen documents' rows over the vocabulary, as the Reservoir keeps them, and their
+    labels, in input order."""
+    from .train import Reservoir
+
     bounds = np.concatenate([[0], np.cumsum(sizes)])
     wanted = [chosen[(chosen >= a) & (chosen < b)] - a for a, b in zip(bounds[:-1], bounds[1:])]
     which = [i for i, w in enumerate(wanted) if len(w)]
@@ -599,9 +602,7 @@ def _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows):
                                                          tokenizer):
         if errors:
             raise NbtextError(f"an input changed while it was read: {errors[0]}")
-        rows = batch.rows.moved(batch.ids_in(vocab, grow=False), len(vocab))
-        # (as Reservoir.add keeps them: 16-bit counts when they fit, else 32-bit floats)
-        pieces.append(rows.astype(np.uint16 if not rows.nnz or rows.data.max() < 2**16 else np.float32))
+        pieces.append(Reservoir.compact(batch.rows.moved(batch.ids_in(vocab, grow=False), len(vocab))))
         labels += part_labels
     if len(labels) != len(chosen):
         raise NbtextError("an input changed while it was read (its documents differ from the first reading)")

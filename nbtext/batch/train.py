@@ -163,7 +163,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     release_free_memory()
     sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
     release_free_memory()
-    model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
+    model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
                                        n_jobs=n_jobs)
     model.ledger = ledger
     return model, fit
@@ -174,11 +174,13 @@ def _digests(docs: list[Document]) -> list[bytes]:
     return [digest(d.label, d.data) for d in docs]
 
 
-def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
+def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
                        X=None, y=None, n_jobs: int = 1) -> tuple[Model, np.ndarray, ThresholdFit | None]:
     """The model of counts over ``vocab``, with the features the options keep and the decisions
     fitted on (X, y) when given; returns it with the kept columns and the threshold's fit
-    (``n_jobs``: the cores calibration's folds may use, see apply_decisions)."""
+    (``n_jobs``: the cores calibration's folds may use, see apply_decisions). The one end of
+    every way of counting a corpus: train_model's chunks (here or in forked workers) and
+    batch.cluster's partitions reduce into counts, then come here."""
     counts.compact()
     width = counts.width
     fc = counts.feature_count if features.max_features is None else np.ascontiguousarray(counts.feature_count)
@@ -207,7 +209,7 @@ def fit_matrix(X, y: np.ndarray, vocab: Vocabulary, tokenizer: TokenizerSettings
     X = Rows.of(X)
     counts = Counts()
     counts.add(make_estimator(settings).features(X), list(y), width=X.shape[1])
-    model, keep, _ = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
+    model, keep, _ = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
     return model, keep
 
 
