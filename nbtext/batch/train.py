@@ -175,7 +175,7 @@ def _digests(docs: list[Document]) -> list[bytes]:
 
 
 def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
-                       X=None, y=None, n_jobs: int = 1) -> tuple[Model, np.ndarray, ThresholdFit | None]:
+                      X=None, y=None, n_jobs: int = 1) -> tuple[Model, np.ndarray, ThresholdFit | None]:
     """The model of counts over ``vocab``, with the features the options keep and the decisions
     fitted on (X, y) when given; returns it with the kept columns and the threshold's fit
     (``n_jobs``: the cores calibration's folds may use, see apply_decisions). The one end of
