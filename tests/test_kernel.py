@@ -151,7 +151,7 @@ def test_the_kernel_counts_the_examples_exactly():
     assert_same(docs, s)
 
 
-def test_the_entry_point_chooses_the_path_and_refuses_other_values(monkeypatch, tmp_path):
+def test_the_entry_point_chooses_the_path_and_refuses_other_values(monkeypatch):
     """The choice is the entry point's (nbtext.__main__ reads NBTEXT_KERNEL) and handed to the
     library (implementation.use), which reads no environment: unchosen, it runs the kernel when
     it was built, whatever the environment says."""
@@ -173,6 +173,11 @@ def test_the_entry_point_chooses_the_path_and_refuses_other_values(monkeypatch, 
     monkeypatch.setenv("NBTEXT_KERNEL", "fast")
     with implementation(""):
         assert kernel.compiled() is _kernel
+
+
+@pytest.mark.slow
+def test_the_command_takes_the_path_from_the_environment(tmp_path):
+    """`nbtext` reads NBTEXT_KERNEL (nbtext.__main__) and refuses a value it does not know."""
     for choice, status in (("fast", 1), ("python", 0), ("", 0)):
         env = {**os.environ, "NBTEXT_KERNEL": choice}
         r = subprocess.run([sys.executable, "-m", "nbtext", "train", DATA / "corpus", "-q", "-o", tmp_path / "m.nbm"],
