@@ -19,7 +19,7 @@ import email.message
 import re
 
 from ..settings import TokenizerSettings
-from .words import add_ngrams, decode_text, text_words, words
+from .words import FIELD_LINE, LINE, add_ngrams, decode_text, text_words, words
 
 MAX_DEPTH = 30  # MIME nesting beyond this is abuse, not mail: one "mime:too-deep" token
 MAX_PARTS = 500
@@ -547,6 +547,34 @@ def parse_message(data: bytes) -> email.message.Message:
     return msg
 
 
+def readable_header(data: bytes) -> bytes:
+    """The message with a header block the standard parser reads to its end: up to the first
+    blank line (as looks_like_mail reads it), a line that is not a field nor a folded one is
+    dropped, and an obsolete field (RFC 5322's blanks before the colon) loses its blanks. The
+    parser ends the header at either and reads each field after it as body text, so that one
+    line inserted near the top made a message headerless (issue 32's probe: a line of junk as
+    the second line of each held-out spam made half of them ham). The message itself when
+    every line is well formed, as in every message of spamassassin-2002."""
+    out, kept, pos, n = [], 0, 0, len(data)
+    while pos < n:
+        end = LINE.match(data, pos).end()
+        line = data[pos:end]
+        if not line.strip():
+            break
+        if line[:1] not in b" \t":
+            m = FIELD_LINE.match(line)
+            if not m or m.group(1):
+                out.append(data[kept:pos])
+                if m:
+                    out.append(line[:m.start(1)] + line[m.end(1):])
+                kept = end
+        pos = end
+    if not out:
+        return data
+    out.append(data[kept:])
+    return b"".join(out)
+
+
 def utf8_bytes(text: str) -> bytes:
     """A str as bytes: undecodable bytes (surrogateescape) back as they were, any other lone
     surrogate (a library caller's str may hold one: '\udd00' raised UnicodeEncodeError) as
@@ -569,6 +597,7 @@ def mail_parts(data: bytes | str, s: TokenizerSettings) -> tuple[list[str], list
     data = data.lstrip(b"\r\n")
     if data.startswith(b"From "):  # an mbox separator line is not a header
         data = data.split(b"\n", 1)[1] if b"\n" in data else b""
+    data = readable_header(data)
     try:
         msg = parse_message(data)  # compat32: ~6x faster than policy.default
         meta, body = body_tokens(msg, s)

@@ -36,8 +36,15 @@ def unicode_patterns():
     return _unicode_patterns
 
 
-# A header block: an mbox "From " line or a header field, then more header fields.
-_HEADER_LINE = re.compile(rb"[!-9;-~]+:[ \t]")
+# Mail detection reads the document's first lines as RFC 5322 would: a header field is a name of
+# printable ASCII but ":", optional blanks (group 1: the obsolete syntax), a colon, and any body,
+# empty or not. Group 2 is a blank and a value after the colon, as in "Subject: hi", which makes
+# the line a plain field: lines of a name and a colon alone ("XXXVI:", then folded verse, in
+# fortune-lang), or a colon with no blank after it ("http://x", "12:30"), are fields to RFC 5322
+# and to the count below, but plain text holds such lines too.
+FIELD_LINE = re.compile(rb"[!-9;-~]+([ \t]*):([ \t]+[^ \t])?")
+LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)?")  # a line ends in LF, CR or CRLF, as bytes.splitlines says
+MAIL_LINES = 50  # the lines of the header block that mail detection reads
 
 
 def decode_text(data: bytes | str) -> str:
@@ -51,23 +58,41 @@ def decode_text(data: bytes | str) -> str:
 
 
 def looks_like_mail(data: bytes | str) -> bool:
-    """True when the document starts with an RFC 822 header block (two or more header fields)."""
-    head = data[:4096]
-    if isinstance(head, str):
-        head = head.encode("utf-8", "replace")
-    lines = head.lstrip(b"\r\n").splitlines()
-    if lines and lines[0].startswith(b"From "):
-        lines = lines[1:]
-    fields = 0
-    for line in lines[:50]:
+    """True when the document starts with an RFC 5322 header block.
+
+    The block is the document's first lines (a leading mbox "From " line counted as a plain
+    field), up to the first blank one, at most MAIL_LINES of them; lines end in LF, CRLF or CR,
+    and a line that starts with a blank continues a folded field and counts for neither side.
+    Mail when at least two of the block's lines are plain fields (a name, a colon, a blank and a
+    value) and its fields are more than twice its other lines. So no single line decides: a
+    field more, empty ("X-MS-Has-Attach:") or obsolete ("Subject : x"), counts for mail (an
+    empty "X-Foo:" once made mail plain text: issue 32), and a line of junk among three fields
+    does not outweigh them. A blank line ends the block, as RFC 5322 ends a header with one.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "replace")
+    pos, n = 0, len(data)
+    while pos < n and data[pos] in b"\r\n":
+        pos += 1
+    plain = fields = others = 0
+    if data.startswith(b"From ", pos):  # an mbox separator line, beside the block's lines
+        plain = fields = 1
+        pos = LINE.match(data, pos).end()
+    for _ in range(MAIL_LINES):
+        if pos >= n:
+            break
+        end = LINE.match(data, pos).end()
+        line = data[pos:end].rstrip(b"\r\n")
+        pos = end
         if not line.strip():
             break
-        if line[:1] in (b" ", b"\t"):
+        if line[:1] in b" \t":
             continue  # folded continuation of the previous field
-        if not _HEADER_LINE.match(line):
-            return False
-        fields += 1
-    return fields >= 2
+        m = FIELD_LINE.match(line)
+        fields += m is not None
+        plain += m is not None and m.group(2) is not None
+        others += m is None
+    return plain >= 2 and fields > 2 * others
 
 
 def words(text: str, settings: TokenizerSettings, prefix: str = "") -> list[str]:
