@@ -1863,7 +1863,7 @@ static PyMethodDef kernel_methods[] = {
      "front_code(blob, block) -> (front-coded bytes, int64 block heads, int64 order) (bytes each)"},
     {"mail_parts", nbtext_mail_parts, METH_VARARGS,
      "mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, helpers) -> (tokens, texts) or None"},
-    {"looks_like_mail", nbtext_looks_like_mail, METH_VARARGS, "looks_like_mail(data, max_lines) -> bool, for bytes"},
+    {"looks_like_mail", nbtext_looks_like_mail, METH_VARARGS, "looks_like_mail(data, max_lines, names) -> bool, for bytes"},
     {"html_text", nbtext_html_text, METH_VARARGS,
      "html_text(text, urls_off, unescape) -> (text, found) or None: html_to_text of ASCII text (tests)"},
     {"rows_dot", kernel_rows_dot, METH_VARARGS,

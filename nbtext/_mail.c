@@ -1849,20 +1849,23 @@ PyObject *nbtext_mail_parts(PyObject *self, PyObject *args)
     return result;
 }
 
-/* looks_like_mail(data, max_lines) -> bool: nbtext.text.words.looks_like_mail of bytes, with
- * max_lines its MAIL_LINES. The header block is the lines before the first blank one (a line
- * bytes.strip() empties), at most max_lines of them, a leading mbox "From " line aside (it counts
- * as a plain field); lines end in LF, CR or CRLF; a line starting with a blank continues a field.
- * A field is [!-9;-~]+[ \t]*: and a plain one has blanks and a value after its colon: mail when
- * there are two plain fields or more and more than twice as many fields as other lines. */
+/* looks_like_mail(data, max_lines, names) -> bool: nbtext.text.words.looks_like_mail of bytes,
+ * with max_lines its MAIL_LINES and names its MAIL_FIELDS (a frozenset of lower-case bytes). The
+ * header block is the lines before the first blank one (a line bytes.strip() empties), at most
+ * max_lines of them, a leading mbox "From " line aside (it counts as a plain field); lines end
+ * in LF, CR or CRLF; a line starting with a blank continues a field. A field is
+ * [!-9;-~]+[ \t]*: and a plain one has blanks and a value after its colon: mail when a field's
+ * name is one of names, two fields or more are plain, and the fields outnumber the other lines. */
 PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t max_lines;
-    if (!PyArg_ParseTuple(args, "y*n:looks_like_mail", &view, &max_lines))
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "y*nO!:looks_like_mail", &view, &max_lines, &PyFrozenSet_Type, &names))
         return NULL;
     const unsigned char *d = view.buf;
     size_t n = (size_t)view.len, i = 0, plain = 0, fields = 0, others = 0;
+    int known = 0;
     while (i < n && (d[i] == '\r' || d[i] == '\n'))
         i++;
     int from = n - i >= 5 && !memcmp(d + i, "From ", 5);
@@ -1895,11 +1898,23 @@ PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *args)
                     v++;
                 fields++;
                 plain += v > c + 1 && v < e;
+                char name[32];
+                if (!known && k - i <= sizeof name) {
+                    for (size_t j = i; j < k; j++)
+                        name[j - i] = (char)lower(d[j]);
+                    PyObject *key = PyBytes_FromStringAndSize(name, (Py_ssize_t)(k - i));
+                    known = key ? PySet_Contains(names, key) : -1;
+                    Py_XDECREF(key);
+                    if (known < 0) {
+                        PyBuffer_Release(&view);
+                        return NULL;
+                    }
+                }
             } else
                 others++;
         }
         i = next;
     }
     PyBuffer_Release(&view);
-    return PyBool_FromLong(plain >= 2 && fields > 2 * others);
+    return PyBool_FromLong(known && plain >= 2 && fields > others);
 }

@@ -34,10 +34,10 @@ def kernel_looks_like_mail():
     except ImportError:
         return None
     try:
-        from nbtext.text.words import MAIL_LINES
+        from nbtext.text.words import MAIL_FIELDS, MAIL_LINES
     except ImportError:  # (a revision before issue 32, run with this script copied into it)
         return _kernel.looks_like_mail
-    return lambda data: _kernel.looks_like_mail(data, MAIL_LINES)
+    return lambda data: _kernel.looks_like_mail(data, MAIL_LINES, MAIL_FIELDS)
 
 
 def inserted(data: bytes, line: bytes) -> bytes:

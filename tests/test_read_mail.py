@@ -220,10 +220,10 @@ def test_deep_nesting_and_huge_words_do_not_crash():
 def mail_detectors():
     """text.words.looks_like_mail, and its twin in the compiled kernel when it is built."""
     from nbtext.features.kernel import compiled
-    from nbtext.text.words import MAIL_LINES
+    from nbtext.text.words import MAIL_FIELDS, MAIL_LINES
 
     k = compiled()
-    return [looks_like_mail] + ([lambda data: k.looks_like_mail(data, MAIL_LINES)] if k else [])
+    return [looks_like_mail] + ([lambda data: k.looks_like_mail(data, MAIL_LINES, MAIL_FIELDS)] if k else [])
 
 
 def test_plain_text_is_not_mail():
@@ -237,6 +237,8 @@ def test_plain_text_is_not_mail():
         assert not is_mail(b"Note: this is a sentence.\n\nTo: whom it may concern\n")
         assert not is_mail(b"Dear all,\nNote: one\nSee: two\nand this\nthat\n")
         assert not is_mail(b"From the start\nit was\n")
+        # a dialogue: plain fields, but none of RFC 5322's
+        assert not is_mail(b"Lei: Scusa, Rimini?\nLui: E' la stazione dopo la mia.\n")
 
 
 def insert_second(data: bytes, line: bytes) -> bytes:
@@ -271,11 +273,17 @@ def test_mail_is_told_by_rfc_5322_header_blocks():
                 assert is_mail(insert_second(data, line).replace(b"\n", b"\r")), (msg, line)
 
 
+def first_in_body(data: bytes, line: bytes) -> bytes:
+    cut = min(i for i in (data.find(b"\n\n"), data.find(b"\n\r\n")) if i >= 0) + 1
+    blank = b"\r\n" if data[cut:cut + 1] == b"\r" else b"\n"
+    return data[:cut] + blank + line + blank + data[cut + len(blank):]
+
+
 def test_one_malformed_header_line_does_not_end_the_header():
     """Issue 32: the standard parser ends the header at a line that is not a field (or at an
     obsolete field, "X-Foo : bar") and reads every field after it as body text; such a line
-    as the second line of a message made it headerless. It is dropped (an obsolete field is
-    read as a field), on both paths."""
+    as the second line of a message made it headerless. It is read as the body's first line
+    (an obsolete field as a field), on both paths."""
     from nbtext.features import kernel
 
     tok = Tokenizer(S)
@@ -283,10 +291,11 @@ def test_one_malformed_header_line_does_not_end_the_header():
     read = kernel.mail_parts(k, tok) if k else tok.parts
     for msg in MESSAGES:
         data = msg.read_bytes()
-        assert read(insert_second(data, b"this line is not a field")) == read(data), msg
-        assert read(insert_second(data, b">From a@b.example Mon")) == read(data), msg
+        for junk in (b"this line is not a field", b">From a@b.example Mon"):
+            assert read(insert_second(data, junk)) == read(first_in_body(data, junk)), msg
         crlf = data.replace(b"\n", b"\r\n")
-        assert read(insert_second(crlf, b"this line is not a field")) == read(crlf), msg
+        junk = b"this line is not a field"
+        assert read(insert_second(crlf, junk)) == read(first_in_body(crlf, junk)), msg
         assert read(insert_second(data, b"X-Foo : bar")) == read(insert_second(data, b"X-Foo: bar")), msg
         assert "hdr:x-foo" in read(insert_second(data, b"X-Foo :\tbar"))[0]
 

@@ -549,30 +549,37 @@ def parse_message(data: bytes) -> email.message.Message:
 
 def readable_header(data: bytes) -> bytes:
     """The message with a header block the standard parser reads to its end: up to the first
-    blank line (as looks_like_mail reads it), a line that is not a field nor a folded one is
-    dropped, and an obsolete field (RFC 5322's blanks before the colon) loses its blanks. The
-    parser ends the header at either and reads each field after it as body text, so that one
-    line inserted near the top made a message headerless (issue 32's probe: a line of junk as
-    the second line of each held-out spam made half of them ham). The message itself when
-    every line is well formed, as in every message of spamassassin-2002."""
-    out, kept, pos, n = [], 0, 0, len(data)
+    blank line (as looks_like_mail reads it), a line that is neither a field nor a folded one
+    is moved, with the folded lines after it, to the start of the body, and an obsolete field
+    (RFC 5322's blanks before the colon) loses its blanks. The parser ends the header at
+    either and reads every field after it as body text, so that one line inserted near the top
+    made a message headerless (issue 32's probe: a line of junk as the second line of each
+    held-out spam made half of them ham); moved, its words are still read, as body text, which
+    is what the parser makes of a body that lacks the blank line before it. The message itself
+    when every line is well formed, as in every message of spamassassin-2002."""
+    header: list[bytes] = []
+    moved: list[bytes] = []
+    nl, pos, n, mended, to_body = None, 0, len(data), False, False
     while pos < n:
         end = LINE.match(data, pos).end()
         line = data[pos:end]
         if not line.strip():
             break
-        if line[:1] not in b" \t":
+        nl = nl or line[len(line.rstrip(b"\r\n")):] or None
+        if line[:1] not in b" \t":  # (a folded line goes where the line it folds went)
             m = FIELD_LINE.match(line)
-            if not m or m.group(1):
-                out.append(data[kept:pos])
-                if m:
-                    out.append(line[:m.start(1)] + line[m.end(1):])
-                kept = end
+            to_body = m is None
+            if m and m.group(2):
+                line, mended = line[:m.start(2)] + line[m.end(2):], True
+        (moved if to_body else header).append(line)
         pos = end
-    if not out:
+    if not moved and not mended:
         return data
-    out.append(data[kept:])
-    return b"".join(out)
+    if header and not header[-1].endswith((b"\n", b"\r")):
+        header[-1] += nl or b"\n"
+    blank_end = LINE.match(data, pos).end() if pos < n else pos
+    blank = data[pos:blank_end] or nl or b"\n"
+    return b"".join(header) + blank + b"".join(moved) + data[blank_end:]
 
 
 def utf8_bytes(text: str) -> bytes:

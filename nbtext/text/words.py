@@ -36,14 +36,21 @@ def unicode_patterns():
     return _unicode_patterns
 
 
-# Mail detection reads the document's first lines as RFC 5322 would: a header field is a name of
-# printable ASCII but ":", optional blanks (group 1: the obsolete syntax), a colon, and any body,
-# empty or not. Group 2 is a blank and a value after the colon, as in "Subject: hi", which makes
-# the line a plain field: lines of a name and a colon alone ("XXXVI:", then folded verse, in
-# fortune-lang), or a colon with no blank after it ("http://x", "12:30"), are fields to RFC 5322
-# and to the count below, but plain text holds such lines too.
-FIELD_LINE = re.compile(rb"[!-9;-~]+([ \t]*):([ \t]+[^ \t])?")
+# Mail detection reads the document's first lines as RFC 5322 would: a header field is a name
+# (group 1) of printable ASCII but ":", optional blanks (group 2: the obsolete syntax), a colon,
+# and any body, empty or not. Group 3 is a blank and a value after the colon, as in "Subject: hi",
+# which makes the line a plain field: lines of a name and a colon alone ("XXXVI:", then folded
+# verse, in fortune-lang), or a colon with no blank after it ("http://x", "12:30"), are fields to
+# RFC 5322 and to the count below, but plain text holds such lines too.
+FIELD_LINE = re.compile(rb"([!-9;-~]+)([ \t]*):([ \t]+[^ \t])?")
 LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)?")  # a line ends in LF, CR or CRLF, as bytes.splitlines says
+# RFC 5322's own fields (section 3.6: every message has a Date and a From; each relay adds a
+# Received) and MIME's, in lower case: a header block holds one, where a dialogue in plain text
+# ("Lei: ...", "Worf: ...": fortune-lang's 14 such quotations were read as mail) holds none.
+MAIL_FIELDS = frozenset(b"date from sender reply-to to cc bcc message-id in-reply-to references subject "
+                        b"comments keywords return-path received resent-date resent-from resent-sender "
+                        b"resent-to resent-cc resent-bcc resent-message-id mime-version content-type "
+                        b"content-transfer-encoding".split())
 MAIL_LINES = 50  # the lines of the header block that mail detection reads
 
 
@@ -63,11 +70,11 @@ def looks_like_mail(data: bytes | str) -> bool:
     The block is the document's first lines (a leading mbox "From " line counted as a plain
     field), up to the first blank one, at most MAIL_LINES of them; lines end in LF, CRLF or CR,
     and a line that starts with a blank continues a folded field and counts for neither side.
-    Mail when at least two of the block's lines are plain fields (a name, a colon, a blank and a
-    value) and its fields are more than twice its other lines. So no single line decides: a
-    field more, empty ("X-MS-Has-Attach:") or obsolete ("Subject : x"), counts for mail (an
-    empty "X-Foo:" once made mail plain text: issue 32), and a line of junk among three fields
-    does not outweigh them. A blank line ends the block, as RFC 5322 ends a header with one.
+    Mail when one of its fields is one of RFC 5322's (MAIL_FIELDS), two are plain fields (a
+    name, a colon, a blank and a value), and its fields outnumber its other lines. So no single
+    line decides: a field more, empty ("X-MS-Has-Attach:") or obsolete ("Subject : x"), counts
+    for mail (an empty "X-Foo:" once made mail plain text: issue 32), and a line of junk does
+    not outnumber two fields. A blank line ends the block, as RFC 5322 ends a header with one.
     """
     if isinstance(data, str):
         data = data.encode("utf-8", "replace")
@@ -75,6 +82,7 @@ def looks_like_mail(data: bytes | str) -> bool:
     while pos < n and data[pos] in b"\r\n":
         pos += 1
     plain = fields = others = 0
+    known = False
     if data.startswith(b"From ", pos):  # an mbox separator line, beside the block's lines
         plain = fields = 1
         pos = LINE.match(data, pos).end()
@@ -89,10 +97,13 @@ def looks_like_mail(data: bytes | str) -> bool:
         if line[:1] in b" \t":
             continue  # folded continuation of the previous field
         m = FIELD_LINE.match(line)
-        fields += m is not None
-        plain += m is not None and m.group(2) is not None
-        others += m is None
-    return plain >= 2 and fields > 2 * others
+        if m is None:
+            others += 1
+            continue
+        fields += 1
+        plain += m.group(3) is not None
+        known = known or m.group(1).lower() in MAIL_FIELDS
+    return known and plain >= 2 and fields > others
 
 
 def words(text: str, settings: TokenizerSettings, prefix: str = "") -> list[str]:
