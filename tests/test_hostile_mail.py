@@ -267,9 +267,27 @@ def headers(nl=b"\n", label=b"spam"):
     (b"\nbody", headers() + b"\nbody"),
     (b"\r\nbody\r\n", headers(b"\r\n") + b"\r\nbody\r\n"),
     (b"", headers() + b"\n"),
+    # bare CRs (issue 32: the headers were written after the body)
+    (b"Subject: x\rFrom: a\r\rbody\rmore\r", b"Subject: x\rFrom: a\r" + headers(b"\r") + b"\rbody\rmore\r"),
+    (b"Subject: x\r folded\r\rbody", b"Subject: x\r folded\r" + headers(b"\r") + b"\rbody"),
+    (b"Subject: x\r", b"Subject: x\r" + headers(b"\r") + b"\r"),
+    (b"\rbody\r", headers(b"\r") + b"\rbody\r"),
 ])
 def test_passthrough_headers_end_the_header_block(data, want):
     assert with_headers(data, "spam", 0.9) == want
+
+
+@pytest.mark.parametrize("nl", [b"\n", b"\r\n", b"\r"])
+def test_passthrough_writes_its_headers_into_the_header_block(sample_model, run, nl):
+    """`classify --passthrough` as procmail runs it, on LF, CRLF and bare-CR mail: the message
+    back byte for byte, with the two headers last in its header block."""
+    msg = nl.join([b"From: a@b.example", b"Subject: cheap pills", b"", b"Buy cheap pills now", b""])
+    r = run("classify", "-m", sample_model, "--passthrough", "-", input=msg)
+    assert r.exit_code == 0, r.stderr
+    head, body = r.stdout_bytes.split(nl + nl, 1)
+    lines = head.split(nl)
+    assert lines[:2] == [b"From: a@b.example", b"Subject: cheap pills"] and body == b"Buy cheap pills now" + nl
+    assert lines[2] == b"X-Nbtext-Class: spam" and lines[3].startswith(b"X-Nbtext-Score: ") and len(lines) == 4
 
 
 def test_passthrough_replaces_its_former_headers():
@@ -279,6 +297,8 @@ def test_passthrough_replaces_its_former_headers():
             + b"\r\nX-Nbtext-Class: in the body, kept\r\n")
     assert with_headers(data, "spam", 0.9) == want
     assert with_headers(want, "spam", 0.9) == want
+    cr = data.replace(b"\r\n", b"\r")
+    assert with_headers(cr, "spam", 0.9) == want.replace(b"\r\n", b"\r")
 
 
 # The compiled kernel's mail rules (nbtext/_mail.c) on every bait above and on bait aimed at its
