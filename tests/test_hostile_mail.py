@@ -139,6 +139,41 @@ def test_bait_that_was_linear_stays_linear(make):
     linear_tokens(make)
 
 
+# Issue 32's header reading: mail detection (text.words.looks_like_mail) and the mending of a
+# header block's malformed lines (text.mail.readable_header), read through the tokenizer.
+HEADER_BAIT = {
+    "junk-header-lines": bait(b"Subject: a\nTo: b@c.example\n", b"not a field\n", 100000, b"\nbody\n"),
+    "obsolete-fields": bait(b"Subject: a\n", b"X-A : b\r\n", 100000, b"\r\nbody\n"),
+    "cr-header-lines": bait(b"Subject: a\r", b"X-A: b\r", 100000, b"\rbody\r"),
+    "a-long-first-line": bait(b"", b"a", 1000000, b"\nSubject: x\nTo: y\n\nbody\n"),
+    "blank-lines-first": bait(b"", b"\r\n", 500000, b"Subject: x\nTo: y\n\nbody\n"),
+    "folded-junk": bait(b"Subject: a\njunk\n", b" folded\n", 200000, b"\nbody\n"),
+}
+
+
+@pytest.mark.parametrize("make", HEADER_BAIT.values(), ids=HEADER_BAIT.keys())
+def test_header_blocks_are_read_in_linear_time(make):
+    from nbtext.text.tokenizer import Tokenizer
+
+    tok = Tokenizer(S)
+    ratio = growth(make, tok)
+    assert ratio < MAX_GROWTH, f"4 times the input took {ratio:.1f} times the CPU time"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"bc", b"\r", b"\n", b"\r\n", b" ", b"x" * 9]), max_size=40).map(b"".join),
+       st.integers(1, 12), st.integers(0, 5))
+def test_lines_read_a_window_at_a_time_are_the_lines(data, window, pos):
+    from nbtext.text.words import LINE, lines_of
+
+    want, at = [], min(pos, len(data))
+    while at < len(data):
+        end = LINE.match(data, at).end()
+        want.append(data[at:end])
+        at = end
+    assert list(lines_of(data, min(pos, len(data)), window)) == want
+
+
 def test_html_reads_as_before():
     page = (HTML + b"<html><head><title>Title words</title><style>p {color: red}</style></head>"
             b"<body><p>Vi<b></b>agra one<br>two <a href='http://shop.example.com/buy'>here</a>"
@@ -305,7 +340,7 @@ def test_passthrough_replaces_its_former_headers():
 # own scans: the hash set of header names, folded lines, addresses chained by "@", hosts, blocks,
 # tags, entities in links, parameters, URLs. Each in linear time and read as Python reads it.
 KERNEL_BAIT = {
-    **SLOW_BEFORE, **LINEAR_BEFORE,
+    **SLOW_BEFORE, **LINEAR_BEFORE, **HEADER_BAIT,
     "header-names": bait(b"", lambda n: b"".join(b"X-%d: v\n" % i for i in range(n)), 100000, PLAIN),
     "folded-lines": bait(b"Subject: a\n", b" b\n", 200000, PLAIN),
     "chained-ats": bait(b"From: ", b"a@", 100000, b"\n" + PLAIN),

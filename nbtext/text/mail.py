@@ -19,7 +19,7 @@ import email.message
 import re
 
 from ..settings import TokenizerSettings
-from .words import FIELD_LINE, LINE, add_ngrams, decode_text, text_words, words
+from .words import FIELD_LINE, LINE, add_ngrams, decode_text, lines_of, text_words, words
 
 MAX_DEPTH = 30  # MIME nesting beyond this is abuse, not mail: one "mime:too-deep" token
 MAX_PARTS = 500
@@ -543,6 +543,11 @@ def parse_message(data: bytes) -> email.message.Message:
     return msg
 
 
+# A header block of fields (the name next to its colon) and folded lines ended by LF or CRLF,
+# then an empty line: the common message, which readable_header returns at one look.
+WELL_FORMED_HEADER = re.compile(rb"(?:(?:[!-9;-~]+:|[ \t])[^\r\n]*\r?\n)*\r?\n")
+
+
 def readable_header(data: bytes) -> bytes:
     """The message with a header block the standard parser reads to its end: up to the first
     blank line (as looks_like_mail reads it), a line that is neither a field nor a folded one
@@ -553,27 +558,27 @@ def readable_header(data: bytes) -> bytes:
     held-out spam made half of them ham); moved, its words are still read, as body text, which
     is what the parser makes of a body that lacks the blank line before it. The message itself
     when every line is well formed, as in every message of spamassassin-2002."""
+    if WELL_FORMED_HEADER.match(data):
+        return data
     header: list[bytes] = []
     moved: list[bytes] = []
-    nl, pos, n, mended, to_body = None, 0, len(data), False, False
-    while pos < n:
-        end = LINE.match(data, pos).end()
-        line = data[pos:end]
+    nl, pos, mended, to_body = None, 0, False, False
+    for line in lines_of(data):
         if not line.strip():
             break
+        pos += len(line)
         nl = nl or line[len(line.rstrip(b"\r\n")):] or None
         if line[:1] not in b" \t":  # (a folded line goes where the line it folds went)
-            m = FIELD_LINE.match(line)
-            to_body = m is None
-            if m and m.group(2):
-                line, mended = line[:m.start(2)] + line[m.end(2):], True
+            field = FIELD_LINE.match(line)
+            to_body = field is None
+            if field and field.group(2):
+                line, mended = line[:field.start(2)] + line[field.end(2):], True
         (moved if to_body else header).append(line)
-        pos = end
     if not moved and not mended:
         return data
     if header and not header[-1].endswith((b"\n", b"\r")):
         header[-1] += nl or b"\n"
-    blank_end = LINE.match(data, pos).end() if pos < n else pos
+    blank_end = LINE.match(data, pos).end()
     blank = data[pos:blank_end] or nl or b"\n"
     return b"".join(header) + blank + b"".join(moved) + data[blank_end:]
 

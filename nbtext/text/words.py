@@ -52,6 +52,22 @@ MAIL_FIELDS = frozenset(b"date from sender reply-to to cc bcc message-id in-repl
                         b"resent-to resent-cc resent-bcc resent-message-id mime-version content-type "
                         b"content-transfer-encoding".split())
 MAIL_LINES = 50  # the lines of the header block that mail detection reads
+MAIL_START = re.compile(rb"[\r\n]*(From [^\r\n]*(?:\r\n|\r|\n)?)?")  # line ends, an mbox "From " line
+
+
+def lines_of(data: bytes, pos: int = 0, window: int = 8192):
+    """The lines of data from pos on, with their ends (LINE's): bytes.splitlines of a window at
+    a time, which costs less than a pattern per line; a line longer than the window whole."""
+    n = len(data)
+    while pos < n:
+        lines = data[pos:pos + window].splitlines(keepends=True)
+        if pos + window < n:
+            lines.pop()  # (it may be cut short, or be a CR whose LF is past the window)
+            if not lines:
+                lines = [data[pos:LINE.match(data, pos).end()]]
+        for line in lines:
+            yield line
+        pos += sum(map(len, lines))
 
 
 def decode_text(data: bytes | str) -> str:
@@ -78,31 +94,22 @@ def looks_like_mail(data: bytes | str) -> bool:
     """
     if isinstance(data, str):
         data = data.encode("utf-8", "replace")
-    pos, n = 0, len(data)
-    while pos < n and data[pos] in b"\r\n":
-        pos += 1
-    plain = fields = others = 0
-    known = False
-    if data.startswith(b"From ", pos):  # an mbox separator line, beside the block's lines
-        plain = fields = 1
-        pos = LINE.match(data, pos).end()
-    for _ in range(MAIL_LINES):
-        if pos >= n:
-            break
-        end = LINE.match(data, pos).end()
-        line = data[pos:end].rstrip(b"\r\n")
-        pos = end
+    start = MAIL_START.match(data)
+    plain = fields = 1 if start.group(1) else 0  # (an mbox separator line: a plain field)
+    others, known = 0, False
+    for line, _ in zip(lines_of(data, start.end()), range(MAIL_LINES)):
+        line = line.rstrip(b"\r\n")
         if not line.strip():
             break
         if line[:1] in b" \t":
             continue  # folded continuation of the previous field
-        m = FIELD_LINE.match(line)
-        if m is None:
+        field = FIELD_LINE.match(line)
+        if field is None:
             others += 1
             continue
         fields += 1
-        plain += m.group(3) is not None
-        known = known or m.group(1).lower() in MAIL_FIELDS
+        plain += field.group(3) is not None
+        known = known or field.group(1).lower() in MAIL_FIELDS
     return known and plain >= 2 and fields > others
 
 
