@@ -116,32 +116,37 @@ class FastScorer:
 
     def explain(self, data: bytes | str, n: int) -> dict:
         """The verdict with the n tokens pushing hardest for and against it (nbtext.explain)."""
-        from .explain import explanation
+        from .explain import explain_rows, explanation
 
-        bias, contrib, unknown, known = self.contributions(self.tokenizer(data))
-        probs = calibrated(self.decision, self._summed(bias, contrib), known)
-        label, unsure = decide(self.classes, self.decision, probs)
-        k = self.classes.index(label)
-        return {"label": label, "probability": probs[k], "unsure": unsure, "scores": probs,
-                **explanation(k, bias, contrib, unknown, n)}
+        if len(data) > LARGE_DOCUMENT:
+            model, batch, probs = self.as_predict(data)
+            label, unsure = decide(self.classes, self.decision, probs)
+            why = explain_rows(model, batch, [probs], [label], n)[0]
+        else:
+            bias, contrib, unknown, known = self.contributions(self.tokenizer(data))
+            probs = calibrated(self.decision, self._summed(bias, contrib), known)
+            label, unsure = decide(self.classes, self.decision, probs)
+            why = explanation(self.classes.index(label), bias, contrib, unknown, n)
+        return {"label": label, "probability": probs[self.classes.index(label)], "unsure": unsure, "scores": probs,
+                **why}
 
     def score(self, data: bytes | str) -> tuple[str, float, bool, list[float]]:
         """(label, probability of that label, unsure, all posteriors) for one document."""
         if len(data) > LARGE_DOCUMENT:
-            probs = self.posteriors_as_predict(data)
+            probs = self.as_predict(data)[2]
         else:
             bias, contrib, _, known = self.contributions(self.tokenizer(data))
             probs = calibrated(self.decision, self._summed(bias, contrib), known)
         label, unsure = decide(self.classes, self.decision, probs)
         return label, probs[self.classes.index(label)], unsure, probs
 
-    def posteriors_as_predict(self, data: bytes | str) -> list[float]:
-        """The posteriors of one document as predict computes them: the whole model decoded,
-        the document counted by nbtext.features.counting, numpy's weights (with this scorer's
-        decision, which a classify call may have overridden)."""
+    def as_predict(self, data: bytes | str) -> tuple:
+        """(model, Batch, posteriors) of one document as predict computes them: the whole model
+        decoded, the document counted by nbtext.features.counting, numpy's weights (with this
+        scorer's decision, which a classify call may have overridden)."""
         from .features.counting import count_documents
 
         model = decode(*self.file)
         model.decision = self.decision
         batch = count_documents([data], model.tokenizer_settings)
-        return [float(p) for p in model.proba(batch.onto(model.vocab, grow=False))[0]]
+        return model, batch, [float(p) for p in model.proba(batch.onto(model.vocab, grow=False))[0]]
