@@ -151,6 +151,7 @@ HEADER_BAIT = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", HEADER_BAIT.values(), ids=HEADER_BAIT.keys())
 def test_header_blocks_are_read_in_linear_time(make):
     from nbtext.text.tokenizer import Tokenizer

@@ -172,6 +172,7 @@ def traced_peak(run) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_classify_of_a_large_document_costs_what_predict_does(sample_model):
     """Issue 32: classify of a 2 MB plain-text document took 8 times predict's time and 3 times
     its memory (the pure-Python composition lists every token and n-gram, and loops over each

@@ -322,6 +322,7 @@ def test_an_empty_field_does_not_change_a_verdict(sample_model, tmp_path, run):
     assert all(abs(float(p) - float(q)) < 1e-3 for (_, p), (_, q) in zip(rows["as-is"], rows["probed"]))
 
 
+@pytest.mark.slow
 def test_every_message_of_spamassassin_is_mail_after_one_line_more():
     corpus = need_shared("spamassassin-2002")
     for is_mail in mail_detectors():
