@@ -1033,7 +1033,7 @@ done:
 
 /* nbtext/_mail.c: the mail rules for the common message */
 PyObject *nbtext_mail_parts(PyObject *self, PyObject *args);
-PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *arg);
+PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *args);
 PyObject *nbtext_html_text(PyObject *self, PyObject *args);
 /* front_decode(fc, block) -> bytes: vocabfile.front_decode_numpy in one pass (the reference:
  * the same tokens, or the same ValueError, checked in the same order). fc is a model file's,
@@ -1863,7 +1863,7 @@ static PyMethodDef kernel_methods[] = {
      "front_code(blob, block) -> (front-coded bytes, int64 block heads, int64 order) (bytes each)"},
     {"mail_parts", nbtext_mail_parts, METH_VARARGS,
      "mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, helpers) -> (tokens, texts) or None"},
-    {"looks_like_mail", nbtext_looks_like_mail, METH_O, "looks_like_mail(data) -> bool, for bytes"},
+    {"looks_like_mail", nbtext_looks_like_mail, METH_VARARGS, "looks_like_mail(data, max_lines, names) -> bool, for bytes"},
     {"html_text", nbtext_html_text, METH_VARARGS,
      "html_text(text, urls_off, unescape) -> (text, found) or None: html_to_text of ASCII text (tests)"},
     {"rows_dot", kernel_rows_dot, METH_VARARGS,
