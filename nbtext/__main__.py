@@ -1,15 +1,20 @@
 """`nbtext` and `python -m nbtext`: plain classify calls are answered without click
-(nbtext.quick); everything else goes to the click command line (nbtext.cli)."""
+(nbtext.quick); everything else goes to the click command line (nbtext.cli). The environment
+variables the README lists are read here and in nbtext.process (and NBTEXT_MODEL by click's
+option), and their values handed down: the library reads none."""
+import os
 import sys
 
 
 def main(argv=None):
+    from .features.implementation import use
     from .process import printable_streams, single_threaded_blas
     from .quick import quick_classify
 
     single_threaded_blas()  # (before anything imports numpy)
     printable_streams()
-    status = quick_classify(sys.argv[1:] if argv is None else list(argv))
+    use(os.environ.get("NBTEXT_KERNEL", ""))
+    status = quick_classify(sys.argv[1:] if argv is None else list(argv), os.environ.get("NBTEXT_MODEL") or None)
     if status is not None:
         sys.exit(status)
     from .cli import main as cli_main

@@ -99,7 +99,7 @@ def finish(body, error_status: int = 1, name_of=flag_of) -> int:
     except MemoryError:
         error_line("out of memory")
         return status()
-    except OSError as e:  # writing the output failed (a full disk: /dev/full); reading is read.py's
+    except OSError as e:  # writing the output failed (a full disk: /dev/full); reading is nbtext.read's
         error_line(f"{e.filename or 'output'}: {e.strerror or e}")
         return status()
     except Exception as e:  # the last line of defence: a bug, reported without a traceback

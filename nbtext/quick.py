@@ -10,7 +10,6 @@ returns None and goes to click, which owns usage errors.
 """
 from __future__ import annotations
 
-import os
 import sys
 
 from .options import Classify, parse_pair
@@ -40,13 +39,14 @@ CLASSIFY_OPTIONS = [
 ]
 
 
-def parse(argv: list[str]) -> Classify | None:
-    """A plain classify call, or None when click should read argv."""
+def parse(argv: list[str], model_path: str | None = None) -> Classify | None:
+    """A plain classify call, or None when click should read argv (``model_path``: the model
+    when -m is not given, $NBTEXT_MODEL)."""
     if not argv or argv[0] != "classify":
         return None
     by_flag = {flag: (dest, kind) for flags, dest, kind, _ in CLASSIFY_OPTIONS for flag in flags}
     opts: dict = {dest: (False if kind == "flag" else None) for _, dest, kind, _ in CLASSIFY_OPTIONS}
-    opts["model_path"] = os.environ.get("NBTEXT_MODEL") or None
+    opts["model_path"] = model_path
     opts["file"] = None
     args, i = argv[1:], 0
     try:
@@ -146,11 +146,12 @@ def exit_status(scorer, label: str, unsure: bool) -> int:
     return 2 if unsure else 0 if label == pos else 1
 
 
-def quick_classify(argv: list[str]) -> int | None:
-    """Run a plain classify call and return its exit status; None: not one of ours."""
+def quick_classify(argv: list[str], model_path: str | None = None) -> int | None:
+    """Run a plain classify call and return its exit status; None: not one of ours
+    (``model_path``: the model when -m is not given)."""
     from .process import finish
 
-    ask = parse(argv)
+    ask = parse(argv, model_path)
     if ask is None:
         return None
     return finish(lambda: run_classify(ask), 3 if ask.exit_code else 1)

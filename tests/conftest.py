@@ -1,3 +1,4 @@
+import contextlib
 import os
 import pathlib
 
@@ -5,6 +6,21 @@ import pytest
 from click.testing import CliRunner
 
 from nbtext.cli import cli
+from nbtext.features.implementation import use
+
+# The suite is an entry point of its own: the library it runs in-process takes the
+# implementation NBTEXT_KERNEL names, as `nbtext` does (CI runs the suite with c, then python).
+use(os.environ.get("NBTEXT_KERNEL", ""))
+
+
+@contextlib.contextmanager
+def implementation(choice):
+    """The library on ``choice`` ("c", "python") for the block, then on the suite's again."""
+    previous = use(choice)
+    try:
+        yield
+    finally:
+        use(previous)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"

@@ -39,6 +39,9 @@ def test_model_from_environment(run, iir_tsv, tmp_path):
     run("train", iir_tsv, "-o", model, "-q")
     r = run("classify", input="Tokyo Japan", env={"NBTEXT_MODEL": str(model)})
     assert r.exit_code == 0 and r.stdout.startswith("no\t")
+    # the click-free path of `nbtext classify`, whose entry point reads the variable
+    r = nbtext_process("classify", input=b"Tokyo Japan", env={**os.environ, "NBTEXT_MODEL": str(model)})
+    assert r.returncode == 0 and r.stdout.startswith(b"no\t"), r.stderr
 
 
 def test_predict_lines_formats(run, iir_tsv, tmp_path):

@@ -158,7 +158,10 @@ class Zeros(io.RawIOBase):
 
 
 def test_a_single_document_is_cut_at_the_cap_and_no_more_is_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(read, "MAX_DOCUMENT_BYTES", 1000)
+    from nbtext.read import lines, mail, opening
+
+    for module in (opening, mail, lines):  # (the cap's readers: one document, mbox messages, lines)
+        monkeypatch.setattr(module, "MAX_DOCUMENT_BYTES", 1000)
     stream = Zeros(20 << 20)
     assert list(input_documents(["-"], stdin=io.BufferedReader(stream))) == [Document("-", bytes(1000))]
     assert stream.n - stream.left < 1 << 20  # not the 20 MiB
@@ -383,7 +386,7 @@ def test_an_mbox_separator_is_searched_in_windows_of_bounded_size():
     """The search for where the next message starts doubled its window until it found one: an
     mbox message of gigabytes was read whole into memory (and scanned again each time). It
     reads windows of one size, found across their edges."""
-    from nbtext.read import _separator_at
+    from nbtext.read.mail import _separator_at
 
     class Recording(io.BytesIO):
         reads = []

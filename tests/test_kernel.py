@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import DATA, ROOT, need_shared
+from conftest import DATA, ROOT, implementation, need_shared
 from nbtext.errors import NbtextError
 from nbtext.features import kernel
 from nbtext.features.counting import Batch, count_documents
@@ -151,20 +151,39 @@ def test_the_kernel_counts_the_examples_exactly():
     assert_same(docs, s)
 
 
-def test_nbtext_kernel_selects_the_path_and_refuses_other_values(monkeypatch):
-    monkeypatch.setenv("NBTEXT_KERNEL", "python")
-    assert kernel.compiled() is None
-    monkeypatch.setenv("NBTEXT_KERNEL", "fast")
-    with pytest.raises(NbtextError, match="NBTEXT_KERNEL must be one of c, python or empty, got 'fast'"):
-        kernel.compiled()
-    monkeypatch.setenv("NBTEXT_KERNEL", "c")
+def test_the_entry_point_chooses_the_path_and_refuses_other_values(monkeypatch):
+    """The choice is the entry point's (nbtext.__main__ reads NBTEXT_KERNEL) and handed to the
+    library (implementation.use), which reads no environment: unchosen, it runs the kernel when
+    it was built, whatever the environment says."""
     try:
         from nbtext import _kernel
     except ImportError:
-        with pytest.raises(NbtextError, match="was not built"):
+        _kernel = None
+    with implementation("python"):
+        assert kernel.compiled() is None
+    with implementation("fast"):
+        with pytest.raises(NbtextError, match="NBTEXT_KERNEL must be one of c, python or empty, got 'fast'"):
             kernel.compiled()
-    else:
+    with implementation("c"):
+        if _kernel is None:
+            with pytest.raises(NbtextError, match="was not built"):
+                kernel.compiled()
+        else:
+            assert kernel.compiled() is _kernel
+    monkeypatch.setenv("NBTEXT_KERNEL", "fast")
+    with implementation(""):
         assert kernel.compiled() is _kernel
+
+
+@pytest.mark.slow
+def test_the_command_takes_the_path_from_the_environment(tmp_path):
+    """`nbtext` reads NBTEXT_KERNEL (nbtext.__main__) and refuses a value it does not know."""
+    for choice, status in (("fast", 1), ("python", 0), ("", 0)):
+        env = {**os.environ, "NBTEXT_KERNEL": choice}
+        r = subprocess.run([sys.executable, "-m", "nbtext", "train", DATA / "corpus", "-q", "-o", tmp_path / "m.nbm"],
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert (r.returncode, r.stderr) == (status, "nbtext: error: NBTEXT_KERNEL must be one of c, python or empty, "
+                                            "got 'fast'\n" if status else "")
 
 
 def test_the_kernel_refuses_what_it_is_not_given_to_count():
@@ -294,14 +313,10 @@ def both_vocabularies():
     from nbtext.features.vocabulary import CompiledIndex, SortedLevels, Vocabulary
 
     compiled()
-    old = os.environ.get("NBTEXT_KERNEL")
-    try:
-        os.environ["NBTEXT_KERNEL"] = "c"
+    with implementation("c"):
         c = Vocabulary()
-        os.environ["NBTEXT_KERNEL"] = "python"
+    with implementation("python"):
         py = Vocabulary()
-    finally:
-        os.environ["NBTEXT_KERNEL"] = old if old is not None else ""
     assert isinstance(c._index, CompiledIndex) and isinstance(py._index, SortedLevels)
     return c, py
 
@@ -484,10 +499,10 @@ def test_the_kernels_group_sums_are_numpys(data):
         R = R.with_data(dense.ravel())
     R = Rows(R.data.astype(dtype), R.indices.astype(data.draw(st.sampled_from([np.int32, np.int64]))), R.indptr, width)
     group = np.asarray(data.draw(st.lists(st.integers(0, k - 1), min_size=rows, max_size=rows)), dtype=np.int64)
-    with np.errstate(all="ignore"), pytest.MonkeyPatch.context() as mp:
+    with np.errstate(all="ignore"):
         got = R.group_sums(group, k, doc_freq=True)
-        mp.setenv("NBTEXT_KERNEL", "python")
-        want = R.group_sums(group, k, doc_freq=True)
+        with implementation("python"):
+            want = R.group_sums(group, k, doc_freq=True)
     assert got[0].shape == want[0].shape == (width, k) and got[0].dtype == want[0].dtype == np.float64
     assert np.array_equal(got[0].view(np.int64), want[0].view(np.int64))  # (the bits: -0.0, nan)
     assert got[1].dtype == want[1].dtype == np.int64 and np.array_equal(got[1], want[1])
@@ -531,8 +546,7 @@ def test_a_samples_whole_counts_added_in_place_are_the_fold_by_fold_counts(data)
     assert other.add_whole(X.astype(np.float64), y) is False and not other.counts_.feature_count.any()
     bernoulli = make_estimator(ModelSettings(variant="bernoulli"), Counts(classes, width))
     assert bernoulli.add_whole(X, y) is False and not bernoulli.counts_.class_count.any()
-    with pytest.MonkeyPatch.context() as mp:  # (the Python path: the folds, as ever)
-        mp.setenv("NBTEXT_KERNEL", "python")
+    with implementation("python"):  # (the Python path: the folds, as ever)
         assert make_estimator(settings_, Counts(classes, width)).add_whole(X, y) is False
 
 
@@ -595,13 +609,14 @@ FUZZ = textwrap.dedent('''
     k = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(k)
     sys.modules["nbtext._kernel"] = nbtext._kernel = k
-    from nbtext.features import kernel
+    from nbtext.features import implementation, kernel
     from nbtext.features.counting import Batch
     from nbtext.settings import TokenizerSettings
     from nbtext.text.tokenizer import Tokenizer
     from nbtext.store import vocabfile
     from nbtext.features.vocabulary import SortedLevels
     import numpy as np
+    implementation.use("c")
     assert kernel.compiled() is k
     rng = random.Random(int(sys.argv[3]))
     seeds = [open(p, "rb").read() for p in sys.argv[4:]]
@@ -787,7 +802,7 @@ def test_the_kernel_under_address_sanitizer(tmp_path):
         pytest.skip("NBTEXT_KERNEL=python: the first pass fuzzed the kernel")
     so, asan = sanitizer_build(tmp_path)
     seeds = sorted(str(p) for p in (DATA / "corpus").rglob("*") if p.is_file())[::20]
-    env = {**os.environ, "LD_PRELOAD": asan, "PYTHONMALLOC": "malloc", "NBTEXT_KERNEL": "c",
+    env = {**os.environ, "LD_PRELOAD": asan, "PYTHONMALLOC": "malloc",
            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:halt_on_error=1",
            "PYTHONPATH": str(ROOT)}
     r = subprocess.run([sys.executable, "-c", FUZZ, str(so), "6", "22", *seeds], env=env,

@@ -444,14 +444,15 @@ def test_parse_message_agrees_on_every_spamassassin_message():
 
 @pytest.mark.parametrize("size", [0, 1, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, 3 << 16])
 def test_a_file_read_in_one_read_gives_what_the_buffered_reader_gives(tmp_path, size):
-    """A regular file shorter than read._FIRST is read whole in one read (no buffered reader);
-    its documents (one message, an mbox of two, gzip) are those of the general path, which a
-    copy given as stdin takes, at every size about the cut."""
+    """A regular file shorter than read.opening._FIRST is read whole in one read (no buffered
+    reader); its documents (one message, an mbox of two, gzip) are those of the general path,
+    which a copy given as stdin takes, at every size about the cut."""
     import io
 
     from nbtext import read
+    from nbtext.read import opening
 
-    assert read._FIRST == 1 << 16
+    assert opening._FIRST == 1 << 16
     body = (b"Subject: x\n\n" + b"word " * size)[:size]
     mbox = b"From a@b Mon Jan  1 00:00:00 2024\nSubject: one\n\nhi\n\nFrom c@d Mon Jan  1 00:00:00 2024\nSubject: two\n\n"
     mbox = (mbox + b"x" * size)[:max(size, len(mbox))]
@@ -459,25 +460,25 @@ def test_a_file_read_in_one_read_gives_what_the_buffered_reader_gives(tmp_path, 
         p = tmp_path / name
         p.write_bytes(data)
         got = [(d.id, d.data) for d in read.file_documents(str(p), False)]
-        with read._Input(str(p), io.BytesIO(data)) as inp:
+        with opening._Input(str(p), io.BytesIO(data)) as inp:
             assert inp._whole is None  # (the general path)
         want_data = read.read_bytes(str(p), io.BytesIO(data), read.MAX_DOCUMENT_BYTES)
         if name == "box.mbox":
             assert len(got) == 2 and got[0][1].startswith(b"Subject: one")
         else:
             assert got == [(str(p), want_data)] and want_data == body
-        with read._Input(str(p)) as inp:
-            assert (inp._whole is not None) == (len(data) < read._FIRST and name != "z.gz")
+        with opening._Input(str(p)) as inp:
+            assert (inp._whole is not None) == (len(data) < opening._FIRST and name != "z.gz")
             assert inp.read(7) + inp.read(1 << 20) + inp.read(5) == (body if name == "z.gz" else data)
 
 
-def test_small_files_read_directly_give_what_the_stream_reader_gives(tmp_path, monkeypatch):
-    """A regular file under 64 KiB that is not gzip is read in one system call without a file
-    object (read._small_file): the same documents as the stream reader (_Input) gives, for a
-    message, an mbox of two, a gzip'd one, an empty file, one of 64 KiB and one past it, a
-    directory and a missing file (refused alike)."""
-    import nbtext.read as R
+def test_small_files_read_in_one_read_give_what_the_stream_reader_gives(tmp_path, monkeypatch):
+    """A regular file under 64 KiB that is not gzip is read in one system call, without a file
+    object or a buffered reader (read.opening._Input): the same documents as the stream reader
+    gives, for a message, an mbox of two, a gzip'd one, an empty file, one of 64 KiB and one
+    past it, a directory and a missing file (refused alike)."""
     from nbtext.errors import NbtextError
+    from nbtext.read import file_documents, opening
 
     msg = b"From a@b Mon Jan  1 00:00:00 2001\nSubject: hi\n\nbody\n"
     files = {"message": b"Subject: hi\n\nFrom me, with love\n", "mbox": msg + b"\n" + msg.replace(b"hi", b"yo"),
@@ -488,18 +489,24 @@ def test_small_files_read_directly_give_what_the_stream_reader_gives(tmp_path, m
 
     def documents(path):
         try:
-            return [(d.id, d.data) for d in R.file_documents(str(path), False)]
+            return [(d.id, d.data) for d in file_documents(str(path), False)]
         except NbtextError as e:
             return str(e)
 
+    def whole(path):
+        with opening._Input(str(path)) as inp:
+            return inp._whole
+
     direct = {p.name: documents(p) for p in [*tmp_path.iterdir(), tmp_path / "nope"]}
     assert [len(direct[n]) for n in ("message", "mbox", "gzip", "empty", "64k")] == [1, 2, 1, 1, 1]
-    assert R._small_file(str(tmp_path / "message")) == files["message"]
-    for name in ("mbox", "empty"):
-        assert R._small_file(str(tmp_path / name)) == files[name]
-    for name in ("gzip", "64k", "past", "folder", "nope"):
-        assert R._small_file(str(tmp_path / name)) is None
-    monkeypatch.setattr(R, "_small_file", lambda path: None)  # (every file through _Input)
+    assert direct["folder"] == f"{tmp_path / 'folder'}: is a directory"
+    assert direct["nope"] == f"{tmp_path / 'nope'}: no such file or directory"
+    for name in ("message", "mbox", "empty"):
+        assert whole(tmp_path / name) == files[name]
+    for name in ("gzip", "64k", "past"):
+        assert whole(tmp_path / name) is None
+    monkeypatch.setattr(opening, "_FIRST", 2)  # (every file of 2 bytes or more through the stream reader)
+    assert whole(tmp_path / "message") is None
     assert {p.name: documents(p) for p in [*tmp_path.iterdir(), tmp_path / "nope"]} == direct
 
 
@@ -517,22 +524,11 @@ print(len(docs), docs[0].data == data, writer.wait())
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
-def test_a_named_pipe_is_read_once_whole(tmp_path, monkeypatch):
-    """A FIFO given as an input is opened once, by the stream reader: the direct read of small
-    regular files (read._small_file) leaves it alone (opened and closed there first, its
-    writer lost its reader: the message cut short, or the second open waiting forever)."""
-    import nbtext.read as R
-
+def test_a_named_pipe_is_read_once_whole(tmp_path):
+    """A FIFO given as an input is opened once, by the stream reader (opened and closed first
+    to see whether it is a small regular file, its writer lost its reader: the message cut
+    short, or the second open waiting forever)."""
     fifo = tmp_path / "msg.fifo"
     os.mkfifo(fifo)
-    opened = []
-
-    def spy(path, *args):
-        opened.append(path)
-        raise OSError("not opened in this test")
-
-    monkeypatch.setattr(R.os, "open", spy)
-    assert R._small_file(str(fifo)) is None and opened == []  # (never opened there)
-    monkeypatch.undo()
     r = subprocess.run([sys.executable, "-c", FIFO_PROBE, str(fifo)], capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["1", "True", "0"], r.stderr

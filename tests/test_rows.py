@@ -4,6 +4,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
+from conftest import implementation
 from nbtext.features.rows import Rows, distinct
 
 
@@ -164,12 +165,8 @@ def test_own_columns_by_the_kernel_are_numpys(dense, data):
             got = R.own_columns(pick)
             if kernel.compiled() is None:
                 pytest.skip("the compiled kernel is not built")
-            real = kernel.compiled
-            try:
-                kernel.compiled = lambda: None
+            with implementation("python"):
                 want = R.own_columns(pick)
-            finally:
-                kernel.compiled = real
             for a, b in ((got[0].data, want[0].data), (got[0].indices, want[0].indices),
                          (got[0].indptr, want[0].indptr), (got[1], want[1])):
                 assert a.dtype == b.dtype and np.array_equal(a, b)
@@ -186,16 +183,10 @@ def test_rows_with_spare_entries_past_their_row_starts_are_read_as_numpy_reads_t
     arrays run past its last row start (its entries are indptr[-1] of them) is handed to them
     cut to its entries, and gives numpy's values (32-bit floats were read as 64-bit; moved cut
     the same way, though numpy's own moved does not take such rows)."""
-    from nbtext.features import kernel
-
     R = Rows(np.arange(1, 7, dtype=np.float32), np.array([0, 1, 2, 0, 0, 0], np.int32), np.array([0, 3]), 3)
     F = Rows(np.arange(1, 5, dtype=np.float64), np.array([0, 2, 1, 0], np.int64), np.array([0, 2]), 3)
-    real = kernel.compiled
-    for use in (real, lambda: None):
-        kernel.compiled = use
-        try:
+    for choice in ("", "python"):
+        with implementation(choice):
             own, cols = R.own_columns([0])
             assert list(own.data) == [1.0, 2.0, 3.0] and list(cols) == [0, 1, 2]
             assert (F @ np.array([[1.0], [10.0], [100.0]]))[0, 0] == 201.0
-        finally:
-            kernel.compiled = real

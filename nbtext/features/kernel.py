@@ -13,13 +13,11 @@ text, word n-grams, character n-grams, hashing and counting in one hash table a 
 text (between ASCII whitespace) holding a non-ASCII character goes back to
 nbtext.text.words.words, which knows Unicode's letters and case folding.
 
-The environment variable NBTEXT_KERNEL selects the implementation and never changes a token:
-unset or empty, the kernel when it was built, else Python; "python", Python; "c", the kernel
-(an error when it was not built: CI uses it to know it runs both).
+Which of the two runs is an entry point's choice (nbtext.features.implementation: NBTEXT_KERNEL
+for the command line); it never changes a token.
 """
 from __future__ import annotations
 
-import os
 from functools import partial
 from types import ModuleType
 
@@ -28,30 +26,8 @@ import numpy as np
 from ..errors import NbtextError
 from ..settings import TokenizerSettings
 from ..text.words import MAIL_FIELDS, MAIL_LINES
-
-CHOICES = ("", "c", "python")
-
-
-def compiled() -> ModuleType | None:
-    """The compiled kernel module, or None for the pure-Python path."""
-    # An environment variable, not a setting: it selects an implementation and never a token
-    # or a score (tests/test_kernel.py holds the two paths to identical tokens, keys and rows,
-    # and the kernel's Rows.moved and Rows @ W to numpy's arrays bit for bit; CI runs the suite
-    # on each; scripts/export_equality.py compares their models), and worker processes inherit
-    # it with no plumbing.
-    choice = os.environ.get("NBTEXT_KERNEL", "")
-    if choice not in CHOICES:
-        raise NbtextError(f"NBTEXT_KERNEL must be one of c, python or empty, got {choice!r}")
-    if choice == "python":
-        return None
-    try:
-        from .. import _kernel
-    except ImportError:
-        if choice == "c":
-            raise NbtextError("NBTEXT_KERNEL=c, but nbtext's compiled kernel was not built "
-                              "(reinstall nbtext where a C compiler is found)") from None
-        return None
-    return _kernel
+from .implementation import compiled  # noqa: F401  (callers ask kernel.compiled)
+from .rows import index_dtype
 
 
 # mail_rules_off as the bits nbtext/_mail.c reads (OFF_* there)
@@ -121,8 +97,6 @@ def count(kernel: ModuleType, tokenizer, datas: list) -> tuple:
             counter.add_text(text)
         counter.end_document(chars)
     blob, keys, data, indices, indptr, n_cols = counter.result()
-    from .rows import index_dtype
-
     return (blob, np.frombuffer(keys, dtype=np.uint64), np.frombuffer(data, dtype=np.float64),
             np.frombuffer(indices, dtype=np.int64).astype(index_dtype(max(n_cols, 1))),
             np.frombuffer(indptr, dtype=np.int64), n_cols)

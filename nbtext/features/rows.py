@@ -150,7 +150,7 @@ class Rows:
         return Rows(X.data, where[X.indices], X.indptr, len(cols)), cols
 
     def _own_columns_by_kernel(self, rows: np.ndarray) -> tuple["Rows", np.ndarray] | None:
-        from .kernel import compiled
+        from .implementation import compiled
 
         kernel = compiled()
         if (kernel is None or self.data.dtype not in (np.float64, np.float32, np.uint16)
@@ -209,7 +209,7 @@ class Rows:
     def _moved_by_kernel(self, mapping: np.ndarray, n_cols: int) -> "Rows | None":
         """moved, by the compiled kernel's move_rows; None where it does not apply (no kernel,
         other dtypes, or columns that are dropped or meet after all: numpy then adds them)."""
-        from .kernel import compiled
+        from .implementation import compiled
 
         kernel = compiled()
         if (kernel is None or self.data.dtype not in (np.float64, np.float32, np.uint16)
@@ -275,7 +275,7 @@ class Rows:
         temporaries of one value per entry and class (measured faster on a calibration fold's
         scores: docs/bench.md). False where it does not apply (no kernel, other dtypes, a
         column past W)."""
-        from .kernel import compiled
+        from .implementation import compiled
 
         kernel = compiled()
         if (kernel is None or self.data.dtype != np.float64 or W.dtype != np.float64
@@ -316,7 +316,7 @@ class Rows:
         cell number an entry: 8 bytes an entry of a calibration fold's peak), else numpy; the
         same arrays to the bit (tests/test_kernel.py)."""
         n, group = self.shape[1], np.asarray(group, dtype=np.int64)
-        from .kernel import compiled
+        from .implementation import compiled
 
         kernel = compiled() if weights is None else None
         if (kernel is not None and self.data.dtype in (np.float64, np.float32, np.uint16)

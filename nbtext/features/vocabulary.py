@@ -45,7 +45,7 @@ def token_keys(blob: bytes | np.ndarray) -> np.ndarray:
     With the compiled kernel, its `keys` (the loop the kernel keys every token with), which
     loads a model several times faster than numpy (docs/kernel.md); the numpy code below is
     the reference (tests/test_kernel.py holds them equal on any bytes)."""
-    from .kernel import compiled
+    from .implementation import compiled
 
     kernel = compiled()
     if kernel is not None:
@@ -217,9 +217,9 @@ class CompiledIndex:
 
 
 def new_index() -> SortedLevels | CompiledIndex:
-    """The key -> id index of a new vocabulary: the kernel's when NBTEXT_KERNEL selects it
-    (nbtext.features.kernel.compiled), else numpy's."""
-    from .kernel import compiled
+    """The key -> id index of a new vocabulary: the kernel's when it is the implementation in
+    use (nbtext.features.implementation), else numpy's."""
+    from .implementation import compiled
 
     kernel = compiled()
     return SortedLevels() if kernel is None else CompiledIndex(kernel)

@@ -1,0 +1,47 @@
+"""Which implementation tokenizes, counts and sorts: the compiled kernel (nbtext/_kernel.c) or
+the pure-Python reference. The choice never changes a token or a score (tests/test_kernel.py
+holds the two paths to identical tokens, keys and rows, and the kernel's Rows.moved and
+Rows @ W to numpy's arrays bit for bit; CI runs the suite on each; scripts/export_equality.py
+compares their models), so it is not a setting: an entry point makes it (nbtext.__main__ from
+NBTEXT_KERNEL; the test suite's conftest the same way) and hands it here with ``use``.
+Unchosen, the library runs the kernel when it was built. Forked workers inherit the choice;
+spawned ones (loky, Dask) run the default, which counts the same.
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False  # (typing is not imported: `nbtext classify` imports this module)
+if TYPE_CHECKING:
+    from types import ModuleType
+
+CHOICES = ("", "c", "python")
+_choice = ""
+
+
+def use(choice: str) -> str:
+    """Run ``choice`` from now on ("" the kernel when it was built, else Python; "python"; "c",
+    the kernel or an error), checked where it is first used, as ``compiled`` is asked; returns
+    the choice it replaces."""
+    global _choice
+    previous, _choice = _choice, choice
+    return previous
+
+
+def compiled() -> ModuleType | None:
+    """The compiled kernel module, or None for the pure-Python path."""
+    choice = _choice
+    if choice not in CHOICES:
+        from ..errors import NbtextError
+
+        raise NbtextError(f"NBTEXT_KERNEL must be one of c, python or empty, got {choice!r}")
+    if choice == "python":
+        return None
+    try:
+        from .. import _kernel
+    except ImportError:
+        if choice == "c":
+            from ..errors import NbtextError
+
+            raise NbtextError("NBTEXT_KERNEL=c, but nbtext's compiled kernel was not built "
+                              "(reinstall nbtext where a C compiler is found)") from None
+        return None
+    return _kernel

@@ -1,0 +1,93 @@
+"""The two entry points: labelled documents to train on (label directories, ``--label LABEL
+PATH``, line files, stdin) and documents to score (files, folders, mbox, Maildir, MH, line
+files, stdin), each yielded lazily in a stable order."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from ..errors import NbtextError
+from .document import Document, _guarded, _label_chars, _report
+from .lines import EXTENSIONS, LineOptions, line_documents
+from .opening import _one_document
+from .walk import FileRef, label_directory, mail_folder_documents
+
+TYPE_CHECKING = False  # (typing is not imported: `nbtext classify` imports this module)
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
+    from .document import OnError
+
+
+def check_distinct(paths: list[str]) -> None:
+    """Refuse labelled inputs of which one is another, or inside another (a folder listed twice,
+    a label directory beside its corpus): their documents would be counted twice while the
+    model's ledger lists each once, so `learn --forget` could take out only one of the two."""
+    given: dict[str, str] = {}
+    for path in paths:
+        if path == "-":
+            continue
+        real = os.path.realpath(path)
+        if real in given:
+            raise NbtextError(f"{path}: given twice (also as {given[real]}); its documents would be "
+                              "counted twice (and a model's ledger lists each once)")
+        given[real] = path
+    for real, path in given.items():
+        up = os.path.dirname(real)
+        while up != real:
+            if up in given:
+                raise NbtextError(f"{path}: inside {given[up]}, also given; its documents would be "
+                                  "counted twice (and a model's ledger lists each once)")
+            real, up = up, os.path.dirname(up)
+
+
+def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts: LineOptions,
+                       stdin: BinaryIO | None = None, on_error: OnError = None,
+                       deferred: bool = False) -> Iterator[Document | FileRef]:
+    """Documents with labels from positional sources and ``--label LABEL PATH`` pairs.
+    ``on_error``: a file that cannot be read or decoded is reported there, and reading goes
+    on with the next file (None: the error is raised). ``deferred``: a label directory's
+    small files come as FileRefs, read by whoever counts them (FileRef.read)."""
+    for src in sources:
+        if src == "-" or (os.path.exists(src) and not os.path.isdir(src)):
+            yield from _guarded(line_documents(src, opts, labelled=True, stdin=stdin), on_error)
+        elif os.path.isdir(src):
+            yield from label_directory(src, on_error, deferred)
+        else:
+            _report(NbtextError(f"{src}: no such file or directory"), on_error)
+    for label, path in labelled:
+        _label_chars(label, "--label")
+        docs = _one_document("-", stdin) if path == "-" else mail_folder_documents(path, on_error)
+        for doc in _guarded(docs, on_error):
+            doc.label = label
+            yield doc
+
+
+def line_files_named(inputs: list[str]) -> list[tuple[str, str]]:
+    """(path, format) of the regular files among inputs whose names say they are line files
+    (.tsv, .csv, .jsonl, ...): without --lines or --input-format each is one document, which
+    predict says on stderr (their lines are not what a user meant to score as one)."""
+    named = []
+    for path in inputs:
+        name = path[:-3] if path.endswith(".gz") else path
+        fmt = EXTENSIONS.get(os.path.splitext(name)[1].lower())
+        if fmt and path != "-" and os.path.isfile(path):
+            named.append((path, fmt))
+    return named
+
+
+def input_documents(inputs: list[str], lines: bool = False, input_format: str | None = None,
+                    opts: LineOptions = LineOptions(), stdin: BinaryIO | None = None,
+                    on_error: OnError = None) -> Iterator[Document]:
+    """Documents to score. ``lines``: every line of each input is a document (FILE:LINE);
+    ``input_format``: read inputs as line files of that format (jsonl: the text field).
+    ``on_error``: a file that cannot be read or decoded is reported there, and reading goes
+    on with the next file (None: the error is raised)."""
+    for path in inputs:
+        if lines or input_format:
+            line_opts = LineOptions(input_format or "lines", opts.label_column, opts.text_column)
+            yield from _guarded(line_documents(path, line_opts, labelled=False, stdin=stdin), on_error)
+        elif path == "-":
+            yield from _guarded(_one_document("-", stdin), on_error)
+        else:
+            yield from mail_folder_documents(path, on_error)
