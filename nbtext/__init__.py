@@ -17,7 +17,8 @@ _LAZY = {
     "Counts": "nb.counts", "Tokenizer": "text.tokenizer", "TokenizerSettings": "settings",
     "ModelSettings": "settings", "FeatureOptions": "settings", "DecisionOptions": "settings",
     "Model": "model", "Vocabulary": "features.vocabulary", "count_rows": "features.counting",
-    "train_model": "batch.train", "TableNB": "table.estimators", "TableSettings": "settings", "load": "store", "save": "store", "NbtextError": "errors",
+    "train_model": "batch.train", "TableNB": "table.estimators",
+    "GaussianNB": "table.estimators", "CategoricalNB": "table.estimators", "TableSettings": "settings", "load": "store", "save": "store", "NbtextError": "errors",
 }
 __all__ = sorted(_LAZY)
 

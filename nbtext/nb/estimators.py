@@ -71,6 +71,45 @@ def _frozen(value):
     return value
 
 
+def checked_alpha(est, warn: bool = True):
+    """The alpha an estimator's weights use, checked as scikit-learn checks it: a number or one
+    per feature, not negative; below ALPHA_MIN raised to it (with a warning) unless
+    ``force_alpha``."""
+    alpha = est.alpha
+    if isinstance(alpha, (list, tuple, np.ndarray)):
+        alpha = np.asarray(alpha, dtype=np.float64)
+        if alpha.ndim != 1 or alpha.shape[0] != est.n_features_in_:
+            raise InputError("When alpha is an array, it should contains `n_features`. "
+                             f"Got {alpha.size} elements instead of {est.n_features_in_}.")
+        if (alpha < 0).any():
+            raise InputError("All values in alpha must be greater than 0.")
+    elif isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not alpha >= 0:
+        raise InputError(f"The 'alpha' parameter of {type(est).__name__} must be a float in the range "
+                         f"[0.0, inf) or an array-like. Got {alpha!r} instead.")
+    if np.min(alpha) < ALPHA_MIN and not est.force_alpha:
+        if warn:
+            warnings.warn(f"alpha too small will result in numeric errors, setting alpha = {ALPHA_MIN:.1e}. "
+                          "Use `force_alpha=True` to keep alpha unchanged.", stacklevel=4)
+        return np.maximum(alpha, ALPHA_MIN)
+    return alpha
+
+
+def class_log_prior(cc: np.ndarray, fit_prior: bool, class_prior) -> np.ndarray:
+    """log P(c): ``class_prior``'s when given, else uniform without ``fit_prior``, else each
+    class's share of the (weighted) documents."""
+    k = len(cc)
+    if class_prior is not None:
+        prior = np.asarray(class_prior, dtype=float)
+        if prior.shape != (k,):
+            raise InputError("Number of priors must match number of classes.")
+        with np.errstate(divide="ignore"):
+            return np.log(prior)
+    if not fit_prior:
+        return np.full(k, -np.log(k))
+    with np.errstate(divide="ignore"):
+        return F.log_prior(cc, cc.sum(), np.log)
+
+
 class Linear:
     """A variant's linear view of its joint log-likelihood: jll = features(X) @ W.T + b, the
     bias given as the terms it sums (added one by one, in order, to each score).
@@ -297,26 +336,8 @@ class _BaseNB(ClassifierInterface):
         return fc_cols.T.sum(axis=0) > 1e-9
 
     def _check_alpha(self, warn: bool = True):
-        """The alpha the weights use, checked as scikit-learn checks it: a number or one per
-        feature, not negative; below ALPHA_MIN raised to it (with a warning) unless force_alpha."""
-        alpha = self.alpha
-        if isinstance(alpha, (list, tuple, np.ndarray)):
-            alpha = np.asarray(alpha, dtype=np.float64)
-            if alpha.ndim != 1 or alpha.shape[0] != self.n_features_in_:
-                raise InputError("When alpha is an array, it should contains `n_features`. "
-                                 f"Got {alpha.size} elements instead of {self.n_features_in_}.")
-            if (alpha < 0).any():
-                raise InputError("All values in alpha must be greater than 0.")
-        elif isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or \
-                not alpha >= 0:
-            raise InputError(f"The 'alpha' parameter of {type(self).__name__} must be a float in the range "
-                             f"[0.0, inf) or an array-like. Got {alpha!r} instead.")
-        if np.min(alpha) < ALPHA_MIN and not self.force_alpha:
-            if warn:
-                warnings.warn(f"alpha too small will result in numeric errors, setting alpha = {ALPHA_MIN:.1e}. "
-                              "Use `force_alpha=True` to keep alpha unchanged.", stacklevel=3)
-            return np.maximum(alpha, ALPHA_MIN)
-        return alpha
+        """The alpha the weights use (checked_alpha)."""
+        return checked_alpha(self, warn)
 
     def _alpha(self):
         """The alpha the weights use (_check_alpha's, without its warning)."""
@@ -339,17 +360,7 @@ class _BaseNB(ClassifierInterface):
 
     def _log_prior(self, cc: np.ndarray | None = None) -> np.ndarray:
         """log P(c) from the class counts (``cc``: a fold's, else the model's)."""
-        k = len(self.counts_.classes)
-        if self.class_prior is not None:
-            prior = np.asarray(self.class_prior, dtype=float)
-            if prior.shape != (k,):
-                raise InputError("Number of priors must match number of classes.")
-            return np.log(prior)
-        if not self.fit_prior:
-            return np.full(k, -np.log(k))
-        cc = self.class_count_ if cc is None else cc
-        with np.errstate(divide="ignore"):
-            return F.log_prior(cc, cc.sum(), np.log)
+        return class_log_prior(self.class_count_ if cc is None else cc, self.fit_prior, self.class_prior)
 
     def linear(self) -> Linear:
         """The linear view W, b of the joint log-likelihood (see nbtext.nb.weights)."""

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import NbtextError
-from .exact import Exact, column_sums, cross_products
+from .exact import Exact, column_sums, cross_products, weighted_column_sums
 from .read import Frame
 
 MAX_NUMBERS = 1 << 25  # the numbers a model's statistics may hold (256 MiB; scoring needs a few times it)
@@ -223,36 +223,46 @@ class TableStats:
             raise NbtextError(f"need rows of at least two classes to train, got {present or 'none'}")
 
     # -- a chunk's statistics ---------------------------------------------------------------
-    def of_frame(self, frame: Frame, labels: Sequence[str] | None = None) -> "TableStats":
+    def of_frame(self, frame: Frame, labels: Sequence[str] | None = None, weights: np.ndarray | None = None
+                 ) -> "TableStats":
         """The statistics of a frame's rows alone, with this model's classes and values (which
-        grow by those the frame brings), so that they add column for column."""
+        grow by those the frame brings), so that they add column for column. ``weights``: a
+        positive weight per row (sample weights; not with joint statistics), else 1."""
         labels = frame.labels if labels is None else labels
         idx = self._class_rows(labels)
         k, p = len(self.classes), self.n_numeric
+        if weights is not None and self.joint:
+            raise NbtextError("sample weights other than 1 and -1 are for diagonal (Gaussian NB) and "
+                              "categorical statistics, not shared or full covariances")
         part = TableStats(len(self.values), p, self.joint)
         part.classes = list(self.classes)
-        part.class_count = np.bincount(idx, minlength=k).astype(np.float64)
+        part.class_count = np.bincount(idx, weights=weights, minlength=k).astype(np.float64)
         for j, cells in enumerate(frame.cat):
             ids = self._value_ids(j, cells)
             d = len(self.values[j])
             ok = ids >= 0
-            part.cat[j] = np.bincount(idx[ok] * d + ids[ok], minlength=k * d).astype(np.float64).reshape(k, d)
+            part.cat[j] = np.bincount(idx[ok] * d + ids[ok], weights=None if weights is None else weights[ok],
+                                      minlength=k * d).astype(np.float64).reshape(k, d)
             part.values[j] = list(self.values[j])
         q = self.q  # (a diagonal model allocated k p p floats a chunk: 144 MB at 3,000 columns)
         part.n, part.S, part.S2 = np.zeros((k, p)), Exact.zeros((k, p)), Exact.zeros((k, p))
         part.jn, part.jS, part.jP = np.zeros(k), Exact.zeros((k, q)), Exact.zeros((k, q, q))
         if p:
-            return self._numeric_part(part, idx, frame.num)
+            return self._numeric_part(part, idx, frame.num, weights)
         return part
 
-    def _numeric_part(self, part: "TableStats", idx: np.ndarray, X: np.ndarray) -> "TableStats":
+    def _numeric_part(self, part: "TableStats", idx: np.ndarray, X: np.ndarray, weights=None) -> "TableStats":
         obs = ~np.isnan(X)
         complete = obs.all(axis=1)
         for c in np.unique(idx):
             rows = idx == c
             Xc, oc = X[rows], obs[rows]
-            part.n[c] = oc.sum(axis=0)
-            part.S[c], part.S2[c] = column_sums(np.where(oc, Xc, 0.0))
+            if weights is None:
+                part.n[c] = oc.sum(axis=0)
+                part.S[c], part.S2[c] = column_sums(np.where(oc, Xc, 0.0))
+            else:
+                part.n[c] = (oc * weights[rows][:, None]).sum(axis=0)
+                part.S[c], part.S2[c] = weighted_column_sums(np.where(oc, Xc, 0.0), weights[rows])
             if self.joint:
                 Xf = Xc[complete[rows]]
                 if len(Xf):
@@ -262,9 +272,9 @@ class TableStats:
         return part
 
     # -- adding -------------------------------------------------------------------------------
-    def add(self, frame: Frame, labels: Sequence[str] | None = None) -> None:
-        """Add a frame's rows in place."""
-        self.merge(self.of_frame(frame, labels))
+    def add(self, frame: Frame, labels: Sequence[str] | None = None, weights: np.ndarray | None = None) -> None:
+        """Add a frame's rows in place (each times its weight, when given)."""
+        self.merge(self.of_frame(frame, labels, weights))
 
     def merge(self, other: "TableStats") -> None:
         """Add another model's statistics (same columns; its values matched by name)."""
