@@ -18,7 +18,8 @@ _LAZY = {
     "ModelSettings": "settings", "FeatureOptions": "settings", "DecisionOptions": "settings",
     "Model": "model", "Vocabulary": "features.vocabulary", "count_rows": "features.counting",
     "train_model": "batch.train", "TableNB": "table.estimators",
-    "GaussianNB": "table.estimators", "CategoricalNB": "table.estimators", "TableSettings": "settings", "load": "store", "save": "store", "NbtextError": "errors",
+    "GaussianNB": "table.estimators", "CategoricalNB": "table.estimators", "TableSettings": "settings", "load": "pipeline", "save": "pipeline",
+    "TextClassifier": "pipeline", "TextVectorizer": "pipeline", "NbtextError": "errors",
 }
 __all__ = sorted(_LAZY)
 

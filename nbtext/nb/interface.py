@@ -33,13 +33,14 @@ class TagValues:
     categorical: bool = False
     allow_nan: bool = False
     poor_score: bool = False
+    text: bool = False  # X: a sequence of documents (str or bytes), not a matrix
+    kind: str = "classifier"  # or "transformer"
     skips: tuple = ()  # ((check name, reason), ...): checks this estimator is known to fail
 
 
-class ClassifierInterface:
-    """The parts of scikit-learn's BaseEstimator and ClassifierMixin that its tools use."""
+class EstimatorInterface:
+    """The parts of scikit-learn's BaseEstimator that its tools use."""
 
-    _estimator_type = "classifier"  # (what is_classifier reads in releases before 1.6)
     tag_values = TagValues()
 
     # -- parameters ----------------------------------------------------------------------
@@ -92,21 +93,26 @@ class ClassifierInterface:
     def __sklearn_tags__(self):
         t = self.tag_values
         try:
-            from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
+            from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags, TransformerTags
         except ImportError:  # (only scikit-learn asks; without it, the same fields as plain objects)
             from types import SimpleNamespace as ClassifierTags, SimpleNamespace as InputTags  # noqa: N813
             from types import SimpleNamespace as Tags, SimpleNamespace as TargetTags  # noqa: N813
-        return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
-                    classifier_tags=ClassifierTags(poor_score=t.poor_score),
-                    input_tags=InputTags(sparse=t.sparse, positive_only=t.positive_only,
-                                         categorical=t.categorical, allow_nan=t.allow_nan))
+            from types import SimpleNamespace as TransformerTags  # noqa: N813
+        classifier = t.kind == "classifier"
+        return Tags(estimator_type="classifier" if classifier else None, target_tags=TargetTags(required=classifier),
+                    classifier_tags=ClassifierTags(poor_score=t.poor_score) if classifier else None,
+                    transformer_tags=None if classifier else TransformerTags(),
+                    input_tags=InputTags(sparse=t.sparse, positive_only=t.positive_only, categorical=t.categorical,
+                                         allow_nan=t.allow_nan, two_d_array=not t.text, string=t.text))
 
     def _more_tags(self) -> dict:
         """The tags of scikit-learn releases before 1.6."""
         t = self.tag_values
-        return {"requires_y": True, "requires_positive_X": t.positive_only, "allow_nan": t.allow_nan,
-                "poor_score": t.poor_score, "X_types": ["2darray"] + (["sparse"] if t.sparse else [])
-                + (["categorical"] if t.categorical else []), "_xfail_checks": dict(t.skips)}
+        types = ["string"] if t.text else ["2darray"] + (["sparse"] if t.sparse else []) + \
+            (["categorical"] if t.categorical else [])
+        return {"requires_y": t.kind == "classifier", "requires_positive_X": t.positive_only,
+                "allow_nan": t.allow_nan, "poor_score": t.poor_score, "X_types": types,
+                "_xfail_checks": dict(t.skips)}
 
     def __sklearn_is_fitted__(self) -> bool:
         return self._fitted()
@@ -118,6 +124,12 @@ class ClassifierInterface:
         if not self._fitted():
             raise not_fitted_error()(f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
                                  "appropriate arguments before using this estimator.")
+
+
+class ClassifierInterface(EstimatorInterface):
+    """The parts of scikit-learn's BaseEstimator and ClassifierMixin that its tools use."""
+
+    _estimator_type = "classifier"  # (what is_classifier reads in releases before 1.6)
 
     # -- scoring ----------------------------------------------------------------------------
     def score(self, X, y, sample_weight=None) -> float:
