@@ -72,3 +72,22 @@ def test_integer_labels_in_integer_labels_out_and_a_pipeline_over_the_vectorizer
     assert counts[:, names.index("pills")].tolist() == [0, 12]
     with pytest.raises(InputError, match="got one document"):
         vec.transform("cheap pills")
+
+
+def test_the_readmes_library_examples_run_as_written(tmp_path, monkeypatch, capsys):
+    """The README's "As a library" code blocks, in order, in one namespace, in an empty
+    directory: they run, and print what their comments say."""
+    pytest.importorskip("sklearn", reason="the README's second example uses scikit-learn")
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("### As a library\n", 1)[1].split("\n## ", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in section.split("```python\n")[1:]]
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "['spam']"
+    assert (tmp_path / "model.nbm").is_file()
+    assert namespace["search"].predict(["cheap pills"]).tolist() == [1]
+    assert namespace["model"].classes == ["ham", "spam"]

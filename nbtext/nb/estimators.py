@@ -23,8 +23,8 @@ from ..errors import InputError
 from ..features.rows import Rows
 from . import weights as F
 from .counts import Counts
-from .interface import (ClassifierInterface, Labels, TagValues, check_lengths, check_non_negative,
-                        check_sample_weight, check_width, check_X, check_y, partial_fit_classes)
+from .interface import (ClassifierInterface, Labels, TagValues, check_feature_names, check_lengths,
+                        check_non_negative, check_sample_weight, check_width, check_X, check_y, partial_fit_classes)
 
 ALPHA_MIN = 1e-10  # (scikit-learn's: alpha below it is raised to it unless force_alpha)
 
@@ -214,6 +214,7 @@ class _BaseNB(ClassifierInterface):
         if isinstance(X, Rows):
             return self.features(X) if counted else X
         name = type(self).__name__
+        check_feature_names(self, X, reset)
         X = check_X(X, name, sparse=True)
         if not reset:
             check_width(X.shape[1], self.n_features_in_, name)

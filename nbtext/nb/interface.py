@@ -291,6 +291,54 @@ def check_sample_weight(sample_weight, n: int, *, negative_ok: bool = False, zer
     return w
 
 
+def _feature_names(X):
+    """A DataFrame's column names when they are all strings, else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None or not hasattr(X, "iloc"):
+        return None
+    names = np.asarray(columns, dtype=object)
+    text = [isinstance(n, str) for n in names.tolist()]
+    if any(text) and not all(text):
+        raise InputError("Feature names are only supported if all input features have string names, but your "
+                         "input has mixed types of names; convert them all to str.")
+    return names if names.size and all(text) else None
+
+
+def check_feature_names(est, X, reset: bool) -> None:
+    """Keep X's column names (a DataFrame's) as ``feature_names_in_`` (``reset``), or check
+    them against those kept, as scikit-learn does: a warning when only one side has names, a
+    refusal when they differ."""
+    names = _feature_names(X)
+    if reset:
+        if names is not None:
+            est.feature_names_in_ = names
+        else:
+            est.__dict__.pop("feature_names_in_", None)
+        return
+    fitted = est.__dict__.get("feature_names_in_")
+    if fitted is None and names is None:
+        return
+    name = type(est).__name__
+    if fitted is None:
+        warnings.warn(f"X has feature names, but {name} was fitted without feature names", UserWarning, stacklevel=4)
+    elif names is None:
+        warnings.warn(f"X does not have valid feature names, but {name} was fitted with feature names",
+                      UserWarning, stacklevel=4)
+    elif len(fitted) != len(names) or (fitted != names).any():
+        message = "The feature names should match those that were passed during fit.\n"
+        unseen, missing = sorted(set(names) - set(fitted)), sorted(set(fitted) - set(names))
+
+        def listed(ns):
+            return "".join(f"- {n}\n" for n in ns[:5]) + ("- ...\n" if len(ns) > 5 else "")
+        if unseen:
+            message += "Feature names unseen at fit time:\n" + listed(unseen)
+        if missing:
+            message += "Feature names seen at fit time, yet now missing:\n" + listed(missing)
+        if not unseen and not missing:
+            message += "Feature names must be in the same order as they were in fit.\n"
+        raise InputError(message)
+
+
 def check_width(n: int, fitted: int, name: str) -> None:
     if n != fitted:
         raise InputError(f"X has {n} features, but {name} is expecting {fitted} features as input.")

@@ -21,8 +21,9 @@ import numpy as np
 
 from ..errors import InputError, NbtextError
 from ..nb.estimators import checked_alpha, class_log_prior
-from ..nb.interface import (ClassifierInterface, Labels, TagValues, check_lengths, check_non_negative,
-                            check_sample_weight, check_width, check_X, check_y, partial_fit_classes)
+from ..nb.interface import (ClassifierInterface, Labels, TagValues, check_feature_names, check_lengths,
+                            check_non_negative, check_sample_weight, check_width, check_X, check_y,
+                            partial_fit_classes)
 from ..settings import MISSING_VALUES, TableSettings
 from .estimate import TableEstimator
 from .read import Frame
@@ -71,8 +72,12 @@ class _TableBase(ClassifierInterface):
         """Hook: X (its rows of weight above 0 or not) is about to be counted."""
 
     # -- fitting ------------------------------------------------------------------------------
+    def _input(self, X, reset: bool):
+        check_feature_names(self, X, reset)
+        return self._checked_X(X, reset)
+
     def _checked(self, X, y, sample_weight, reset: bool):
-        X = self._checked_X(X, reset)
+        X = self._input(X, reset)
         y = check_y(y)
         check_lengths(len(X), y)
         return X, y, check_sample_weight(sample_weight, len(y), negative_ok=True)
@@ -135,7 +140,7 @@ class _TableBase(ClassifierInterface):
     # -- predicting -----------------------------------------------------------------------------
     def predict_joint_log_proba(self, X) -> np.ndarray:
         self._check_fitted()
-        f = self._frame(self._checked_X(X, reset=False))
+        f = self._frame(self._input(X, reset=False))
         return self._estimator().joint_log_likelihood(f.cat, f.num)
 
     def predict_log_proba(self, X) -> np.ndarray:
@@ -312,7 +317,7 @@ class CategoricalNB(_TableBase):
 
     def predict_joint_log_proba(self, X) -> np.ndarray:
         self._check_fitted()
-        X = self._checked_X(X, reset=False)
+        X = self._input(X, reset=False)
         version, logp, prior = self._derived
         if version != self.stats_.version:
             logp, prior = self.feature_log_prob_, self.class_log_prior_
