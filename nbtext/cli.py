@@ -62,9 +62,8 @@ class Group(click.Group):
         sys.exit(finish(body, lambda: edge.error_status))
 
     def invoke(self, ctx):
-        from .process import ReaderLeft, started
+        from .process import ReaderLeft
 
-        started()  # (the garbage collector on again: nbtext.__main__ started without it)
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
@@ -312,8 +311,11 @@ def read_labelled(kw: dict, unread: Unread | None = None):
 
 def read_labelled_args(kw: dict) -> tuple:
     """(sources, --label pairs, line options) of a command's labelled inputs."""
+    from .read import check_distinct
+
     if not kw["sources"] and not kw["label_paths"]:
         raise click.UsageError("give at least one SOURCE or --label LABEL PATH")
+    check_distinct([*kw["sources"], *(p for _, p in kw["label_paths"])])
     return list(kw["sources"]), [tuple(p) for p in kw["label_paths"]], line_opts(kw)
 
 
@@ -379,7 +381,7 @@ def train(**kw):
     """
     from . import store
     from .batch.train import train_model
-    from .process import FreeMemory, map_large_arrays
+    from .batch.memory import map_large_arrays
     from .store.atomic import check_target
     from .table import is_table_run
 
@@ -409,7 +411,7 @@ def train(**kw):
                                           on_error=unread)
     else:
         model, fit = train_model(read_labelled(kw, unread), tok, settings, feats, decisions, n_jobs=n_jobs(kw),
-                                 progress=progress, release=FreeMemory())
+                                 progress=progress)
     progress.done()
     unread.check()
     store.save(model, kw["output"])
@@ -442,12 +444,14 @@ def output_options(f):
               help="With --format jsonl: the N tokens that pushed hardest for and against each label.")
 @click.option("--density", is_flag=True, help="Table models: add log p(x), the row's log-density under "
               "the model (low: unlike anything seen in training).")
+@click.option("--spamicity", is_flag=True, help="Two classes: add P(positive) (bogofilter's spamicity) and "
+              "the verdict (the label, or unsure) as columns (JSONL: \"spamicity\").")
 @override_options
 @jobs_option
 @engine_options
 @quiet_option
-def predict(model_path, inputs, fmt, header, lines, input_format, text_column, explain, density, threshold,
-            unsure, jobs, quiet, engine, scheduler):
+def predict(model_path, inputs, fmt, header, lines, input_format, text_column, explain, density, spamicity,
+            threshold, unsure, jobs, quiet, engine, scheduler):
     """Score documents: one row per document, in input order, as it goes.
 
     INPUT is a file, a directory (walked recursively), an mbox, a Maildir, or - for one
@@ -473,14 +477,25 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     if getattr(model, "kind", None) == "table":
         from . import tablecli
 
-        if explain or lines:
-            raise click.UsageError("--explain and --lines are for text models; a table model scores table rows")
+        if explain or lines or spamicity:
+            raise click.UsageError("--explain, --lines and --spamicity are for text models; a table model "
+                                   "scores table rows")
         cluster = dask_cluster({"engine": engine, "scheduler": scheduler}, quiet, list(inputs) or ["-"])
         with cluster or contextlib.nullcontext():
             return tablecli.predict(model, list(inputs) or ["-"], fmt, header, input_format, density, stdout(),
                                     cluster, model_path)
     if density:
         raise click.UsageError("--density needs a table model")
+    if not (lines or input_format):
+        from .read import line_files_named
+
+        for path, named in line_files_named(list(inputs)):
+            info_line(quiet, f"nbtext: note: {path} is scored as one document; to score each of its lines, "
+                             f"give --input-format {named} (its text field) or --lines (each whole line)")
+    from .quick import positive_index
+
+    pos = positive_index(model.classes, model.decision.positive, model_path if spamicity else None)
+    more = ("spamicity", "verdict") if spamicity else ()
     unread = Unread()
     streaming = bool(lines or input_format) and "-" in (inputs or ["-"])  # a pipe: answer per line
     out = stdout()
@@ -494,10 +509,10 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
                                 on_error=unread, workers=cluster.workers())
             number_lines(cluster, parts)
             if header and header_row(fmt):
-                answer(header_row(fmt))
+                answer(header_row(fmt, more))
             for ids, batch, proba, log_proba in scored_on_cluster(cluster, parts, model_path, bool(explain),
                                                                    on_error=unread):
-                write_predictions(out, model, fmt, explain, ids, batch, proba, log_proba)
+                write_predictions(out, model, fmt, explain, ids, batch, proba, log_proba, pos if spamicity else None)
                 progress(len(ids))
         progress.done()
         unread.check()
@@ -505,20 +520,23 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     docs = input_documents(list(inputs) or ["-"], lines, input_format,
                            LineOptions(text_column=text_column), on_error=unread)
     if header and header_row(fmt):
-        answer(header_row(fmt))
+        answer(header_row(fmt, more))
     for chunk, batch, proba, log_proba in log_scored_batches(
             model, docs, n_jobs=1 if streaming else jobs or n_jobs({}), chunk_size=1 if streaming else CHUNK,
             batches=bool(explain)):
-        write_predictions(out, model, fmt, explain, [d.id for d in chunk], batch, proba, log_proba)
+        write_predictions(out, model, fmt, explain, [d.id for d in chunk], batch, proba, log_proba,
+                          pos if spamicity else None)
         progress(len(chunk))
     progress.done()
     unread.check()
 
 
-def write_predictions(out, model, fmt: str, explain, ids: list, batch, proba, log_proba) -> None:
-    """predict's rows of a chunk of documents."""
+def write_predictions(out, model, fmt: str, explain, ids: list, batch, proba, log_proba,
+                      spamicity: int | None = None) -> None:
+    """predict's rows of a chunk of documents (``spamicity``: the positive class's index, whose
+    probability and the verdict, the label or unsure, follow the row's three columns)."""
     from .explain import explain_rows
-    from .report import prediction_row
+    from .report import fmt_prob, printed, prediction_row
 
     decided = model.decide_rows(proba)
     why = explain_rows(model, batch, proba, [label for label, _ in decided], explain) if explain else None
@@ -527,7 +545,12 @@ def write_predictions(out, model, fmt: str, explain, ids: list, batch, proba, lo
         extra = {"unsure": True} if unsure_row else {}
         if why:
             extra["explain"] = rounded(why[i])
-        out.write(prediction_row(fmt, doc_id, label, p, model.classes, row, extra, log_scores=logs) + "\n")
+        more = ()
+        if spamicity is not None:
+            extra["spamicity"] = printed(row[spamicity])
+            more = (fmt_prob(row[spamicity]), "unsure" if unsure_row else label)
+        out.write(prediction_row(fmt, doc_id, label, p, model.classes, row, extra, log_scores=logs, more=more)
+                  + "\n")
     out.flush()
 
 
@@ -708,8 +731,6 @@ def calibrate(model_path, **kw):
     """
     from . import store
     from .batch.train import recalibrate
-    from .process import FreeMemory
-
     from .store.atomic import check_target
 
     decisions = build_decisions(kw)
@@ -721,8 +742,7 @@ def calibrate(model_path, **kw):
         if getattr(model, "kind", None) == "table":
             raise NbtextError(f"{model_path}: a table model; its probabilities are not calibrated "
                               "(they are scikit-learn's), so there is nothing to refit")
-        n, fit = recalibrate(model, read_labelled(kw, unread), decisions, n_jobs=n_jobs(kw), progress=progress,
-                             release=FreeMemory())
+        n, fit = recalibrate(model, read_labelled(kw, unread), decisions, n_jobs=n_jobs(kw), progress=progress)
         progress.done()
         unread.check()
         store.save(model, model_path)
@@ -815,16 +835,28 @@ def learn(model_path, label, forget, inputs, quiet):
         n = learn_rows(model_path, list(inputs) or ["-"], label, forget)
         info_line(quiet, f"nbtext: {'forgot' if forget else 'learned'} {n} row{'' if n == 1 else 's'} as {label}")
         return
-    changed, skipped = learn_in_place(model_path, input_documents(list(inputs) or ["-"]), label, forget)
+    changed, skipped = learn_in_place(model_path, refuse_empty_stdin(input_documents(list(inputs) or ["-"]), forget),
+                                      label, forget)
     verb = "forgot" if forget else "learned"
     info_line(quiet, f"nbtext: {verb} {changed} document{'' if changed == 1 else 's'} as {label}"
                      + (f" ({skipped} already learned, skipped)" if skipped else ""))
 
 
+def refuse_empty_stdin(docs, forget: bool):
+    """learn's documents, refused when standard input is empty (`learn < /dev/null`, a pipe that
+    gave nothing: a mistake, not a message); forgetting one learned so is still allowed."""
+    for doc in docs:
+        if doc.id == "-" and not doc.data and not forget:
+            raise NbtextError("-: standard input is empty: no message to learn")
+        yield doc
+
+
 @cli.command(context_settings=CONTEXT)
 @click.option("-o", "--output", required=True, metavar="OUT", help="Model file to write.")
 @click.argument("models", nargs=-1, required=True, type=click.Path())
-def merge(output, models):
+@click.option("--disjoint", is_flag=True,
+              help="Merge models whose classes share none (one model of all their classes).")
+def merge(output, models, disjoint):
     """Sum models trained with the same settings into OUT.
 
     \b
@@ -833,7 +865,7 @@ def merge(output, models):
     """
     from .operations import merge_files
 
-    merged = merge_files(output, list(models))
+    merged = merge_files(output, list(models), disjoint)
     d = merged.decision
     if getattr(merged, "kind", None) == "table":  # (not calibrated: nothing to refit)
         return

@@ -108,7 +108,7 @@ class FastScorer:
         probs = calibrated(self.decision, self._summed(bias, contrib), known)
         label, unsure = decide(self.classes, self.decision, probs)
         k = self.classes.index(label)
-        return {"label": label, "probability": probs[k], "unsure": unsure,
+        return {"label": label, "probability": probs[k], "unsure": unsure, "scores": probs,
                 **explanation(k, bias, contrib, unknown, n)}
 
     def score(self, data: bytes | str) -> tuple[str, float, bool, list[float]]:

@@ -28,9 +28,11 @@ CLASSIFY_OPTIONS = [
     UNSURE_OPTION,
     (("--explain",), "explain", "count", "Also print the N tokens that pushed hardest for and against the label."),
     (("-p", "--passthrough"), "passthrough", "flag",
-     "Write the message back with X-Nbtext-Class and X-Nbtext-Score headers."),
+     "Write the message back with X-Nbtext-Class and X-Nbtext-Score headers (two classes: X-Nbtext-Spamicity)."),
     (("-u", "--learn"), "learn_verdict", "flag",
      "Also learn the message as its verdict (not when unsure), as bogofilter -u."),
+    (("--spamicity",), "spamicity", "flag",
+     "Two classes: also print P(positive) (bogofilter's spamicity) and the verdict (the label, or unsure)."),
     (("--row",), "row", "str", "A table model's row as COLUMN=VALUE,... (instead of a CSV line in FILE)."),
     QUIET_OPTION,
 ]
@@ -75,7 +77,7 @@ def parse(argv: list[str]) -> dict | None:
 def run_classify(model_path: str, file: str, exit_code: bool = False, positive: str | None = None,
                  threshold: float | None = None, unsure: tuple | None = None, explain: int | None = None,
                  passthrough: bool = False, learn_verdict: bool = False, quiet: bool = False,
-                 row: str | None = None) -> int:
+                 row: str | None = None, spamicity: bool = False) -> int:
     """Classify one document (or a table model's row) and print the verdict; returns the exit status."""
     from .fastscore import FastScorer, TableFile
     from .process import stdout
@@ -88,9 +90,9 @@ def run_classify(model_path: str, file: str, exit_code: bool = False, positive: 
         from .errors import NbtextError
         from .tablecli import classify_row
 
-        if explain or passthrough or learn_verdict:
-            raise NbtextError(f"{model_path} is a table model: --explain, --passthrough and --learn are "
-                              "for text models") from None
+        if explain or passthrough or learn_verdict or spamicity:
+            raise NbtextError(f"{model_path} is a table model: --explain, --passthrough, --learn and "
+                              "--spamicity are for text models") from None
         return classify_row(table.header, table.payload, model_path, file, row, exit_code, positive,
                             threshold, unsure, out)
     if row is not None:
@@ -98,18 +100,22 @@ def run_classify(model_path: str, file: str, exit_code: bool = False, positive: 
 
         raise NbtextError(f"--row: {model_path} is a text model; --row is for table models")
     scorer.decision.choose(scorer.classes, positive, threshold, unsure)
+    pos = positive_index(scorer.classes, scorer.decision.positive, model_path if spamicity else None)
     data = read_bytes(file, limit=None if passthrough else MAX_DOCUMENT_BYTES)  # (passthrough: all of it)
     if explain:
         e = scorer.explain(data, explain)
-        label, prob, unsure_ = e["label"], e["probability"], e["unsure"]
+        label, prob, unsure_, probs = e["label"], e["probability"], e["unsure"], e["scores"]
     else:
-        label, prob, unsure_, _ = scorer.score(data)
+        label, prob, unsure_, probs = scorer.score(data)
+    verdict = label if not unsure_ else "unsure"
     if learn_verdict and not unsure_:
         from .operations import learn_in_place
 
         learn_in_place(model_path, [Document(file, data)], label, forget=False)
     if passthrough:
-        out.buffer.write(with_headers(data, label if not unsure_ else "unsure", prob))
+        out.buffer.write(with_headers(data, verdict, prob, None if pos is None else probs[pos]))
+    elif spamicity:
+        out.write(f"{label}\t{prob:.6f}\t{probs[pos]:.6f}\t{verdict}\n")
     else:
         out.write(f"{label}\t{prob:.6f}\n")
     if explain:
@@ -123,6 +129,21 @@ def run_classify(model_path: str, file: str, exit_code: bool = False, positive: 
     return exit_status(scorer, label, unsure_) if exit_code else 0
 
 
+def positive_index(classes: list, positive: str | None, asked_by: str | None = None) -> int | None:
+    """The index of a two-class model's positive class, whose probability is bogofilter's
+    spamicity; None with more classes, where ``asked_by`` (the model of a --spamicity) is
+    refused, naming the classes."""
+    from .nb.decision import positive_of
+
+    pos = positive_of(classes, positive)
+    if pos is None and asked_by is not None:
+        from .errors import NbtextError
+
+        raise NbtextError(f"--spamicity: {asked_by} has {len(classes)} classes ({', '.join(classes)}); "
+                          "P(positive) needs two")
+    return None if pos is None else list(classes).index(pos)
+
+
 def exit_status(scorer, label: str, unsure: bool) -> int:
     """bogofilter's: 0 the positive class, 1 another, 2 unsure."""
     from .nb.decision import positive_of
@@ -133,18 +154,18 @@ def exit_status(scorer, label: str, unsure: bool) -> int:
 
 def quick_classify(argv: list[str]) -> int | None:
     """Run a plain classify call and return its exit status; None: not one of ours."""
-    from .process import finish, started
+    from .process import finish
 
     opts = parse(argv)
     if opts is None:
         return None
-    started()
     return finish(lambda: run_classify(**opts), 3 if opts["exit_code"] else 1)
 
 
-def with_headers(data: bytes, label: str, prob: float) -> bytes:
+def with_headers(data: bytes, label: str, prob: float, spamicity: float | None = None) -> bytes:
     """The message with X-Nbtext-Class/-Score headers added at the end of its header block
-    (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail.
+    (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail; and for a
+    two-class model X-Nbtext-Spamicity, P(positive), as bogofilter's X-Bogosity carries it.
 
     The header block is every line before the first empty one ("\n" or "\r\n"), or the
     whole message when it has none (a blank line is then added). The new headers end as the
@@ -164,8 +185,10 @@ def with_headers(data: bytes, label: str, prob: float) -> bytes:
     for ln in lines:
         if ln[:1] in (b" ", b"\t") and skip:
             continue  # a folded continuation of a header being replaced
-        skip = ln.lower().startswith((b"x-nbtext-class:", b"x-nbtext-score:"))
+        skip = ln.lower().startswith((b"x-nbtext-class:", b"x-nbtext-score:", b"x-nbtext-spamicity:"))
         if not skip:
             kept.append(ln)
     kept += [f"X-Nbtext-Class: {label}".encode() + nl, f"X-Nbtext-Score: {prob:.6f}".encode() + nl]
+    if spamicity is not None:
+        kept.append(f"X-Nbtext-Spamicity: {spamicity:.6f}".encode() + nl)
     return b"".join(kept) + rest

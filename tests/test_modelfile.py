@@ -94,58 +94,6 @@ def test_front_coding_round_trips_any_vocabulary(tokens):
     assert len(heads) == -(-len(tokens) // vocabfile.BLOCK)
 
 
-def test_a_vocabulary_coded_ahead_is_saved_as_it_would_be_and_taken(monkeypatch):
-    """codec.code_ahead (train codes the vocabulary and orders the counts while calibration's
-    workers run): the file has the bytes it has without it, the coding is made once and taken
-    by the save (not kept on the model), and made again when the vocabulary has grown since."""
-    from nbtext.store import codec
-
-    made = []
-    real = codec.front_code
-    monkeypatch.setattr(codec, "front_code", lambda blob: made.append(1) or real(blob))
-    plain = codec.encode(iir_model())
-    m = iir_model()
-    codec.code_ahead(m)
-    assert m.coded_ahead is not None and codec.encode(m) == plain and len(made) == 2
-    assert m.coded_ahead is None
-    codec.code_ahead(m)
-    m.add([["a token the coding did not see"]], ["yes"])
-    (fc, _), _ = codec._coding(m)
-    assert len(made) == 4 and fc == real(m.vocab.encoded())[0]
-
-
-@pytest.mark.parametrize("options", [{}, {"variant": "complement", "idf": True, "norm": True},
-                                     {"variant": "complement", "tf": True, "length_norm": True},
-                                     {"variant": "bernoulli"}])
-def test_counts_ordered_ahead_are_saved_as_they_would_be_and_not_once_they_change(options):
-    """The counts put in the vocabulary's order ahead give the file's bytes (sections and
-    summary), and counts that changed since (learn: an addition, or new Counts) are ordered
-    anew: the file is that of the counts as they are."""
-    from nbtext.store import codec
-
-    def model():
-        tok = Tokenizer(TokenizerSettings())
-        m = Model.empty(tok.settings, ModelSettings(alpha=0.5, **options), ["yes", "no"])
-        m.add([tok(t) for _, t in IIR_TRAIN], [lab for lab, _ in IIR_TRAIN])
-        m.ledger = {bytes(16)}
-        return m
-
-    plain = codec.encode(model())
-    m = model()
-    codec.code_ahead(m)
-    assert codec.encode(m) == plain
-    for change in ("add", "replace"):
-        m, other = model(), model()
-        codec.code_ahead(m)
-        if change == "add":  # the same object, one more document: its version moves on
-            for x in (m, other):
-                x.counts.add(np.array([[1.0] * len(x.vocab)]), [x.classes[0]])
-        else:  # another object with other numbers
-            m.counts = other.counts = model().counts.plus(np.array([[1.0] * len(m.vocab)]), [m.classes[1]],
-                                                            np.array([1.0]))
-        assert codec.encode(m) == codec.encode(other) != plain
-
-
 def test_front_coding_in_pieces_gives_the_bytes_of_one_go(monkeypatch):
     """Saving codes the sorted vocabulary a piece of whole blocks at a time (for memory):
     pieces of 2 blocks must give the same bytes and block heads as one piece."""

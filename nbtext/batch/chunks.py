@@ -66,8 +66,7 @@ def report_errors(items: list[Document | FileRef], errors: list[tuple[int, Excep
 
 
 def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_jobs: int = 1,
-            chunk_size: int = CHUNK, then: Callable[[list[Document], Batch], object] | None = None,
-            waiting: Callable[[], object] | None = None, linger: bool = False
+            chunk_size: int = CHUNK, then: Callable[[list[Document], Batch], object] | None = None
             ) -> Iterator[tuple[list[Document], Batch]]:
     """(documents, their Batch) for consecutive chunks, in input order; with ``then``,
     (documents, then(documents, Batch)).
@@ -80,11 +79,7 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
     the same functions, so the same numbers. Errors reading a FileRef are reported (or raised)
     in the parent, as it would have.
     Worker processes start only when there is more than one chunk of work. On one core no chunk
-    is read ahead, so a document on a pipe is answered before the next one comes. ``waiting``
-    runs once where forked workers count their first chunks and this process would wait
-    (ForkPool.map's ``waiting``): work the caller needs done before its first result. With
-    ``linger``, the workers are ended without waiting for them, once every chunk is given out
-    (ForkPool.close(wait=False)): the caller reaps them later (batch.pool.reap)."""
+    is read ahead, so a document on a pipe is answered before the next one comes."""
     finish = then or (lambda docs, batch: batch)
 
     def work(items: list) -> tuple:
@@ -128,9 +123,8 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
         with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
             pool = ForkPool(worker, n_jobs, on_fork=lambda: watch_parent(parent))
         with pool:
-            for result in pool.map(tasks(), waiting=waiting):
+            for result in pool.map(tasks()):
                 yield answered(pending.popleft(), result)
-            pool.close(wait=not linger)
         return
     for chunk, batch in _loky_counted(rest, settings, n_jobs):
         yield chunk, finish(chunk, batch)

@@ -67,7 +67,6 @@ class ForkPool:
 
     def __init__(self, fn: Callable, n_jobs: int, on_fork: Callable | None = None):
         self.workers: list[_Worker] = []
-        reap()  # (the workers of pools closed without waiting: long dead by now)
         try:
             for _ in range(n_jobs):
                 ours, theirs = socket.socketpair()
@@ -91,20 +90,13 @@ class ForkPool:
             self.close()
             raise
 
-    def map(self, tasks: Iterable, ahead: int = AHEAD, idle: Callable[[], object] | None = None,
-            waiting: Callable[[], object] | None = None) -> Iterator:
+    def map(self, tasks: Iterable, ahead: int = AHEAD, idle: Callable[[], object] | None = None) -> Iterator:
         """fn(task) for each task, in order; ``idle``, when given, is called once, the first time
-        every task is sent and a result is awaited: this process's own work meanwhile;
-        ``waiting``, once, the first time a result is awaited at all (as the workers start on
-        their first tasks): work this process will need done, which would otherwise take its
-        time from the results."""
-        return _dispatch(self.workers, iter(tasks), ahead, idle, waiting)
+        every task is sent and a result is awaited: this process's own work meanwhile."""
+        return _dispatch(self.workers, iter(tasks), ahead, idle)
 
-    def close(self, wait: bool = True) -> None:
-        """End the workers (SIGKILL: they hold nothing to clean up) and reap them; without
-        ``wait``, reaping them is left to reap() (the next pool's start, or the caller's), and
-        this process goes on while the system tears their memory down on another core: train
-        waited 4.5 ms for its two counting workers, 3.4 ms for calibration's."""
+    def close(self) -> None:
+        """End the workers (SIGKILL: they hold nothing to clean up) and reap them."""
         for w in self.workers:
             w.sock.close()
             try:
@@ -112,29 +104,17 @@ class ForkPool:
             except ProcessLookupError:
                 pass
         pids, self.workers = [w.pid for w in self.workers], []
-        _ending.extend(pids)
-        if wait:
-            reap(pids)
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
     def __enter__(self) -> "ForkPool":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-_ending: list[int] = []  # workers sent SIGKILL and not yet reaped (ForkPool.close(wait=False))
-
-
-def reap(pids: list[int] | None = None) -> None:
-    """Reap the workers that pools closed without waiting (or those of ``pids``): they were sent
-    SIGKILL, so this waits only for the system to finish taking them down."""
-    for pid in list(_ending if pids is None else pids):
-        _ending.remove(pid)
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
 
 
 HEADER = struct.Struct("<Q")  # a message's length
@@ -176,8 +156,8 @@ class _Worker:
         return pickle.loads(data)
 
 
-def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callable[[], object] | None = None,
-              waiting: Callable[[], object] | None = None) -> Iterator:
+def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callable[[], object] | None = None
+              ) -> Iterator:
     import selectors
 
     done: dict[int, object] = {}
@@ -220,10 +200,6 @@ def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callabl
                 idle, work = None, idle
                 work()
                 continue  # (results may have come meanwhile)
-            if waiting is not None:
-                waiting, work = None, waiting
-                work()
-                continue
             for w in workers:
                 events = (selectors.EVENT_READ if w.queued else 0) | (selectors.EVENT_WRITE if w.outbox else 0)
                 if events != registered.get(w, 0):

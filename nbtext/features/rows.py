@@ -23,7 +23,6 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 PIECE = 1 << 16  # entries at a time, where an operation's temporaries are one per entry
-FREED_EVERY = 4 << 20  # bytes of parts let go between Rows.stack's calls of ``freed``
 
 
 def index_dtype(n_cols: int):
@@ -75,29 +74,23 @@ class Rows:
         return cls(X[r, c], c, _indptr(np.bincount(r, minlength=X.shape[0])), X.shape[1])
 
     @classmethod
-    def stack(cls, parts: list["Rows"], n_cols: int, consume: bool = False, freed=None) -> "Rows":
+    def stack(cls, parts: list["Rows"], n_cols: int, consume: bool = False) -> "Rows":
         """The parts' rows, one after another, over ``n_cols`` columns (values and column
         numbers of the type that holds every part's, as numpy's concatenate makes them). With
         ``consume``, each item of ``parts`` is set to None once copied, so that a part held
-        nowhere else is let go before the next is copied, and ``freed`` (when given) is called
-        after each FREED_EVERY bytes of them (the command line returns freed memory there: small
-        parts are freed into the heap, which keeps their pages)."""
+        nowhere else is let go before the next is copied."""
         if not parts:
             return cls(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), n_cols)
         indptr = _indptr(np.concatenate([np.diff(p.indptr) for p in parts]))
         data = np.empty(int(indptr[-1]), dtype=np.result_type(*[p.data.dtype for p in parts]))
         indices = np.empty(len(data), dtype=np.result_type(*[p.indices.dtype for p in parts]))
-        at = let_go = 0
+        at = 0
         for i in range(len(parts)):
             p, n = parts[i], int(parts[i].indptr[-1])
             data[at:at + n], indices[at:at + n] = p.data[:n], p.indices[:n]
             at += n
             if consume:
-                let_go += p.data.nbytes + p.indices.nbytes + p.indptr.nbytes
                 parts[i] = p = None
-                if freed is not None and let_go >= FREED_EVERY:
-                    freed()
-                    let_go = 0
         return cls(data, indices, indptr, n_cols)
 
     @property

@@ -50,7 +50,7 @@ def check_folds(y: np.ndarray, k: int, what: str = "documents") -> None:
 
 
 def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, seed: int = 0,
-                    full=None, unseen: str = "keep", release=None):
+                    full=None, unseen: str = "keep"):
     """Joint log-likelihoods of every document from a model that did not see it.
 
     Each fold's model is ``full`` with the fold's counts taken out again (sample_weight -1):
@@ -74,13 +74,12 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
     0.0059 -> 0.0073 and 0.0077 -> 0.0076. Dropping is only right when each fold's model is the
     whole model less the fold: a sample's fold models know few of the whole corpus's tokens, and
     a token new to them is more like a rare one than an unknown one (dropped, the bundled
-    sample's 120-document sample gave T = 0.02 instead of above 1). ``release`` is called after
-    each fold (train returns freed memory to the system there)."""
-    return out_of_fold_jlls(X, y, classes, [(settings, full)], k, seed, unseen, release)[0]
+    sample's 120-document sample gave T = 0.02 instead of above 1)."""
+    return out_of_fold_jlls(X, y, classes, [(settings, full)], k, seed, unseen)[0]
 
 
 def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: int = 5, seed: int = 0,
-                     unseen: str = "keep", release=None, mapper=map) -> list:
+                     unseen: str = "keep", mapper=map) -> list:
     """out_of_fold_jll of each (settings, full) candidate, on the same folds, each fold's rows
     and columns made once for all of them (and its counts taken out once for the variants
     that count a document alike: estimators._taken): auto's candidates, scored in one pass.
@@ -89,8 +88,7 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
     one fold after another here; train passes one that runs folds in worker processes forked
     from this one (nbtext.batch.train), which see X and the candidates' counts as they are when
     it is called and send back only each fold's scores (a fold's rows: its documents x classes
-    per candidate). Each fold's numbers are the same whichever process makes them. A mapper
-    whose ``forgets`` is true takes ``forget=``, to call once the folds are the workers' alone."""
+    per candidate). Each fold's numbers are the same whichever process makes them."""
     if unseen not in ("keep", "drop", "both"):
         raise ValueError(f"unseen must be keep, drop or both, not {unseen!r}")
     X = Rows.of(X)
@@ -110,10 +108,7 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
                         del Xf
                 if full.same_features:
                     fitted[full.same_features] = full.counts_
-                if release:
-                    release()  # (the fits' temporaries, before the folds' workers copy this process)
         fulls.append(full)
-    full = None  # (held by fulls alone: see forget)
 
     def fold_scores(f: int) -> list:
         """Per candidate, (kept, dropped) scores of fold f's documents (None where not asked)."""
@@ -130,23 +125,11 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
             scores.append((linear.jll(Xf) if unseen != "drop" else None,
                            linear.jll(Xf.with_data(Xf.data * seen[Xf.indices])) if unseen != "keep" else None))
             del linear
-        del Xf, memo
-        if release:
-            release()  # (a fold's arrays under glibc's mapping threshold left their pages behind)
         return scores
-
-    def forget():
-        """Where forked workers score every fold and this process waits for their scores (train's
-        mapper: batch.train.FoldWorkers), the counts fitted here for them are theirs alone: this
-        process's copy goes (16 copies of spamassassin-2002: 8.8 MB of train's peak, which came
-        as it coded the vocabulary meanwhile)."""
-        fitted.clear()
-        fulls[:] = [None] * len(fulls)
 
     outs = [(np.zeros((X.shape[0], len(classes))) if unseen != "drop" else None,
              np.zeros((X.shape[0], len(classes))) if unseen != "keep" else None) for _ in fulls]
-    scored = mapper(fold_scores, range(k), forget=forget) if getattr(mapper, "forgets", False) \
-        else mapper(fold_scores, range(k))
+    scored = mapper(fold_scores, range(k))
     for f, scores in zip(range(k), scored):
         test = folds == f
         for (kept, dropped), (kept_f, dropped_f) in zip(outs, scores):
@@ -170,11 +153,17 @@ def lengths_of(X) -> np.ndarray:
     return X.row_sums(dtype=np.float64)
 
 
+def scales(temperature: float, length_power: float, lengths: np.ndarray) -> np.ndarray:
+    """What the map divides each document's jll by: T * length ** b, and 1 for a document with
+    no known tokens (its jll is the bias alone: nbtext.nb.decision.calibrated says why)."""
+    lengths = np.asarray(lengths, dtype=np.float64)
+    return np.where(lengths > 0, temperature * np.maximum(lengths, 1.0) ** length_power, 1.0)
+
+
 def calibrated_log(decision, jll: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Log-posteriors of many documents through the decision's calibration map: the same map as
     nbtext.nb.decision.calibrated (one document, pure Python), with numpy."""
-    scale = decision.temperature * np.maximum(np.asarray(lengths, dtype=np.float64), 1.0) ** decision.length_power
-    z = jll / scale[:, None]
+    z = jll / scales(decision.temperature, decision.length_power, lengths)[:, None]
     g = z - z.max(axis=1, keepdims=True)
     if decision.soft:
         g = -decision.soft * np.arcsinh(-g / decision.soft)
@@ -256,17 +245,20 @@ def fit_calibration(jll: np.ndarray, lengths: np.ndarray, t_idx: np.ndarray) -> 
        documents whose label their words do not tell (mislabelled, or unlike their class):
        what bounds the printed probability by the errors made out of fold.
     Each step keeps its parameter off (b = 0, soft = 0, floor = 0) unless it lowers the loss."""
-    lengths = np.maximum(np.asarray(lengths, dtype=np.float64), 1.0)
+    lengths = np.asarray(lengths, dtype=np.float64)
+    some = lengths > 0  # (a document without known tokens is not scaled: it says nothing of T or b)
     best = None
     for b in LENGTH_POWERS:
-        base = jll / (lengths ** b)[:, None]
-        t = fit_temperature(base, t_idx)
-        loss = log_loss_at(base, t_idx, t)
+        base = jll[some] / (np.maximum(lengths[some], 1.0) ** b)[:, None]
+        t = fit_temperature(base, t_idx[some]) if some.any() else 1.0
+        loss = log_loss_at(base, t_idx[some], t) if some.any() else 0.0
         if best is None or loss < best[0] - 1e-12:
             best = (loss, t, b)
     loss, t, b = best
     params = dict(temperature=t, length_power=b, soft=0.0, floor=0.0)
-    z = jll / (t * lengths ** b)[:, None]
+    z = jll / scales(t, b, lengths)[:, None]
+    if not some.all():
+        loss = log_loss_of(log_posteriors(z), t_idx)
     g = z - z.max(axis=1, keepdims=True)
 
     def soft_loss(c):

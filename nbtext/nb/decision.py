@@ -77,8 +77,11 @@ def calibrated(decision: Decision, jll: Sequence[float], length: float) -> list[
     """One document's posteriors from its joint log-likelihoods and length (its known tokens'
     occurrences), through the decision's calibration map. Pure Python for classify's sake
     (importing numpy takes longer than a whole classify); nbtext.nb.calibrate.calibrated_log
-    is the same map over many documents with numpy, and tests hold the two to 1e-9."""
-    scale = decision.temperature * max(length, 1.0) ** decision.length_power
+    is the same map over many documents with numpy, and tests hold the two to 1e-9.
+    A document with no known tokens has no evidence to temper: its jll is the bias alone (the
+    prior), taken as it is (scale 1), so an empty message gets the prior, not the prior's
+    log-odds divided by a temperature fitted to how words over-count."""
+    scale = decision.temperature * max(length, 1.0) ** decision.length_power if length > 0 else 1.0
     z = [x / scale for x in jll]
     top = max(z)
     c = decision.soft

@@ -20,6 +20,8 @@ from ..errors import NbtextError
 def target(path: str) -> str:
     """The file a write to ``path`` replaces: symlinks followed; refused when it exists and is
     not a regular file."""
+    if not path:  # (realpath would make it the current directory)
+        raise NbtextError("'': an empty file name names no file to write")
     real = os.path.realpath(path)
     try:
         st = os.stat(path)  # (the name given: /dev/stdout is a pipe, whatever realpath says)

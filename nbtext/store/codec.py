@@ -156,33 +156,6 @@ def encode(model) -> bytes:
     return b"".join(encode_pieces(model))
 
 
-def code_ahead(model) -> None:
-    """Make now what the model's file needs of its vocabulary and counts, kept on the model
-    (``coded_ahead``) until save takes it, or until the vocabulary grows or the counts change:
-    the vocabulary's coding (vocabfile.front_code) and the counts in its order (a copy, held
-    until then). Train makes them while calibration's worker processes score their folds and
-    this process would wait."""
-    idf = model.settings.idf  # (the document frequencies only where the file holds them)
-    model.coded_ahead = (_grown_to(model.vocab), model.counts, model.counts.version, idf, *_coded(model))
-
-
-def _grown_to(vocab) -> tuple[int, int]:
-    return len(vocab), vocab.buffer().nbytes  # (a vocabulary only ever appends)
-
-
-def _coding(model) -> tuple:
-    """((front-coded tokens, block heads), the counts in the tokens' order): code_ahead's,
-    taken (not kept), while the vocabulary and the counts are as they were then; else made
-    now. (The columns in the file's sorted order, so that the summary, too, depends only on the
-    counts per token and not on the order tokens were first seen in.)"""
-    held, model.coded_ahead = model.coded_ahead, None
-    idf = model.settings.idf
-    if held is not None and held[0] == _grown_to(model.vocab) and held[1] is model.counts \
-            and held[2] == model.counts.version and held[3] == idf:
-        return held[4], held[5]
-    return _coded(model)
-
-
 def _coded(model) -> tuple:
     """((front-coded tokens, block heads), the counts in the tokens' sorted order): the sorting
     permutation (8 bytes a token) is not kept once the counts are put in it."""
@@ -199,7 +172,7 @@ def encode_pieces(model) -> list:
         from .tables import encode_table
 
         return encode_table(model)
-    (fc, heads), counts = _coding(model)
+    (fc, heads), counts = _coded(model)
     head_dtype = "<u4" if len(fc) < 2**32 else "<u8"
     ledger = b"".join(sorted(model.ledger))
     sections = [

@@ -39,8 +39,34 @@ def _looks_like_table(path: str, kw: dict) -> bool:
     # it said only "no documents found" (for a binary .csv), or named the wrong column.
     from .read import raw_blocks
 
-    first = next((rows for _, rows in raw_blocks(path, fmt, 1) if rows), None)
+    first = next((rows for _, rows in raw_blocks(path, fmt, _LOOK) if rows), None)
     if first is None:
         return False
     header = [c.strip() for c in first[0]]
-    return kw["label_column"] in header and kw["text_column"] not in header and len(header) >= 2
+    table = kw["label_column"] in header and kw["text_column"] not in header and len(header) >= 2
+    if table:
+        _refuse_free_text(path, header, first[1:], kw["label_column"])
+    return table
+
+
+_LOOK = 256  # (rows read to tell a table from a text line file whose text column is not named)
+
+
+def _refuse_free_text(path: str, header: list[str], rows: list[list[str]], label: str) -> None:
+    """A table is taken for granted from its header alone (the label column, no text column),
+    so a CSV of labelled messages whose text column has another name became a table model, each
+    message one category (accuracy 0 on new ones): refused when a column's values in the first
+    rows are mostly distinct and mostly of three words or more, naming the options that say
+    which was meant."""
+    for j, name in enumerate(header):
+        if name == label:
+            continue
+        cells = [r[j] for r in rows if j < len(r) and r[j].strip()]
+        wordy = sum(len(c.split(None, 2)) == 3 for c in cells)
+        if len(cells) >= 2 and 2 * len(set(cells)) > len(cells) and 2 * wordy > len(cells):
+            from ..errors import NbtextError
+
+            raise NbtextError(
+                f"{path}: column {name!r} looks like free text ({len(set(cells))} of the first {len(cells)} "
+                f"values distinct, most of several words), which a table model reads as one category per "
+                f"value: for a text model, give --text-column {name}; for a table anyway, --variant table")
