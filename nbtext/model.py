@@ -13,6 +13,7 @@ import numpy as np
 
 from .errors import InputError
 from .features.counting import count_rows
+from .features.rows import Rows
 from .features.vocabulary import Vocabulary
 from .nb.counts import Counts
 from .nb.decision import Decision, decide, default_positive
@@ -113,7 +114,8 @@ class Model:
         X: the documents' raw token counts over the vocabulary."""
         from .nb.calibrate import calibrated_log, lengths_of
 
-        return calibrated_log(self.decision, self.estimator.predict_joint_log_proba(X), lengths_of(X))
+        # (as nbtext's Rows: the counts are the model's own, not a library caller's X to check)
+        return calibrated_log(self.decision, self.estimator.predict_joint_log_proba(Rows.of(X)), lengths_of(X))
 
     def proba(self, X) -> np.ndarray:
         return np.exp(self.log_proba(X))
