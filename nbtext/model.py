@@ -30,6 +30,7 @@ class Model:
     counts: Counts                     # per class and token: the state (columns are vocab ids)
     decision: Decision = field(default_factory=Decision)
     ledger: set = field(default_factory=set)  # content digests of learned documents
+    kind = "text"  # (a class attribute, not a field; a table model's is "table": commands dispatch on it)
 
     def __post_init__(self):
         if self.settings.variant == AUTO:  # until train's internal folds choose: the first candidate

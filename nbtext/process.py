@@ -26,8 +26,8 @@ def error_line(message: str) -> None:
 def printable_streams() -> None:
     """Have stdout and stderr write what their encoding cannot hold as \\xNN or \\uNNNN: with
     PYTHONIOENCODING=ascii (or any encoding short of Unicode), cv's "±", a class name "spám"
-    from a stranger's model or a header's text was an internal error halfway through the
-    output."""
+    from a stranger's model or a header's text would otherwise be an internal error halfway
+    through the output."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.reconfigure(errors="backslashreplace")
@@ -81,7 +81,7 @@ def finish(body, error_status: int = 1, name_of=flag_of) -> int:
     except (BrokenPipeError, ReaderLeft):
         # The reader left: end quietly, as cat does; point stdout at /dev/null so the
         # interpreter's final flush cannot complain either. Where the exit status is the
-        # answer (classify --exit-code: a user error there is 3, not 1), the answer was not
+        # answer (classify --exit-code: a user error there is 3, not 1), the answer is not
         # delivered, and that is an error.
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -117,11 +117,10 @@ def single_threaded_blas() -> None:
     """Have NumPy's OpenBLAS start no threads of its own, unless the environment already says
     how many (any of BLAS_THREADS): called by the entry point before NumPy is imported, as
     OpenBLAS reads the variable once, when it is loaded. nbtext's parallel work is its worker
-    processes (nbtext.batch.pool), one a core; a BLAS thread only competed with them. It is
-    made when NumPy is imported and then waits for work by spinning: in train on
-    spamassassin-2002 it took 47 ms of CPU in the first 0.1 s, while the workers were
-    starting (perf: blas_thread_server), and the run's CPU went 0.906 -> 0.841 s, its wall
-    0.545 -> 0.526 s (10 interleaved runs). No nbtext product is large enough for BLAS's
+    processes (nbtext.batch.pool), one a core; a BLAS thread only competes with them. It is
+    made when NumPy is imported and then waits for work by spinning, on the cores the workers
+    are starting on (perf: blas_thread_server); train measures faster without it
+    (docs/bench.md). No nbtext product is large enough for BLAS's
     threads to pay (the sparse products are the kernel's or scipy's, never BLAS), and a
     product's value does not depend on them. Worker processes inherit the variable.
     A library caller's process is left as it is: only the command line calls this."""
@@ -132,14 +131,14 @@ def single_threaded_blas() -> None:
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised as an exception so that the run ends as after Ctrl-C: worker pools shut
     down and temporaries are removed (killed by the default handler, joblib's resource
-    tracker warned of leaked semaphores)."""
+    tracker warns of leaked semaphores)."""
 
 
 def interrupts_to_main_thread() -> None:
     """Import numpy with Ctrl-C blocked, so that the threads its BLAS library starts (one per
     core, at import) keep it blocked and a Ctrl-C always reaches the main thread. While train
     starts its workers, the main thread holds Ctrl-C back (nbtext.batch.chunks.sigint_ignored):
-    a BLAS thread took it meanwhile, and since it was ignored then, it was lost and train ran on.
+    a BLAS thread could take it meanwhile, and, ignored then, it would be lost and train run on.
     The commands that start workers call this first (they import numpy anyway); classify, which
     must start fast without numpy, never does."""
     import signal

@@ -50,7 +50,7 @@ def marking(module, name, label):
     setattr(module, name, wrapped)
 
 marking(train, "train_model", "train_model")
-marking(train, "_model_from_counts", "model")
+marking(train, "model_from_counts", "model")
 marking(train, "_fit_on_folds", "calibration")
 marking(store, "save", "save")
 marking(store, "load", "load")

@@ -63,6 +63,7 @@ def test_predict_lines_formats(run, iir_tsv, tmp_path):
     assert [ln.split("\t")[:2] for ln in r.stdout.splitlines()] == [["-:1", "no"], ["-:2", "yes"]]
 
 
+@pytest.mark.slow
 def test_folder_train_predict_classify_eval(run, sample_model, tmp_path):
     r = run("classify", "-m", sample_model, input=(DATA / "example-spam.eml").read_bytes())
     assert r.stdout.split("\t")[0] == "spam"
@@ -173,6 +174,7 @@ def test_classify_does_not_import_heavy_modules(sample_model):
     assert r.stdout.splitlines()[-1] == "[]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ["{spam}"], ["{ham}", "--exit-code"], ["--exit-code", "{spam}"], ["-p", "{ham}"],
     ["--passthrough", "--threshold", "0.999999", "{spam}"], ["--unsure", "0.0,1.0", "--exit-code", "{spam}"],
@@ -235,6 +237,7 @@ def test_cv_text_and_json(run, tmp_path):
     assert r.stderr == "nbtext: error: --folds 7 needs at least 7 documents of each of two or more classes (ham: 6, spam: 6)\n"
 
 
+@pytest.mark.slow
 def test_parallel_training_writes_the_same_model_as_one_process(run, sample_model, tmp_path):
     """The bundled sample is 4.5 MB: chunks of CHUNK_BYTES make many, counted by two workers
     and merged in input order; the model file must not depend on that."""
@@ -258,6 +261,7 @@ def test_chunks_stop_at_a_count_or_a_size():
     assert list(_chunks(iter([]), 3, 10)) == []
 
 
+@pytest.mark.slow
 def test_streamed_sums_equal_the_whole_matrix_and_add_colliding_ids():
     """train's chunk-by-chunk sums over each chunk's own columns give the counts of the whole
     corpus as one matrix; ids that repeat (two tokens with one 64-bit key) add up."""
@@ -286,6 +290,7 @@ def test_streamed_sums_equal_the_whole_matrix_and_add_colliding_ids():
     assert counts.feature_count.tolist() == [[7.0, 5.0], [4.0, 2.0]]
 
 
+@pytest.mark.slow
 def test_train_and_predict_do_not_import_scipy(sample_model, tmp_path):
     """scipy.sparse was 11 MiB of train's peak memory (docs/floor.md); nbtext.features.rows does its work."""
     code = ("import sys; from nbtext.__main__ import main; sys.argv=['nbtext'] + sys.argv[1:]\n"
@@ -351,6 +356,7 @@ print(os.environ.get("OPENBLAS_NUM_THREADS"), len(os.listdir("/proc/self/task"))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
                     reason="threads counted in /proc; OpenBLAS starts none on one core")
 @pytest.mark.parametrize("given", [None, "OPENBLAS_NUM_THREADS=2", "OMP_NUM_THREADS=2"])

@@ -181,6 +181,7 @@ def test_folds_are_scored_in_turn_where_forking_is_unsafe(monkeypatch):
     assert set(train.fold_mapper(2)(lambda f: os.getpid(), range(1025))) == {os.getpid()}
 
 
+@pytest.mark.slow
 def test_out_of_fold_scores_equal_refitting_on_the_other_folds():
     """Taking a fold's counts out of the whole sample's is the model trained without it, and it
     scores the fold as it would score new mail: the tokens it never saw are left out."""
@@ -286,6 +287,7 @@ def test_threshold_and_unsure_band_on_the_worked_example(run, tmp_path):
     assert r.exit_code == 1 and "--unsure needs 0 <= LOW <= HIGH <= 1, got 0.9,0.6" in r.stderr
 
 
+@pytest.mark.slow
 def test_max_fpr_keeps_out_of_fold_false_positives_under_the_rate(run, tmp_path):
     model = tmp_path / "m.nbm"
     r = run("train", DATA / "corpus", "--max-fpr", "0.01", "-o", model)
@@ -375,6 +377,7 @@ def test_certain_correct_answers_print_a_log_loss_of_zero_not_minus_zero():
     assert json.dumps(r["log_loss"]) == "0.0"
 
 
+@pytest.mark.slow
 def test_merge_then_calibrate_predicts_as_training_on_everything(run, tmp_path, small_corpus):
     """merge keeps the first model's decision (its calibration was fitted to its own documents);
     calibrate on all the documents refits it as train does, so merge(A, B) + calibrate predicts
@@ -427,6 +430,7 @@ def test_calibrate_refuses_unknown_labels_and_leaves_the_model(run, tmp_path, sa
     assert sample_copy.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_auto_keeps_the_variant_with_fewest_out_of_fold_errors(monkeypatch):
     """The default variant, auto, scores each candidate (multinomial, complement: they count a
     document alike) on the internal folds and keeps the one with the fewest errors, ties broken by
@@ -530,6 +534,7 @@ def test_the_true_class_entries_and_log_loss_are_the_indexed_ones_to_the_bit(k):
         assert log_loss_at(a, t, temperature) == float(general.mean())
 
 
+@pytest.mark.slow
 def test_fold_workers_forked_without_what_they_never_read_make_the_same_model(monkeypatch):
     """Calibration's fold workers are forked without the vocabulary and, where the sample is not
     every document (its counts fitted apart), without the model's counts (a worker that read

@@ -43,6 +43,7 @@ def pids_calling(monkeypatch, owner, name: str) -> list:
     return where
 
 
+@pytest.mark.slow
 def test_results_come_in_input_order_from_every_worker():
     # uneven work: the early tasks are the long ones, so later results come back first
     def work(n):
@@ -57,6 +58,7 @@ def test_results_come_in_input_order_from_every_worker():
     assert all(gone(p) for p in pids)
 
 
+@pytest.mark.slow
 def test_tasks_and_results_larger_than_a_socket_buffer_do_not_deadlock():
     # 4 MB each way, two tasks queued a worker: a worker answering while its parent sent it the
     # next task would each wait for the other, if the parent's sends waited
@@ -75,15 +77,12 @@ def test_tasks_and_results_larger_than_a_socket_buffer_do_not_deadlock():
 
 
 def test_the_parents_own_work_runs_once_while_the_workers_work():
-    """map's ``idle`` (train encodes the vocabulary while calibration's workers score folds):
+    """map's ``idle`` (calibration's last tied fit, made here while the workers make the others):
     called once, in this process, once every task is out and a result is awaited;
     the results still come whole and in order. Its error is raised, and the workers end."""
-    import time
-
     events = []
 
     def work(n):
-        time.sleep(0.05)
         return n * n
 
     with ForkPool(work, 2) as pool:  # (3 tasks, 2 a worker at most: all out at once, then idle)
@@ -193,6 +192,7 @@ def test_forked_workers_score_their_own_chunks_and_give_the_parents_numbers(monk
     assert set(where) == {os.getpid()}
 
 
+@pytest.mark.slow
 def test_forked_workers_read_their_own_files_and_report_errors_in_the_parent(monkeypatch, tmp_path, small_corpus):
     """train's walk hands the workers FileRefs: each worker reads its chunk's files (an mbox among
     them splits there), and what comes back, in order, is what reading in the parent gives;
@@ -307,6 +307,7 @@ print(len(forked), left)
 """
 
 
+@pytest.mark.slow
 def test_train_leaves_no_worker_unreaped():
     """train_model reaps its counting and calibration workers before it returns: none is left a
     zombie, whatever the run, also when a fit fails or when training fails once counted (in a

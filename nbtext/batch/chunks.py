@@ -31,9 +31,8 @@ def default_jobs() -> int:
 def chunks(docs: Iterable[Document | FileRef], size: int = CHUNK, max_bytes: int = CHUNK_BYTES
            ) -> Iterator[list[Document | FileRef]]:
     """Consecutive lists of at most ``size`` documents (or files not read yet) that stop once
-    they hold ``max_bytes``: with a count alone, one chunk of long HTML mail took as long as
-    the rest of a corpus (spamassassin-2002 on 2 cores, 400 documents a chunk: 4.8 s, as long
-    as one core)."""
+    they hold ``max_bytes``: with a count alone, one chunk of long HTML mail can take as long
+    as the rest of a corpus, while the other cores idle."""
     chunk, held = [], 0
     for d in docs:
         chunk.append(d)
@@ -158,7 +157,7 @@ def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n
     with contextlib.ExitStack() as stack:
         with sigint_ignored():  # (the workers start here: they begin with Ctrl-C ignored)
             # Each worker watches its parent from its start, not from its first task: under load a
-            # kill -9 came before any task, and the workers lived on holding train's stderr.
+            # kill -9 can come before any task, and the workers would live on holding train's stderr.
             with parallel_config(backend="loky", initializer=watch_parent, initargs=(os.getpid(),)):
                 par = stack.enter_context(Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs"))
                 results = par(tasks())
@@ -174,13 +173,13 @@ def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n
 
 @contextlib.contextmanager
 def sigint_ignored(loky: bool = True):
-    """Ctrl-C ignored while worker processes are started (about 40 ms): an ignored signal, unlike a
+    """Ctrl-C ignored while worker processes are started: an ignored signal, unlike a
     handler, is kept across exec, and Python leaves it ignored, so a worker never has a Ctrl-C of
-    its own (one in the first half second printed the tracebacks of workers still importing);
-    the parent stops the pool. The main thread also blocks it meanwhile (Linux keeps a blocked
-    signal pending rather than drop it as ignored), so that a Ctrl-C in the window is handled
-    after it, mostly: one in about four pressed in the window is still lost (traced as far as
-    a pending Ctrl-C at the window's end that no handler then saw); a second press works.
+    its own (one while workers are still importing would print their tracebacks); the parent
+    stops the pool. The main thread also blocks it meanwhile (Linux keeps a blocked signal
+    pending rather than drop it as ignored), so that a Ctrl-C in the window is handled after it,
+    mostly: one pressed in the window is sometimes still lost (traced as far as a pending Ctrl-C
+    at the window's end that no handler then sees); a second press works.
     Only in the main thread (elsewhere signals are not ours)."""
     import threading
 
@@ -189,7 +188,7 @@ def sigint_ignored(loky: bool = True):
         return
     # The resource trackers that starting the pool would start, started first: the standard
     # library's unblocks Ctrl-C after starting its process (SIG_UNBLOCK, not the mask it found),
-    # which inside the window left Ctrl-C ignored and unblocked, and one pressed then was lost.
+    # which inside the window would leave Ctrl-C ignored and unblocked, and one pressed then lost.
     if loky:
         from multiprocessing import resource_tracker
 
@@ -217,8 +216,8 @@ _watching = False
 
 def watch_parent(parent: int | None = None) -> None:
     """In a worker process: ignore Ctrl-C (the parent handles it and stops the pool; a worker's
-    own KeyboardInterrupt printed tracebacks) and end as soon as the process that started it is
-    gone (kill -9 of train left its workers running for minutes, holding memory and /dev/shm).
+    own KeyboardInterrupt would print tracebacks) and end as soon as the process that started it
+    is gone (else a kill -9 of train leaves its workers running, holding memory and /dev/shm).
     ``parent``: the pid of the process that started this one, as it gave it: a worker whose
     parent died while it was still starting (kill -9 in the first half second) would otherwise
     take init for its parent and watch it forever. Once per process; never in the main process."""

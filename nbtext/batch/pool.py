@@ -1,12 +1,12 @@
 """Worker processes forked from the parent, for the map over chunks (nbtext.batch.chunks).
 
 Why not joblib's loky here: a loky worker is a new interpreter that imports joblib, numpy and
-nbtext before its first chunk, about 0.4 s on this machine's 2 cores, while the parent waits and
-the two compete for the cores (spamassassin-2002: the first chunk came back 0.42 s after the
-pool started, against 0.06 s on one core; the workers' start-up was a fifth of train's CPU).
-A forked worker has the parent's imports already and answers its first chunk at once. Loky
-stays where forking is not safe (nbtext.batch.chunks.fork_safe): other than Linux, or a library
-caller's process with threads of its own.
+nbtext before its first chunk, while the parent waits and the two compete for the cores: its
+first chunk comes back well after one core alone would have it, and the workers' start-up is
+a large share of train's CPU (docs/bench.md). A forked worker has the parent's imports
+already and answers its first chunk at once. Loky stays where forking is not safe
+(nbtext.batch.chunks.fork_safe): other than Linux, or a library caller's process with threads
+of its own.
 
 The protocol is one socket pair a worker, each message its length (8 bytes) and a pickle: the
 parent sends a chunk's documents, the worker sends back ("ok", result) or ("error", exception).
@@ -23,7 +23,7 @@ as multiprocessing and joblib do. No file is ever unpickled: model files are dat
 (nbtext.store), and nothing a stranger wrote reaches these sockets except as bytes inside a
 pickle nbtext made.
 
-A worker watches its parent (batch.chunks.watch_parent) and ignores Ctrl-C, as loky's did;
+A worker watches its parent (batch.chunks.watch_parent) and ignores Ctrl-C, as loky's do;
 it never runs the parent's cleanup (it ends with os._exit), and its garbage collector leaves
 the parent's objects alone (gc.freeze: a finalizer of the parent's, a temporary file's, must
 not run in a copy).
@@ -47,14 +47,12 @@ class WorkerError(NbtextError):
 
 # Chunks sent to a worker before its results are read. Results are given out in input order, so
 # a chunk slower than its neighbours holds up the others' results, and new chunks wait for them:
-# with 2, spamassassin-2002's two counting workers each waited 17-72 ms for work in train's 0.33
-# s of counting (the parent reduces between results, on the same two cores); with 4, train's
-# wall time went 0.491-0.496 -> 0.474-0.478 s (16 interleaved runs, twice), predict's the same,
-# the peak RSS at 16 copies the same within 1 MiB (a result is a few hundred kB). Past
-# AHEAD_ALWAYS a worker, tasks go out only while those out hold under AHEAD_BYTES pickled: a
-# walk's chunks are file references (kB), but an mbox's or stdin's carry their documents'
-# bytes (a chunk of at least a 256 KiB, or one document of up to 64 MiB), which the caller
-# holds until each is given out: those stay at 2 a worker, as before.
+# with 2, the counting workers wait for work while the parent reduces between results on the
+# same cores; 4 keeps them busy (measured faster for train, predict and the peak memory the same:
+# docs/bench.md). Past AHEAD_ALWAYS a worker, tasks go out only while those out hold under
+# AHEAD_BYTES pickled: a walk's chunks are file references (small), but an mbox's or stdin's
+# carry their documents' bytes (a chunk of at least a 256 KiB, or one document of up to 64 MiB),
+# which the caller holds until each is given out: those stay at 2 a worker.
 AHEAD = 4
 AHEAD_ALWAYS = 2
 AHEAD_BYTES = 4 << 20
@@ -118,11 +116,10 @@ class ForkPool:
 
 
 HEADER = struct.Struct("<Q")  # a message's length
-# What a socket holds each way (the system caps it: net.core.wmem_max, 4 MiB on this machine, 208
-# KiB by default). A worker sends its answer whole and only then takes its next task: with the
-# default buffer a chunk's answer (about 800 KB for train) waited on the parent, busy with the
-# reduce, to read it, and the worker idled (spamassassin-2002 on 2 cores: counting 0.63-0.74 ->
-# 0.57-0.72 s, predict 0.82-0.87 -> 0.77-0.89 s, interleaved runs).
+# What a socket holds each way (the system caps it: net.core.wmem_max). A worker sends its
+# answer whole and only then takes its next task: with the default buffer a chunk's answer waits
+# on the parent, busy with the reduce, to read it, and the worker idles (measured faster for
+# counting and predict with this one: docs/bench.md).
 BUFFER = 4 << 20
 
 

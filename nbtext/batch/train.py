@@ -38,7 +38,7 @@ class Reservoir:
 
     Each document draws a random key; the sample is the ``size`` smallest keys. Parts are
     only cut down when a quarter of the size again has piled up, so the cost per document
-    stays constant, and each part is cut on its own (stacking them all first held the pile
+    stays constant, and each part is cut on its own (stacking them all first would hold the pile
     twice, then the kept rows a third time). Once cut, a document whose key is above the cut
     can never be in the sample (``size`` keys below it are held already): it is let go before
     its rows are even taken (the same sample, as every later cut is lower). Rows are counts,
@@ -77,8 +77,8 @@ class Reservoir:
 
     def add(self, X: Rows, labels: list[str], move: Callable[[Rows], Rows] | None = None):
         """The next documents; ``move``, when given, is applied to the rows of those that may
-        still be in the sample, and only to them (train puts them on the vocabulary's ids: at
-        16 copies of spamassassin-2002, a few rows of most chunks)."""
+        still be in the sample, and only to them (train puts them on the vocabulary's ids: on a
+        large corpus, a few rows of most chunks)."""
         rows = self._draw(X.shape[0])
         if rows is not None:
             X, labels = Rows.of(X)[rows], [labels[i] for i in rows]
@@ -163,7 +163,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     release_free_memory()
     sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
     release_free_memory()
-    model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
+    model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
                                        n_jobs=n_jobs)
     model.ledger = ledger
     return model, fit
@@ -174,11 +174,13 @@ def _digests(docs: list[Document]) -> list[bytes]:
     return [digest(d.label, d.data) for d in docs]
 
 
-def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
-                       X=None, y=None, n_jobs: int = 1) -> tuple[Model, np.ndarray, ThresholdFit | None]:
+def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
+                      X=None, y=None, n_jobs: int = 1) -> tuple[Model, np.ndarray, ThresholdFit | None]:
     """The model of counts over ``vocab``, with the features the options keep and the decisions
     fitted on (X, y) when given; returns it with the kept columns and the threshold's fit
-    (``n_jobs``: the cores calibration's folds may use, see apply_decisions)."""
+    (``n_jobs``: the cores calibration's folds may use, see apply_decisions). The one end of
+    every way of counting a corpus: train_model's chunks (here or in forked workers) and
+    batch.cluster's partitions reduce into counts, then come here."""
     counts.compact()
     width = counts.width
     fc = counts.feature_count if features.max_features is None else np.ascontiguousarray(counts.feature_count)
@@ -207,7 +209,7 @@ def fit_matrix(X, y: np.ndarray, vocab: Vocabulary, tokenizer: TokenizerSettings
     X = Rows.of(X)
     counts = Counts()
     counts.add(make_estimator(settings).features(X), list(y), width=X.shape[1])
-    model, keep, _ = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
+    model, keep, _ = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
     return model, keep
 
 
@@ -300,7 +302,7 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, mapper=map) -> Thresho
         return None
     p = np.exp(calibrated_log(model.decision, for_threshold, lengths))[:, classes.index(pos)]
     # Uncalibrated, Naive Bayes log-odds run to hundreds, and P rounds to 1 for every confident
-    # document: spamassassin-2002's split has 8 such ham.
+    # document, ham among them: no threshold under 1 then keeps the false positive rate.
     hint = "" if d.calibrate else " (probabilities uncalibrated, as {calibrate} is off: try it on)"
     t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr, hint)
     return ThresholdFit(t, float((p[y != pos] >= t).mean()),
@@ -435,7 +437,7 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
             progress(len(chunk))
     if not n_docs:
         raise NbtextError("no documents found in the calibration sources")
-    if len(seen) < 2:  # (as train refuses: the model's calibration was replaced by none)
+    if len(seen) < 2:  # (as train refuses: else the model's calibration would be replaced by none)
         raise NbtextError(f"need documents of at least two classes to calibrate, got only {sorted(seen)[0]!r}")
     X, y = reservoir.sample(len(model.vocab)) if reservoir is not None else (None, None)
     model.decision = Decision(positive=default_positive(model.classes))

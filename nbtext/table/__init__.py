@@ -12,24 +12,22 @@ from __future__ import annotations
 import os
 
 
-def is_table_run(kw: dict) -> bool:
-    """Whether a train or cv run is about a table: when --variant is table, categorical or
-    gaussian, when --columns, --categorical, --numeric or --covariance is given, or when every
-    source is a CSV/TSV file whose header has the label column and no text column (a text line
-    file needs one). (Here, not in nbtext.tablecli: asking costs no import of the table modules,
-    1.7 ms of every text train's start.)"""
-    from ..settings import TABLE_VARIANTS
-
-    if kw.get("variant") in TABLE_VARIANTS or any(kw.get(k) for k in ("columns", "categorical", "numeric", "covariance")):
+def is_table_run(sources, asked: bool) -> bool:
+    """Whether a train or cv run is about a table: when an option ``asked`` for one (--variant
+    table, categorical or gaussian, --columns, --categorical, --numeric or --covariance), or when
+    every source (an nbtext.options.Sources: no --label pairs) is a CSV/TSV file whose header has
+    the label column and no text column (a text line file needs one). (Here, not in
+    nbtext.tablecli: asking costs no import of the table modules, 1.7 ms of every text train's
+    start.)"""
+    if asked:
         return True
-    sources = kw.get("sources") or ()
-    if kw.get("label_paths") or not sources:
+    if sources.labelled or not sources.paths:
         return False
-    return all(_looks_like_table(s, kw) for s in sources)
+    return all(_looks_like_table(s, sources.line) for s in sources.paths)
 
 
-def _looks_like_table(path: str, kw: dict) -> bool:
-    fmt = kw.get("line_format")
+def _looks_like_table(path: str, line) -> bool:
+    fmt = line.format
     name = path[:-3] if path.endswith(".gz") else path
     ext = os.path.splitext(name)[1].lower()
     if path == "-" or not os.path.isfile(path) or (fmt not in ("csv", "tsv") and ext not in (".csv", ".tsv", ".tab")):
@@ -43,9 +41,9 @@ def _looks_like_table(path: str, kw: dict) -> bool:
     if first is None:
         return False
     header = [c.strip() for c in first[0]]
-    table = kw["label_column"] in header and kw["text_column"] not in header and len(header) >= 2
+    table = line.label_column in header and line.text_column not in header and len(header) >= 2
     if table:
-        _refuse_free_text(path, header, first[1:], kw["label_column"])
+        _refuse_free_text(path, header, first[1:], line.label_column)
     return table
 
 
