@@ -9,6 +9,7 @@ Importing nbtext is cheap; the estimators (which need numpy; scipy's matrices ar
 needed) load on first use:
 
     from nbtext import MultinomialNB, Tokenizer
+    clf = nbtext.TextClassifier().fit(texts, labels)   # text in, labels out (nbtext.pipeline)
 """
 __version__ = "0.1.0"
 
@@ -17,7 +18,10 @@ _LAZY = {
     "Counts": "nb.counts", "Tokenizer": "text.tokenizer", "TokenizerSettings": "settings",
     "ModelSettings": "settings", "FeatureOptions": "settings", "DecisionOptions": "settings",
     "Model": "model", "Vocabulary": "features.vocabulary", "count_rows": "features.counting",
-    "train_model": "batch.train", "TableNB": "table.estimators", "TableSettings": "settings", "load": "store", "save": "store", "NbtextError": "errors",
+    "train_model": "batch.train", "TableNB": "table.estimators",
+    "GaussianNB": "table.estimators", "CategoricalNB": "table.estimators", "TableSettings": "settings",
+    "load": "pipeline", "save": "pipeline", "TextClassifier": "pipeline", "TextVectorizer": "pipeline",
+    "NbtextError": "errors",
 }
 __all__ = sorted(_LAZY)
 

@@ -7,6 +7,15 @@ class NbtextError(Exception):
     """A user error: a bad path, value or file. The message names the culprit."""
 
 
+class InputError(NbtextError, ValueError):
+    """Bad input to an estimator (X, y, sample weights, a parameter's value): a ValueError as
+    well, as scikit-learn's tools expect of a bad input."""
+
+
+class NotFittedError(InputError, AttributeError):
+    """An estimator used before it was fitted (scikit-learn's NotFittedError is both too)."""
+
+
 class ModelFileError(NbtextError):
     """A model file that is truncated, corrupt, foreign or from a newer version."""
 

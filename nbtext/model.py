@@ -11,7 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .errors import InputError
 from .features.counting import count_rows
+from .features.rows import Rows
 from .features.vocabulary import Vocabulary
 from .nb.counts import Counts
 from .nb.decision import Decision, decide, default_positive
@@ -113,10 +115,37 @@ class Model:
         X: the documents' raw token counts over the vocabulary."""
         from .nb.calibrate import calibrated_log, lengths_of
 
-        return calibrated_log(self.decision, self.estimator.predict_joint_log_proba(X), lengths_of(X))
+        # (as nbtext's Rows: the counts are the model's own, not a library caller's X to check)
+        return calibrated_log(self.decision, self.estimator.predict_joint_log_proba(Rows.of(X)), lengths_of(X))
 
     def proba(self, X) -> np.ndarray:
         return np.exp(self.log_proba(X))
+
+    # -- documents in, labels out --------------------------------------------------------
+    def document_log_proba(self, documents: Iterable) -> np.ndarray:
+        """Posteriors in log space of documents (str or bytes), in the order of ``classes``:
+        counted as predict counts them (features.counting.count_documents: the compiled kernel's
+        tokens or the tokenizer's, the same) onto the vocabulary, through the calibration map:
+        the probabilities `nbtext predict` prints."""
+        from .features.counting import count_documents
+
+        datas = list(documents)
+        bad = next((d for d in datas if not isinstance(d, (str, bytes))), None)
+        if bad is not None:
+            raise InputError(f"a document is text (str) or bytes, got {type(bad).__name__}")
+        if not datas:
+            return np.zeros((0, len(self.classes)))
+        return self.log_proba(count_documents(datas, self.tokenizer_settings).onto(self.vocab, grow=False))
+
+    def predict_proba(self, documents: Iterable) -> np.ndarray:
+        """Each document's posteriors, one column per class of ``classes`` (``nbtext predict``'s
+        scores)."""
+        return np.exp(self.document_log_proba(documents))
+
+    def predict(self, documents: Iterable) -> list[str]:
+        """Each document's label, decided as ``nbtext predict`` decides it (the model's
+        threshold for two classes, else the most probable class)."""
+        return self.verdicts(self.predict_proba(documents))
 
     def decide_rows(self, proba: np.ndarray) -> list[tuple[str, bool]]:
         """(label, unsure) per row of posteriors: argmax, or the threshold for two classes."""

@@ -512,7 +512,7 @@ def test_table_estimator_fits_in_pieces_as_scikit_learns_gaussian_nb_and_categor
     X, y = load_fixture("wine")
     ours = TableNB()
     for part in np.array_split(np.arange(len(y)), 7):
-        ours.partial_fit(X[part], y[part])
+        ours.partial_fit(X[part], y[part], classes=np.unique(y))
     theirs = GaussianNB().fit(X, y)
     assert np.array_equal(ours.predict(X), theirs.predict(X))
     assert np.abs(ours.predict_proba(X) - theirs.predict_proba(X)).max() <= 1e-9

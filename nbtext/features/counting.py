@@ -51,7 +51,7 @@ def count_documents(datas: list, settings: TokenizerSettings) -> "Batch":
     return Batch(blob, keys, Rows(data, indices, indptr, n_cols), distinct=True)  # (a key, a column)
 
 
-def count_rows(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool) -> Rows:
+def count_rows(token_lists: Iterable[list[str]], vocab: Vocabulary, grow: bool = False) -> Rows:
     """Rows are documents, columns vocabulary ids, values token counts.
 
     With grow=False tokens the vocabulary does not know are dropped (they cannot be scored).

@@ -14,15 +14,19 @@ nbtext.nb.weights. Everything else is the base class's: the joint log-likelihood
 """
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import numpy as np
 
-from ..errors import NbtextError
+from ..errors import InputError
 from ..features.rows import Rows
-from ..settings import number
 from . import weights as F
 from .counts import Counts
+from .interface import (ClassifierInterface, Labels, TagValues, check_feature_names, check_lengths,
+                        check_non_negative, check_sample_weight, check_width, check_X, check_y, partial_fit_classes)
+
+ALPHA_MIN = 1e-10  # (scikit-learn's: alpha below it is raised to it unless force_alpha)
 
 
 def logsumexp_rows(a: np.ndarray) -> np.ndarray:
@@ -56,8 +60,54 @@ def _as_rows(X) -> Rows:
     if X.data.dtype != np.float64:
         X = X.astype(np.float64)
     if X.nnz and X.data.min() < 0:
-        raise NbtextError("Naive Bayes needs non-negative feature values")
+        raise InputError("Negative values in data passed to Naive Bayes (input X)")
     return X
+
+
+def _frozen(value):
+    """A parameter's value as a cache key can hold it (an array as its numbers)."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return tuple(np.asarray(value, dtype=np.float64).ravel().tolist())
+    return value
+
+
+def checked_alpha(est, warn: bool = True):
+    """The alpha an estimator's weights use, checked as scikit-learn checks it: a number or one
+    per feature, not negative; below ALPHA_MIN raised to it (with a warning) unless
+    ``force_alpha``."""
+    alpha = est.alpha
+    if isinstance(alpha, (list, tuple, np.ndarray)):
+        alpha = np.asarray(alpha, dtype=np.float64)
+        if alpha.ndim != 1 or alpha.shape[0] != est.n_features_in_:
+            raise InputError("When alpha is an array, it should contains `n_features`. "
+                             f"Got {alpha.size} elements instead of {est.n_features_in_}.")
+        if (alpha < 0).any():
+            raise InputError("All values in alpha must be greater than 0.")
+    elif isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not alpha >= 0:
+        raise InputError(f"The 'alpha' parameter of {type(est).__name__} must be a float in the range "
+                         f"[0.0, inf) or an array-like. Got {alpha!r} instead.")
+    if np.min(alpha) < ALPHA_MIN and not est.force_alpha:
+        if warn:
+            warnings.warn(f"alpha too small will result in numeric errors, setting alpha = {ALPHA_MIN:.1e}. "
+                          "Use `force_alpha=True` to keep alpha unchanged.", stacklevel=4)
+        return np.maximum(alpha, ALPHA_MIN)
+    return alpha
+
+
+def class_log_prior(cc: np.ndarray, fit_prior: bool, class_prior) -> np.ndarray:
+    """log P(c): ``class_prior``'s when given, else uniform without ``fit_prior``, else each
+    class's share of the (weighted) documents."""
+    k = len(cc)
+    if class_prior is not None:
+        prior = np.asarray(class_prior, dtype=float)
+        if prior.shape != (k,):
+            raise InputError("Number of priors must match number of classes.")
+        with np.errstate(divide="ignore"):
+            return np.log(prior)
+    if not fit_prior:
+        return np.full(k, -np.log(k))
+    with np.errstate(divide="ignore"):
+        return F.log_prior(cc, cc.sum(), np.log)
 
 
 class Linear:
@@ -84,37 +134,68 @@ class Linear:
         return out
 
 
-class _BaseNB:
-    """Owns the counts, the class bookkeeping and every predict*; subclasses derive weights."""
+class _BaseNB(ClassifierInterface):
+    """Owns the counts, the class bookkeeping and every predict*; subclasses derive weights.
 
-    def __init__(self, alpha: float = 1.0, fit_prior: bool = True, class_prior=None):
+    scikit-learn's parameters and behaviour (nbtext.nb.interface): ``classes_`` in y's own
+    values; X checked as scikit-learn checks it, except nbtext's own Rows (the command line's,
+    checked where they are made, whose vocabulary may grow between partial_fit calls);
+    ``sample_weight`` of -1 takes documents out again (nbtext's forgetting)."""
+
+    tag_values = TagValues(sparse=True, positive_only=True, poor_score=True)
+    non_negative = True  # (X refused when negative: Bernoulli binarizes it instead)
+
+    def __init__(self, *, alpha=1.0, force_alpha: bool = True, fit_prior: bool = True, class_prior=None):
         self.alpha = alpha
+        self.force_alpha = force_alpha
         self.fit_prior = fit_prior
         self.class_prior = class_prior
 
-    # -- scikit-learn style parameter access ---------------------------------------------
-    def get_params(self, deep: bool = True) -> dict:
-        return {"alpha": self.alpha, "fit_prior": self.fit_prior, "class_prior": self.class_prior}
-
     def set_params(self, **params):
-        for k, v in params.items():
-            setattr(self, k, v)
-        self._cache = None
+        super().set_params(**params)
+        self.__dict__.pop("_cache", None)
         return self
 
     # -- the state ------------------------------------------------------------------------
     @classmethod
     def of_counts(cls, counts: Counts, **params):
-        """An estimator over existing counts (shared, not copied)."""
+        """An estimator over existing counts (shared, not copied), whose classes are the counts'
+        class names."""
         est = cls(**params)
         est.counts_ = counts
         return est
 
+    def _fitted(self) -> bool:
+        return "counts_" in self.__dict__
+
     # scikit-learn's fitted attributes, read from the counts
-    classes_ = property(lambda self: np.asarray(self.counts_.classes))
+    @property
+    def classes_(self) -> np.ndarray:
+        self._check_fitted()
+        labels = self.__dict__.get("_labels")
+        return labels.classes if labels is not None else np.asarray(self.counts_.classes)
+
     feature_count_ = property(lambda self: self.counts_.feature_count)
     class_count_ = property(lambda self: self.counts_.class_count)
-    n_features_in_ = property(lambda self: self.counts_.width)
+
+    @property
+    def n_features_in_(self) -> int:
+        if "counts_" in self.__dict__:
+            return self.counts_.width
+        if "_n_features_in" in self.__dict__:
+            return self._n_features_in
+        raise AttributeError(f"{type(self).__name__} has no n_features_in_ before it is fitted")
+
+    @n_features_in_.setter
+    def n_features_in_(self, n: int):
+        self._n_features_in = n
+
+    def _names(self, y) -> list:
+        """The counts' class names of labels y (refused when one is not a class)."""
+        labels = self.__dict__.get("_labels")
+        if labels is None:
+            return [str(v) for v in np.asarray(y)]
+        return labels.names_of(np.asarray(y))
 
     def features(self, X) -> Rows:
         """A document as this variant counts it."""
@@ -127,25 +208,54 @@ class _BaseNB:
         spamassassin-2002's train peaked at 291 MiB instead of ~100)."""
         return _as_rows
 
+    def _checked_X(self, X, reset: bool = False, counted: bool = True):
+        """X as scikit-learn checks it, and with ``counted`` as this variant counts it; nbtext's
+        Rows as they are."""
+        if isinstance(X, Rows):
+            return self.features(X) if counted else X
+        name = type(self).__name__
+        check_feature_names(self, X, reset)
+        X = check_X(X, name, sparse=True)
+        if not reset:
+            check_width(X.shape[1], self.n_features_in_, name)
+        if self.non_negative:
+            check_non_negative(X, name)
+        return self.features(X) if counted else X
+
     def fit(self, X, y, sample_weight=None):
-        X = _as_rows(X)
-        self.counts_ = Counts(np.unique(np.asarray(y)).tolist(), X.shape[1])
-        return self.partial_fit(X, y, sample_weight=sample_weight)
+        X = self._checked_X(X, reset=True)
+        y = check_y(y)
+        check_lengths(X.shape[0], y)
+        w = check_sample_weight(sample_weight, len(y), negative_ok=True)
+        for attr in ("counts_", "_labels", "_cache", "_n_features_in"):
+            self.__dict__.pop(attr, None)
+        self._labels = Labels(y)
+        self.counts_ = Counts(self._labels.names, X.shape[1])
+        return self._count(X, y, w)
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
+        first = not self._fitted()
+        X = self._checked_X(X, reset=first)
+        y = check_y(y)
+        check_lengths(X.shape[0], y)
+        w = check_sample_weight(sample_weight, len(y), negative_ok=True)
+        if first:
+            self._labels = partial_fit_classes(None, classes)
+            self.counts_ = Counts(self._labels.names, X.shape[1])
+        elif self.__dict__.get("_labels") is not None:
+            partial_fit_classes(self._labels, classes)
+        return self._count(X, y, w)
+
+    def _count(self, X: Rows, y, w):
         self._check_alpha()
-        X = self.features(X)
-        y = [str(v) for v in np.asarray(y)]
-        if not hasattr(self, "counts_"):
-            if classes is None:
-                raise NbtextError("classes must be passed on the first call to partial_fit")
-            self.counts_ = Counts([str(c) for c in np.unique(classes)], X.shape[1])
-        self.counts_.check_labels(y)
-        w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
+        names = self._names(y)
+        self.counts_.check_labels(names)
         if w is not None and (w < 0).any():
-            self.counts_ = self.counts_.plus(X, y, w)
+            self.counts_ = self.counts_.plus(X, names, w)
         else:
-            self.counts_.add(X, y, width=max(X.shape[1], self.counts_.width), weights=w)
+            self.counts_.add(X, names, width=max(X.shape[1], self.counts_.width), weights=w)
+        if self.__dict__.get("_labels") is not None:
+            self.linear()  # (derived now, as scikit-learn's fit does: predicting changes nothing)
         return self
 
     def add_at(self, X, y, cols: np.ndarray) -> "_BaseNB":
@@ -156,7 +266,7 @@ class _BaseNB:
         columns rather than the vocabulary. Calibration fits a sample's counts fold by fold
         this way: two vocabulary-wide arrays a fold were train's peak on a larger corpus."""
         self._check_alpha()
-        y = [str(v) for v in np.asarray(y)]
+        y = self._names(y)
         self.counts_.check_labels(y)
         cols = np.asarray(cols, dtype=np.int64)
         self.counts_.add_summed(Counts.summed(self.features(X), y), ids=cols,
@@ -169,11 +279,11 @@ class _BaseNB:
         if self.same_features != "counts":
             return False
         self._check_alpha()
-        return self.counts_.add_whole(X, [str(v) for v in np.asarray(y)])
+        return self.counts_.add_whole(X, self._names(y))
 
     def without(self, X, y) -> "_BaseNB":
         """A new estimator of the same kind: these counts less the documents (X, y)."""
-        return self.of_counts(self.counts_.plus(self.features(X), [str(v) for v in y],
+        return self.of_counts(self.counts_.plus(self.features(X), self._names(y),
                                                 -np.ones(len(y))), **self.get_params())
 
     def fold_linear(self, X, y, cols: np.ndarray, memo: dict | None = None) -> tuple[Linear, np.ndarray]:
@@ -186,7 +296,7 @@ class _BaseNB:
         calibration's auto chooses between compute only the columns (``_fold_linear``).
         ``memo``: a dict shared by the candidates scoring one fold, so that the fold's counts are
         taken out once for all that count a document alike (``_taken``)."""
-        y = [str(v) for v in y]
+        y = self._names(y)
         X = self.features(X)
         fold = self._fold_linear(X, y, cols, memo)
         if fold is not None:
@@ -226,17 +336,22 @@ class _BaseNB:
             return np.add(fc_cols[:, 0], fc_cols[:, 1]) > 1e-9
         return fc_cols.T.sum(axis=0) > 1e-9
 
-    def _check_alpha(self):
-        number("alpha", self.alpha, 0, 1e6, lo_open=True)  # (ModelSettings' rule)
+    def _check_alpha(self, warn: bool = True):
+        """The alpha the weights use (checked_alpha)."""
+        return checked_alpha(self, warn)
+
+    def _alpha(self):
+        """The alpha the weights use (_check_alpha's, without its warning)."""
+        return self._check_alpha(warn=False)
 
     # -- derived parameters, cached until the counts change --------------------------------
     def _derived(self, name: str, make):
         cache = getattr(self, "_cache", None)
-        key = (id(self.counts_), self.counts_.version, self.alpha)
+        key = (id(self.counts_), self.counts_.version, _frozen(self.alpha), self.force_alpha)
         if cache is None or cache[0] != key:
             cache = self._cache = (key, {})
         if name not in cache[1]:
-            self._check_alpha()
+            self._check_alpha(warn=False)
             cache[1][name] = make()
         return cache[1][name]
 
@@ -246,17 +361,7 @@ class _BaseNB:
 
     def _log_prior(self, cc: np.ndarray | None = None) -> np.ndarray:
         """log P(c) from the class counts (``cc``: a fold's, else the model's)."""
-        k = len(self.counts_.classes)
-        if self.class_prior is not None:
-            prior = np.asarray(self.class_prior, dtype=float)
-            if prior.shape != (k,):
-                raise NbtextError(f"class_prior needs {k} values")
-            return np.log(prior)
-        if not self.fit_prior:
-            return np.full(k, -np.log(k))
-        cc = self.class_count_ if cc is None else cc
-        with np.errstate(divide="ignore"):
-            return F.log_prior(cc, cc.sum(), np.log)
+        return class_log_prior(self.class_count_ if cc is None else cc, self.fit_prior, self.class_prior)
 
     def linear(self) -> Linear:
         """The linear view W, b of the joint log-likelihood (see nbtext.nb.weights)."""
@@ -276,9 +381,12 @@ class _BaseNB:
 
     # -- prediction: everything comes from the joint log-likelihood ----------------------
     def predict_joint_log_proba(self, X) -> np.ndarray:
-        X = _as_rows(X)
-        if X.shape[1] != self.n_features_in_:
-            raise NbtextError(f"X has {X.shape[1]} features, the model {self.n_features_in_}")
+        self._check_fitted()
+        if isinstance(X, Rows):
+            X = _as_rows(X)
+            check_width(X.shape[1], self.n_features_in_, type(self).__name__)
+        else:
+            X = self._checked_X(X, counted=False)
         return self.linear().jll(X)
 
     def predict_log_proba(self, X) -> np.ndarray:
@@ -297,7 +405,8 @@ class MultinomialNB(_BaseNB):
     def _den_sums(self) -> np.ndarray:
         """N_c + alpha * V per class: sum_t (N_ct + alpha). (row by row: the same sums, without
         a smoothed copy of all the counts at once)"""
-        return np.array([(row + self.alpha).sum() for row in self.feature_count_])
+        alpha = self._alpha()
+        return np.array([(row + alpha).sum() for row in self.feature_count_])
 
     def _log_den(self) -> np.ndarray:
         with np.errstate(divide="ignore"):  # (no token at all: log 0, which no token's weight then uses)
@@ -309,8 +418,9 @@ class MultinomialNB(_BaseNB):
     def _linear(self) -> Linear:
         # Weights are made tokens x classes, in place, and handed out transposed: one V x k
         # array, whose transpose is already the C-ordered operand of the product.
-        W = F.multinomial_weight(self.counts_.token_major, self._log_den(), self.alpha,
-                                 lambda a: np.log(a, out=a)).T
+        alpha = self._alpha()
+        W = F.multinomial_weight(self.counts_.token_major, self._log_den(), alpha if np.ndim(alpha) == 0 else
+                                 np.asarray(alpha)[:, None], lambda a: np.log(a, out=a)).T
         return Linear(W, F.Multinomial.bias_terms(W.shape[0], self.class_log_prior_, None), self.featurizer())
 
     same_features = "counts"
@@ -322,7 +432,7 @@ class MultinomialNB(_BaseNB):
         # _log_den's sums: the whole model's (once), less what the fold took at its columns
         whole = self._derived("den_sums", self._den_sums)
         log_den = np.log(whole - (held - fc).sum(axis=0))
-        W = F.multinomial_weight(fc, log_den, self.alpha, lambda a: np.log(a, out=a)).T
+        W = F.multinomial_weight(fc, log_den, self._alpha(), lambda a: np.log(a, out=a)).T
         return Linear(W, F.Multinomial.bias_terms(W.shape[0], self._log_prior(cc), None), self.featurizer()), seen
 
 
@@ -330,16 +440,29 @@ class BernoulliNB(_BaseNB):
     """P(t|c) = (df_ct + alpha) / (n_c + 2 alpha); absent vocabulary terms count against a class.
 
     Scoring stays sparse: X @ (log p - log(1-p)).T + sum(log(1-p)). Its feature_log_prob_ is
-    scikit-learn's, log p."""
+    scikit-learn's, log p. A document's features: 1 where its value is above ``binarize``
+    (None: its values as they are)."""
+
+    tag_values = TagValues(sparse=True, poor_score=True)
+    non_negative = False
+
+    def __init__(self, *, alpha=1.0, force_alpha: bool = True, binarize=0.0, fit_prior: bool = True,
+                 class_prior=None):
+        super().__init__(alpha=alpha, force_alpha=force_alpha, fit_prior=fit_prior, class_prior=class_prior)
+        self.binarize = binarize
 
     def featurizer(self):
-        return _present
+        if self.binarize is not None and not (isinstance(self.binarize, (int, float, np.integer, np.floating))
+                                              and self.binarize >= 0):
+            raise InputError(f"The 'binarize' parameter of BernoulliNB must be None or a float in the range "
+                             f"[0.0, inf). Got {self.binarize!r} instead.")
+        return partial(_binarized, threshold=self.binarize)
 
     def _logs(self):
         # (C-ordered, classes x tokens: sums over tokens then add in the same order whatever
         # layout the counts are stored in, so that equal counts give equal bits)
         fc = np.ascontiguousarray(self.feature_count_)
-        return F.bernoulli_logs(fc, self.class_count_[:, None], self.alpha, np.log)
+        return F.bernoulli_logs(fc, self.class_count_[:, None], self._alpha(), np.log)
 
     def summary(self) -> dict:
         return {"neg_sum": self._logs()[1].sum(axis=1).tolist()}
@@ -368,10 +491,14 @@ def document_transform(X, tf: bool, length_norm: bool):
     return X
 
 
-def _present(X) -> Rows:
-    """Bernoulli's features: 1 where a token is present."""
-    X = _as_rows(X).eliminate_zeros()
-    return X.with_data(np.ones(X.nnz))
+def _binarized(X, threshold) -> Rows:
+    """Bernoulli's features: 1 where a value is above the threshold (0: where a token is
+    present), or with None the values as they are."""
+    if threshold is None:
+        return _as_rows(X)
+    X = Rows.of(X)
+    X = X.with_data((X.data > threshold).astype(np.float64)).eliminate_zeros()
+    return X
 
 
 def _complement_features(X, tf: bool, length_norm: bool) -> Rows:
@@ -401,14 +528,15 @@ class ComplementNB(_BaseNB):
     is taken before IDF for that reason (the weights differ only by that scaling).
     """
 
-    def __init__(self, alpha: float = 1.0, fit_prior: bool = True, class_prior=None,
+    def __init__(self, *, alpha=1.0, force_alpha: bool = True, fit_prior: bool = True, class_prior=None,
                  norm: bool = False, tf: bool = False, idf: bool = False, length_norm: bool = False):
-        super().__init__(alpha, fit_prior, class_prior)
+        super().__init__(alpha=alpha, force_alpha=force_alpha, fit_prior=fit_prior, class_prior=class_prior)
         self.norm, self.tf, self.idf, self.length_norm = norm, tf, idf, length_norm
 
-    def get_params(self, deep: bool = True) -> dict:
-        return {**super().get_params(deep), "norm": self.norm, "tf": self.tf, "idf": self.idf,
-                "length_norm": self.length_norm}
+    @property
+    def feature_all_(self) -> np.ndarray:
+        """Each token's count over every class (scikit-learn's)."""
+        return self.feature_count_.sum(axis=0)
 
     @property
     def doc_freq_(self) -> np.ndarray:
@@ -428,9 +556,10 @@ class ComplementNB(_BaseNB):
         """(log P(t | not c) per class and token, its log_den per class)."""
         fc = self.weighted_counts()
         all_t = fc.sum(axis=0)
+        alpha = self._alpha()
         with np.errstate(divide="ignore"):  # (no token at all: log 0, which no token's weight then uses)
-            log_den = np.log((all_t + self.alpha - fc).sum(axis=1, keepdims=True))
-        return F.complement_logged(all_t, fc, log_den, self.alpha, np.log), log_den[:, 0]
+            log_den = np.log((all_t + alpha - fc).sum(axis=1, keepdims=True))
+        return F.complement_logged(all_t, fc, log_den, alpha, np.log), log_den[:, 0]
 
     @staticmethod
     def _terms(fc: np.ndarray, alpha: float) -> np.ndarray:

@@ -296,3 +296,16 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
 def load(path: str):
     header, payload = read_container(path)
     return decode(header, payload, path)
+
+
+def as_stored(model):
+    """The model as its file holds it, encoded and decoded in memory: the tokens in the
+    file's order, so that scoring sums a document's weights in the order a loaded model does
+    (the library's TextClassifier, whose probabilities are those `nbtext predict` prints from
+    the file, to the last bit)."""
+    import io
+
+    from .container import _read
+
+    data = encode(model)
+    return decode(*_read(io.BytesIO(data), len(data), "model"), "model")

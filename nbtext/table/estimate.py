@@ -99,7 +99,9 @@ class Gaussian:
 class TableEstimator:
     """Everything a table model scores with, made once from its statistics and settings."""
 
-    def __init__(self, stats: TableStats, settings: TableSettings):
+    def __init__(self, stats: TableStats, settings: TableSettings, log_prior: np.ndarray | None = None):
+        """``log_prior``: the classes' log priors, when given (a library caller's priors), else
+        the classes' shares of the rows."""
         self.stats, self.settings = stats, settings
         k = len(stats.classes)
         cc = stats.class_count
@@ -107,7 +109,7 @@ class TableEstimator:
             raise NbtextError("the table model holds no rows (every row was forgotten): learn rows before "
                               "scoring with it")
         with np.errstate(divide="ignore"):
-            self.log_prior = np.log(cc) - math.log(cc.sum())
+            self.log_prior = np.log(cc) - math.log(cc.sum()) if log_prior is None else log_prior
         a = settings.alpha
         self.cat_logp, self.cat_unseen = [], []
         for counts in stats.cat:

@@ -62,7 +62,11 @@ class Exact:
         return Exact(self.m * other.m, self.e + other.e)
 
     def scaled(self, n: np.ndarray) -> "Exact":
-        """self * n (n: whole numbers, as floats or ints)."""
+        """self * n (n: whole numbers, as floats or ints; or other floats, exactly: sums of
+        sample weights)."""
+        n = np.asarray(n)
+        if n.dtype.kind == "f" and (n != np.floor(n)).any():
+            return self.times(Exact.of_floats(np.broadcast_to(n, self.shape)))
         return Exact(self.m * _ints(n), self.e.copy())
 
     def grown(self, shape, where) -> "Exact":
@@ -108,7 +112,7 @@ class Exact:
         ns = np.broadcast_to(np.asarray(n, dtype=np.float64), self.shape).reshape(-1).tolist()
         for i, (m, e, d) in enumerate(zip(ms, es, ns)):
             if m and d:
-                flat[i] = _divide(m, e, int(d))
+                flat[i] = _divide(m, e, int(d)) if d == int(d) else _divide_by_float(m, e, d)
         return out
 
 
@@ -129,6 +133,30 @@ def _divide(m: int, e: int, d: int) -> float:
         return (m << e) / d if e >= 0 else m / (d << -e)
     except OverflowError:
         return float("inf") if (m > 0) == (d > 0) else float("-inf")
+
+
+def _divide_by_float(m: int, e: int, d: float) -> float:
+    """m 2**e / d for a float d that is not whole (a sum of sample weights), correctly rounded:
+    d = p / q exactly."""
+    p, q = d.as_integer_ratio()
+    return _divide(m * q, e, p)
+
+
+def weighted_column_sums(Z: np.ndarray, w: np.ndarray) -> tuple[Exact, Exact]:
+    """Each column's exact sum of w x and of w x^2 (Z: rows x columns, a missing value as 0; w:
+    a weight per row), elementwise in Python integers: for sample weights other than 1, on
+    the tables a library caller fits (column_sums is the vectorised path for weights of 1)."""
+    W = Exact.of_floats(np.broadcast_to(np.asarray(w, dtype=np.float64)[:, None], Z.shape))
+    X = Exact.of_floats(Z)
+    P = W.times(X)
+    return _summed_rows(P), _summed_rows(P.times(X))
+
+
+def _summed_rows(a: Exact) -> Exact:
+    if a.shape[0] == 0:
+        return Exact.zeros(a.shape[1:])
+    e = a.e.min(axis=0)
+    return Exact((a.m << (a.e - e)).sum(axis=0), e)
 
 
 def _ints(a) -> np.ndarray:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import NbtextError
-from .exact import Exact, column_sums, cross_products
+from .exact import Exact, column_sums, cross_products, weighted_column_sums
 from .read import Frame
 
 MAX_NUMBERS = 1 << 25  # the numbers a model's statistics may hold (256 MiB; scoring needs a few times it)
@@ -256,21 +256,27 @@ class TableStats:
         idx = self._class_rows(frame.labels if labels is None else labels)
         return idx, [self._value_ids(j, cells) for j, cells in enumerate(frame.cat)]
 
-    def _count(self, idx: np.ndarray, ids: list[np.ndarray], X: np.ndarray) -> None:
-        """Add rows (their class rows, value ids and numeric values) to these statistics, at a
-        cost of the rows' own size: every class and value in them already has its place."""
-        self.class_count += np.bincount(idx, minlength=len(self.classes))
+    def _count(self, idx: np.ndarray, ids: list[np.ndarray], X: np.ndarray, weights=None) -> None:
+        """Add rows (their class rows, value ids and numeric values; each times its weight, when
+        given) to these statistics, at a cost of the rows' own size: every class and value in
+        them already has its place."""
+        self.class_count += np.bincount(idx, weights=weights, minlength=len(self.classes))
         for a, v in zip(self.cat, ids):
             ok = v >= 0
-            np.add.at(a, (idx[ok], v[ok]), 1.0)
+            np.add.at(a, (idx[ok], v[ok]), 1.0 if weights is None else weights[ok])
         if not self.n_numeric:
             return
         present, group = np.unique(idx, return_inverse=True)
         obs = ~np.isnan(X)
         n = np.zeros((len(present), self.n_numeric))
-        np.add.at(n, group, obs)
+        np.add.at(n, group, obs if weights is None else obs * weights[:, None])
         self.n[present] += n
-        S, S2 = column_sums(np.where(obs, X, 0.0), groups=group, n_groups=len(present))
+        Z = np.where(obs, X, 0.0)
+        if weights is None:
+            S, S2 = column_sums(Z, groups=group, n_groups=len(present))
+        else:
+            sums = [weighted_column_sums(Z[group == g], weights[group == g]) for g in range(len(present))]
+            S, S2 = (Exact(np.stack([t[i].m for t in sums]), np.stack([t[i].e for t in sums])) for i in (0, 1))
         self.S[present], self.S2[present] = self.S[present].plus(S), self.S2[present].plus(S2)
         if self.joint:
             complete = obs.all(axis=1)
@@ -284,9 +290,17 @@ class TableStats:
                     self.jS[c] = self.jS[c].plus(column_sums(Xf, squares=False)[0])
                     self.jP[c] = self.jP[c].plus(cross_products(Xf))
 
-    def of_frame(self, frame: Frame, labels: Sequence[str] | None = None) -> "TableStats":
+    def _weighable(self, weights) -> None:
+        if weights is not None and self.joint:
+            raise NbtextError("sample weights other than 1 and -1 are for diagonal (Gaussian NB) and "
+                              "categorical statistics, not shared or full covariances")
+
+    def of_frame(self, frame: Frame, labels: Sequence[str] | None = None, weights: np.ndarray | None = None
+                 ) -> "TableStats":
         """The statistics of a frame's rows alone, with this model's classes and values (which
-        grow by those the frame brings), so that they add column for column."""
+        grow by those the frame brings), so that they add column for column. ``weights``: a
+        positive weight per row (sample weights; not with joint statistics), else 1."""
+        self._weighable(weights)
         idx, ids = self._rows_of(frame, labels)
         k, p, q = len(self.classes), self.n_numeric, self.q
         part = TableStats(len(self.values), p, self.joint)
@@ -296,16 +310,18 @@ class TableStats:
         # (q: a diagonal model allocated k p p floats a chunk: 144 MB at 3,000 columns)
         part.n, part.S, part.S2 = np.zeros((k, p)), Exact.zeros((k, p)), Exact.zeros((k, p))
         part.jn, part.jS, part.jP = np.zeros(k), Exact.zeros((k, q)), Exact.zeros((k, q, q))
-        part._count(idx, ids, frame.num)
+        part._count(idx, ids, frame.num, weights)
         return part
 
     # -- adding -------------------------------------------------------------------------------
-    def add(self, frame: Frame, labels: Sequence[str] | None = None) -> None:
-        """Add a frame's rows in place, in time linear in them (beyond room for new classes
-        and values): the statistics of all the rows so far are not walked again."""
+    def add(self, frame: Frame, labels: Sequence[str] | None = None, weights: np.ndarray | None = None) -> None:
+        """Add a frame's rows in place (each times its weight, when given), in time linear in
+        them (beyond room for new classes and values): the statistics of all the rows so far
+        are not walked again."""
+        self._weighable(weights)
         self._exact()
         idx, ids = self._rows_of(frame, labels)
-        self._count(idx, ids, frame.num)
+        self._count(idx, ids, frame.num, weights)
         self.version += 1
 
     def merge(self, other: "TableStats") -> None:
