@@ -17,6 +17,7 @@ from .errors import NbtextError
 from .nb.decision import Decision
 from .quick import CLASSIFY_OPTIONS, MODEL_OPTION, QUIET_OPTION, THRESHOLD_OPTION, UNSURE_OPTION
 from .read import LineOptions
+from .serve.command import serve_options
 from .settings import (AUTO, COVARIANCES, CRITERIA, TABLE_VARIANTS, VARIANTS, DecisionOptions, FeatureOptions,
                        ModelSettings, TableSettings, TokenizerSettings)
 
@@ -819,6 +820,29 @@ def learn(model_path, label, forget, inputs, quiet):
     verb = "forgot" if forget else "learned"
     info_line(quiet, f"nbtext: {verb} {changed} document{'' if changed == 1 else 's'} as {label}"
                      + (f" ({skipped} already learned, skipped)" if skipped else ""))
+
+
+@cli.command(context_settings=CONTEXT)
+@model_option
+@serve_options
+@quiet_option
+def serve(model_path, quiet, **kw):
+    """Run a filter daemon for mail servers: spamd's protocol (spamc) and HTTP/JSON (rspamd's).
+
+    Loads the model once and answers over sockets until SIGTERM; SIGHUP reads the models
+    again (a changed model file is read again by itself). Logs a line per request on stderr
+    (-q: errors only). docs/serve.md has the protocols, the recipes and the figures.
+
+    \b
+    Examples:
+      nbtext serve -m spam.nbm --spamd 127.0.0.1:783
+      spamc -c < message.eml; echo $?                 # 1: spam, 0: ham
+      nbtext serve -m spam.nbm --spamd unix:/run/nbtext/spamd.sock --http 127.0.0.1:11333 \\
+          --user-models /var/lib/nbtext/users
+    """
+    from .serve.command import run
+
+    return run(model_path, quiet=quiet, **kw)
 
 
 @cli.command(context_settings=CONTEXT)
