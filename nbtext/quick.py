@@ -142,9 +142,11 @@ def quick_classify(argv: list[str]) -> int | None:
     return finish(lambda: run_classify(**opts), 3 if opts["exit_code"] else 1)
 
 
-def with_headers(data: bytes, label: str, prob: float) -> bytes:
+def with_headers(data: bytes, label: str, prob: float, more: tuple[str, ...] = ()) -> bytes:
     """The message with X-Nbtext-Class/-Score headers added at the end of its header block
-    (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail.
+    (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail; ``more``:
+    further header lines added after them, replacing fields of the same names (the daemon's
+    SpamAssassin-style X-Spam-* fields).
 
     The header block is every line before the first empty one ("\n" or "\r\n"), or the
     whole message when it has none (a blank line is then added). The new headers end as the
@@ -161,11 +163,13 @@ def with_headers(data: bytes, label: str, prob: float) -> bytes:
     lines = head.split(b"\n")
     lines = [ln + b"\n" for ln in lines[:-1]] + ([lines[-1] + nl] if lines[-1] else [])
     kept, skip = [], False
+    replaced = (b"x-nbtext-class:", b"x-nbtext-score:") + tuple(h.split(":")[0].lower().encode() + b":" for h in more)
     for ln in lines:
         if ln[:1] in (b" ", b"\t") and skip:
             continue  # a folded continuation of a header being replaced
-        skip = ln.lower().startswith((b"x-nbtext-class:", b"x-nbtext-score:"))
+        skip = ln.lower().startswith(replaced)
         if not skip:
             kept.append(ln)
     kept += [f"X-Nbtext-Class: {label}".encode() + nl, f"X-Nbtext-Score: {prob:.6f}".encode() + nl]
+    kept += [h.encode() + nl for h in more]
     return b"".join(kept) + rest

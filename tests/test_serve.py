@@ -189,11 +189,19 @@ def test_spamc_report_is_classify_explain(daemon, sample_model):
     assert lines[2:] == explained  # prior, unknown tokens, then the tokens for and against
 
 
-def test_spamc_process_and_headers_add_classify_passthrough_headers(daemon, sample_model):
+def test_spamc_process_and_headers_add_classify_passthrough_and_spamassassin_headers(daemon, sample_model):
+    """PROCESS writes the message back as classify --passthrough does, with SpamAssassin's
+    X-Spam-* fields after nbtext's (spamass-milter and users' rules read them)."""
     d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "1")
-    for path in (SPAM, HAM):
-        expected = classify(sample_model, path, "--passthrough").stdout
-        assert b"X-Nbtext-Class: " in expected
+    for path, flag in ((SPAM, "X-Spam-Flag: YES\n"), (HAM, "")):
+        passthrough = classify(sample_model, path, "--passthrough").stdout
+        assert b"X-Nbtext-Class: " in passthrough
+        end = passthrough.index(b"\n\n") + 1
+        score = d.spamc("-c", data=path.read_bytes()).stdout.decode().strip().split("/")[0]
+        yes, tests = ("Yes", "NBTEXT_SPAM") if flag else ("No", "NBTEXT_HAM")
+        added = (f"{flag}X-Spam-Status: {yes}, score={score} required=5.0 tests={tests} version=nbtext\n"
+                 f"X-Spam-Level: {'*' * int(float(score))}\n").encode()
+        expected = passthrough[:end] + added + passthrough[end:]
         assert d.spamc(data=path.read_bytes()).stdout == expected  # PROCESS
         assert d.spamc("--headers", data=path.read_bytes()).stdout == expected  # HEADERS, body added by spamc
 
@@ -513,3 +521,60 @@ def test_classify_does_not_import_the_server(sample_model):
     r = subprocess.run([sys.executable, "-c", code % (str(sample_model), str(SPAM))], capture_output=True,
                        timeout=SAFETY)
     assert r.stderr.decode().strip().splitlines()[-1] == "[]"
+
+
+# -- the kit: what each recipe of docs/serve.md runs ------------------------------------------
+
+CONTRIB = DATA.parent / "contrib"
+
+
+def test_recipes_spamc_commands(daemon, sample_copy, tmp_path):
+    """The spamc commands the recipes run, against a live daemon: Postfix's content filter
+    (spamc -e), spamass-milter and procmail/maildrop (PROCESS, X-Spam-Flag), Exim's `spam =`
+    (its own REPORT SPAMC/1.2 exchange), Dovecot IMAPSieve's learn scripts (contrib/dovecot)."""
+    from nbtext import store
+
+    d = daemon(sample_copy, "--spamd", "127.0.0.1:0", "--workers", "1")
+    spam, ham = SPAM.read_bytes(), HAM.read_bytes()
+    # Postfix content filter: spamc pipes the processed message into sendmail (here: cat)
+    piped = d.spamc("-e", "/bin/cat", data=spam)
+    assert piped.returncode == 0 and piped.stdout == d.spamc(data=spam).stdout
+    assert b"\nX-Spam-Flag: YES\n" in piped.stdout
+    # procmail (:0fw | spamc, then * ^X-Spam-Flag: YES) and maildrop (xfilter "spamc")
+    assert b"X-Spam-Flag: YES" not in d.spamc(data=ham).stdout
+    assert d.spamc("-E", data=spam).returncode == 1 and d.spamc("-E", data=ham).returncode == 0
+    # Exim's spam = condition: REPORT SPAMC/1.2 with User and Content-length; Exim reads
+    # "Spam: %*s ; %lf / %lf" and calls the message spam when score >= threshold
+    for msg, want in ((spam, True), (ham, False)):
+        reply = raw(d.port, b"REPORT SPAMC/1.2\r\nUser: mail\r\nContent-length: %d\r\n\r\n" % len(msg) + msg)
+        m = re.match(rb"SPAMD/\S+ 0 EX_OK\r\nSpam: \S+ ; ([-\d.]+) / ([-\d.]+)\r\n\r\n", reply)
+        assert m and (float(m.group(1)) >= float(m.group(2))) == want
+        assert b"\r\nfor\t" in reply  # (the report Exim puts in $spam_report)
+    # Dovecot IMAPSieve: into Junk learns spam, out of Junk forgets it and learns ham
+    env = dict(os.environ, NBTEXT_SPAMC_ARGS=f"-d 127.0.0.1 -p {d.port}", PATH=os.environ["PATH"])
+    spamc_path()
+    r = subprocess.run([str(CONTRIB / "dovecot" / "learn-spam.sh"), "alice"], input=ham, env=env,
+                       capture_output=True, timeout=SAFETY)
+    assert r.stdout == b"Message successfully un/learned\n"
+    assert digest("spam", ham) in store.load(str(sample_copy)).ledger
+    r = subprocess.run([str(CONTRIB / "dovecot" / "learn-ham.sh"), "alice"], input=ham, env=env,
+                       capture_output=True, timeout=SAFETY)
+    assert r.stdout == b"Message successfully un/learned\n"
+    ledger = store.load(str(sample_copy)).ledger
+    assert digest("ham", ham) in ledger and digest("spam", ham) not in ledger
+
+
+def test_systemd_unit_starts_the_daemon(daemon, sample_model, tmp_path):
+    """The unit's ExecStart, with its paths and ports moved into a temporary directory."""
+    unit = (CONTRIB / "nbtext-serve.service").read_text()
+    exec_start = re.search(r"^ExecStart=(.*?[^\\])$", unit, re.M | re.S).group(1).replace("\\\n", " ")
+    args = exec_start.split()[2:]  # (after /usr/local/bin/nbtext serve)
+    assert args[:2] == ["-m", "/var/lib/nbtext/spam.nbm"]
+    (tmp_path / "users").mkdir()
+    moved = [a.replace("/var/lib/nbtext/spam.nbm", str(sample_model)).replace("/var/lib/nbtext", str(tmp_path))
+             .replace("/run/nbtext", str(tmp_path)) for a in args[2:]]
+    moved = [re.sub(r"^127\.0\.0\.1:\d+$", "127.0.0.1:0", a) for a in moved]
+    d = daemon(sample_model, *moved)
+    d.wait_for("listening for spamd on unix:")
+    assert d.spamc("-c", data=SPAM.read_bytes()).returncode == 1
+    assert oct((tmp_path / "spamd.sock").stat().st_mode & 0o777) == "0o666"

@@ -73,7 +73,7 @@ class ServedModel(FastScorer):
     def _key_index(self):
         """The vocabulary's key -> id index, or None where two tokens share a key (then the
         in-place search of the file is used, as classify's)."""
-        from ..features.vocabulary import Vocabulary
+        from ..features.vocabulary import Vocabulary, token_spans
         from ..store.vocabfile import SortedVocabulary, front_decode
 
         if isinstance(self.vocab, SortedVocabulary):
@@ -83,20 +83,24 @@ class ServedModel(FastScorer):
         if blob.count(0) != self.n_features:
             raise NbtextError(f"{self.path}: corrupt model file (the vocabulary does not match its size)")
         index = Vocabulary.from_encoded(blob)
-        return index if len(index) == self.n_features else None
+        if len(index) != self.n_features:
+            return None
+        self._blob = blob
+        self._starts, self._lengths = token_spans(blob)
+        return index
 
     @property
     def learned(self) -> dict[str, int]:
         """Documents learned per class."""
         return dict(zip(self.classes, (int(n) for n in self.class_count)))
 
-    def token_weights(self, tid: int) -> list[float]:
+    def token_weights(self, tid: int) -> array:
         k = len(self.classes)
         w = self._weights[tid * k:(tid + 1) * k]
-        if math.isnan(w[0]):
+        if w[0] != w[0]:  # (NaN: not computed yet)
             w = array("d", super().token_weights(tid))
             self._weights[tid * k:(tid + 1) * k] = w
-        return list(w)
+        return w
 
     def counted_contributions(self, data: bytes) -> tuple:
         """fastscore's contributions() of one message, counted by nbtext.features.counting."""
@@ -110,15 +114,20 @@ class ServedModel(FastScorer):
         if self.index is None:
             found = self.vocab.token_ids(tokens[j] for j in cols)
             tids = [found.get(tokens[j], -1) for j in cols]
+            starts = lengths = tids
         else:
-            tids = self.index.find_keys(batch.keys[cols]).tolist() if cols else []
+            found = self.index.find_keys(batch.keys[cols]) if cols else self._starts[:0]
+            tids = found.tolist()
+            starts, lengths = self._starts[found].tolist(), self._lengths[found].tolist()
+        blob = self._blob if self.index is not None else None
         ids: dict[int, int] = {}
         names: dict[int, str] = {}
         unknown = 0
-        for j, n, tid in zip(cols, counts, tids):
-            name = tokens[j].decode("utf-8", "surrogatepass")
-            if tid >= 0 and (self.index is None or self.index.token(tid) == name):  # (a key is a hash)
-                ids[tid], names[tid] = int(n), name
+        for j, n, tid, start, length in zip(cols, counts, tids, starts, lengths):
+            token = tokens[j]
+            # (a key is a 64-bit hash: a hit is the token only when its bytes are)
+            if tid >= 0 and (blob is None or (length == len(token) and blob[start:start + length] == token)):
+                ids[tid], names[tid] = int(n), token.decode("utf-8", "surrogatepass")
             else:
                 unknown += int(n)
         return self.contributions_of(ids, names, unknown)

@@ -136,6 +136,15 @@ def report(v: Verdict, model_name: str) -> str:
     return "\r\n".join(lines) + "\r\n"
 
 
+def spamassassin_headers(v: Verdict) -> tuple[str, ...]:
+    """The X-Spam-* fields SpamAssassin adds, which spamass-milter and users' Sieve and
+    procmail rules read: X-Spam-Flag (spam only), X-Spam-Status, X-Spam-Level (a star a point)."""
+    score, required = spam_line(v, "CHECK").split(" ; ")[1].split(" / ")
+    status = (f"X-Spam-Status: {'Yes' if v.spam else 'No'}, score={score} required={required} "
+              f"tests={symbols(v)} version=nbtext")
+    return (("X-Spam-Flag: YES",) if v.spam else ()) + (status, "X-Spam-Level: " + "*" * int(float(score)))
+
+
 def symbols(v: Verdict) -> str:
     return "NBTEXT_UNSURE" if v.unsure else "NBTEXT_SPAM" if v.spam else "NBTEXT_HAM"
 
