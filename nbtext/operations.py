@@ -109,13 +109,15 @@ def learned_as(model: Model, data: bytes | str) -> str | None:
     return next((c for c in model.classes if digest(c, data) in model.ledger), None)
 
 
-def learn_each_in_place(model_path: str, requests: list[tuple], new_model=None) -> list:
+def learn_each_in_place(model_path: str, requests: list[tuple], new_model=None, relearn: bool = False) -> list:
     """Several learns and forgets, each (docs, label, forget), in one load and one save under
     the model's lock. Each gets (changed, skipped), or the NbtextError that refused it and
     changed nothing (a forget of a document never learned), as learn() says; a label of None
     with forget is the class the ledger has the document as (spamd's "Remove: local" names
     none). ``new_model``: makes the model where the file does not exist yet (the daemon's
-    per-user models, created by their first learn); without it, a missing file is an error."""
+    per-user models, created by their first learn); without it, a missing file is an error.
+    ``relearn``: a document learned under another class is first forgotten there (a user's
+    correction, as SpamAssassin's learning moves a message from spam to ham)."""
     import os
 
     from . import store
@@ -131,6 +133,12 @@ def learn_each_in_place(model_path: str, requests: list[tuple], new_model=None) 
                     if label is None:
                         raise NbtextError(f"{docs[0].id if docs else 'the document'}: was never learned, "
                                           "so it cannot be forgotten")
+                if relearn and not forget:
+                    docs = list(docs)
+                    for d in docs:
+                        other = learned_as(model, d.data)
+                        if other not in (None, label):
+                            learn(model, [d], other, forget=True)
                 results.append(learn(model, docs, label, forget))
             except NbtextError as e:
                 results.append(e)

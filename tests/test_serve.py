@@ -282,11 +282,52 @@ def test_spamc_learn_and_forget_go_to_disk_through_the_ledger(daemon, sample_cop
     assert digest("spam", msg) in after.ledger
     assert list(after.class_count) == [before.class_count[0], before.class_count[1] + 1]
     assert d.spamc("-L", "spam", data=msg).stdout == b"Message was already un/learned\n"
+    assert d.spamc("-L", "ham", data=msg).stdout == b"Message successfully un/learned\n"  # (a correction)
+    moved = store.load(str(sample_copy))
+    assert digest("ham", msg) in moved.ledger and digest("spam", msg) not in moved.ledger
+    assert list(moved.class_count) == [before.class_count[0] + 1, before.class_count[1]]
     assert d.spamc("-L", "forget", data=msg).stdout == b"Message successfully un/learned\n"
     assert d.spamc("-L", "forget", data=msg).stdout == b"Message was already un/learned\n"
     restored = store.load(str(sample_copy))
     assert restored.ledger == before.ledger and list(restored.class_count) == list(before.class_count)
     assert (restored.feature_count == before.feature_count).all()
+
+
+def test_kill_9_during_a_storm_of_learns_keeps_every_acknowledged_learn(daemon, sample_copy):
+    """Clients learn messages as fast as they can; the daemon (parent and workers) is killed
+    with SIGKILL meanwhile: the model file loads, and every learn that was acknowledged is in
+    it (an acknowledgement follows the atomic save)."""
+    from nbtext import store
+
+    d = daemon(sample_copy, "--spamd", "127.0.0.1:0", "--workers", "2")
+    messages = [f.read_bytes() for f in sorted((DATA / "corpus" / "ham").iterdir())[:40]]
+    acknowledged, lock = [], threading.Lock()
+
+    def learner(mine):
+        for msg in mine:
+            try:
+                reply = raw(d.port, request("TELL", msg, Message_class="spam", Set="local"))
+            except OSError:
+                return
+            if b"DidSet: local" in reply:
+                with lock:
+                    acknowledged.append(msg)
+
+    threads = [threading.Thread(target=learner, args=(messages[i::4],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + SAFETY
+    while len(acknowledged) < 3:  # (a storm under way: some learns acknowledged, more in flight)
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    workers = [int(p) for task in os.listdir(f"/proc/{d.proc.pid}/task")
+               for p in open(f"/proc/{d.proc.pid}/task/{task}/children").read().split()]
+    for pid in [d.proc.pid, *workers]:
+        os.kill(pid, signal.SIGKILL)
+    for t in threads:
+        t.join(SAFETY)
+    model = store.load(str(sample_copy))
+    assert acknowledged and all(digest("spam", m) in model.ledger for m in acknowledged)
 
 
 def test_learning_moves_the_verdict_and_a_replaced_model_is_read(daemon, sample_copy, tmp_path):
@@ -434,6 +475,31 @@ def test_malformed_http_gets_an_error(daemon, sample_model):
         assert r.read() == b"pong\n"
 
 
+def own_address():
+    """An address of this machine other than loopback, or None."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # (no packet is sent: the route picks the address)
+            host = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if host.startswith("127.") else host
+
+
+def test_a_client_outside_loopback_is_refused_unless_allowed(daemon, sample_model):
+    host = own_address()
+    if host is None:
+        pytest.skip("this machine has no address but loopback")
+    for allow, want in (((), b"SPAMD/1.0 77 Permission denied\r\n"), (("--allow", f"{host}/32"), b"SPAMD/1.1 0 EX_OK")):
+        d = daemon(sample_model, "--spamd", "0.0.0.0:0", "--workers", "1", *allow)
+        with socket.create_connection((host, d.port), timeout=SAFETY) as s:
+            s.sendall(request("CHECK", SPAM.read_bytes()))
+            s.shutdown(socket.SHUT_WR)
+            assert read_all(s).startswith(want)
+        assert raw(d.port, request("CHECK", SPAM.read_bytes())).startswith(b"SPAMD/1.1 0 EX_OK")  # (loopback)
+        d.stop()
+
+
 def test_only_loopback_unless_allowed(daemon, sample_model):
     from nbtext.serve.address import allowed, parse_networks
 
@@ -550,7 +616,7 @@ def test_recipes_spamc_commands(daemon, sample_copy, tmp_path):
         m = re.match(rb"SPAMD/\S+ 0 EX_OK\r\nSpam: \S+ ; ([-\d.]+) / ([-\d.]+)\r\n\r\n", reply)
         assert m and (float(m.group(1)) >= float(m.group(2))) == want
         assert b"\r\nfor\t" in reply  # (the report Exim puts in $spam_report)
-    # Dovecot IMAPSieve: into Junk learns spam, out of Junk forgets it and learns ham
+    # Dovecot IMAPSieve: into Junk learns spam, out of Junk moves it to ham
     env = dict(os.environ, NBTEXT_SPAMC_ARGS=f"-d 127.0.0.1 -p {d.port}", PATH=os.environ["PATH"])
     spamc_path()
     r = subprocess.run([str(CONTRIB / "dovecot" / "learn-spam.sh"), "alice"], input=ham, env=env,

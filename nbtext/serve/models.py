@@ -176,7 +176,8 @@ class Learner:
         template = jobs[0].template
         try:
             results = learn_each_in_place(path, [([Document("message", j.data)], j.label, j.forget) for j in jobs],
-                                          new_model=(lambda: empty_like(template)) if template else None)
+                                          new_model=(lambda: empty_like(template)) if template else None,
+                                          relearn=True)
         except NbtextError as e:
             results = [e] * len(jobs)
         except Exception as e:  # (a bug: each waiting client gets an error reply, the worker goes on)

@@ -159,20 +159,15 @@ class Worker:
             host = peer[0] if isinstance(peer, tuple) else "local"
             now = time.monotonic()
             c = Conn(sock, address, host, now, self.opts.timeout)
+            self.conns[sock.fileno()] = c
+            self.metrics.set("connections", len(self.conns))
             if address.family != socket.AF_UNIX and not allowed(self.opts.networks, host):
                 self.metrics.add("errors:refused")
                 c.outcome = "refused: not an allowed address (--allow)"
-                self._log(c)
-                try:
-                    sock.send(spamd.SpamdError("EX_NOPERM", "Permission denied").reply()
-                              if address.protocol == "spamd" else http.HttpError(403, "not allowed").reply())
-                except OSError:
-                    pass
-                sock.close()
+                self._reply(c, spamd.SpamdError("EX_NOPERM", "Permission denied").reply()
+                            if address.protocol == "spamd" else http.HttpError(403, "not allowed").reply())
                 continue
-            self.conns[sock.fileno()] = c
             self._watch(c, selectors.EVENT_READ)
-            self.metrics.set("connections", len(self.conns))
         if not self.paused:  # (the bound reached: new clients wait in the listen queue)
             self.paused = True
             for s, _ in self.listeners:
