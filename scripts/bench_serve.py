@@ -17,12 +17,15 @@ round's messages are done:
 - bogofilter: `bogofilter -d WORDLIST` started per message (Debian package bogofilter);
 - classify: `nbtext classify -m MODEL` started per message (the console script).
 
-Latency is a client's wall time per message (connect to reply; process start to exit).
+Latency is a client's wall time per message (connect to reply; process start to exit). On a
+machine shared with other work the wall-clock figures depend on the neighbours' load, so the
+CPU time a message costs (all processes: clients, programs, daemon) is measured too, with the
+messages a second it would allow on the machine's cores alone.
 Rounds alternate the ways (each way once a round), and the table gives each way's median
 over rounds, so that a neighbour's load on a shared machine falls on all of them alike.
-RSS is the daemon's parent and workers' resident memory summed (/proc), after the model is
-read and after the rounds; --long N then sends N more messages through the protocol client
-and samples the RSS ten times on the way, to show whether memory stays flat.
+Memory is the daemon's parent and workers' RSS and PSS summed (/proc), after the model is read
+and after the rounds; --long N then sends N more messages through the protocol client and
+samples it ten times on the way, to show whether memory stays flat.
 
 Set-up installs spamc and bogofilter with apt-get when missing and run as root; a way whose
 program is missing is skipped with a note.
@@ -101,19 +104,47 @@ def check(port: int, message: bytes) -> bytes:
     return out
 
 
-def rss_kib(pid: int) -> int:
-    """Resident memory of a process and its children (the workers), in KiB."""
-    total, todo = 0, [pid]
+def tree(pid: int) -> list[int]:
+    """A process and its descendants (the daemon's parent and workers)."""
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
+        out.append(p)
         try:
-            status = Path(f"/proc/{p}/status").read_text()
-            total += int(re.search(r"VmRSS:\s+(\d+)", status).group(1))
             for task in Path(f"/proc/{p}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
-        except (OSError, AttributeError):
+        except OSError:
+            pass
+    return out
+
+
+def cpu_seconds(daemon_pid: int | None) -> float:
+    """CPU seconds used so far by this process, its waited-for children (the programs started
+    per message) and the daemon's processes: what a message costs whatever else runs."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    own = os.times()
+    total = own.user + own.system + own.children_user + own.children_system
+    for p in tree(daemon_pid) if daemon_pid else []:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+        except (OSError, IndexError, ValueError):
             pass
     return total
+
+
+def memory_kib(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of a process and its children (the workers), in KiB: the workers share the
+    parent's pages (the model read before they fork), which RSS counts in each process and PSS
+    divides among them."""
+    rss = pss = 0
+    for p in tree(pid):
+        try:
+            rss += int(re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{p}/status").read_text()).group(1))
+            pss += int(re.search(r"Pss:\s+(\d+)", Path(f"/proc/{p}/smaps_rollup").read_text()).group(1))
+        except (OSError, AttributeError):
+            pass
+    return rss, pss
 
 
 def start_daemon(model: Path, workers: int) -> tuple[subprocess.Popen, int]:
@@ -178,24 +209,28 @@ def main() -> None:
         try:
             for m in messages[:200]:  # (warm: every worker's weights for common tokens)
                 check(port, m)
-            rss_start = rss_kib(proc.pid)
+            rss_start = memory_kib(proc.pid)
+            # (name: messages a round, one message, whether the daemon's CPU is the way's)
             ways = {"serve (spamd protocol, 32 connections)":
-                    (a.requests, lambda i: check(port, messages[i % len(messages)]))}
+                    (a.requests, lambda i: check(port, messages[i % len(messages)]), True)}
             if spamc:
                 ways["serve (stock spamc -c per message)"] = (a.per_process, lambda i: subprocess.run(
                     [spamc, "-d", "127.0.0.1", "-p", str(port), "-c"], input=messages[i % len(messages)],
-                    capture_output=True))
+                    capture_output=True), True)
             if bogo:
                 ways["bogofilter per message"] = (a.per_process, lambda i: subprocess.run(
-                    [bogo, "-d", str(db)], input=messages[i % len(messages)], capture_output=True))
+                    [bogo, "-d", str(db)], input=messages[i % len(messages)], capture_output=True), False)
             ways["nbtext classify per message"] = (a.per_process, lambda i: subprocess.run(
-                [nbtext, "classify", "-m", str(model)], input=messages[i % len(messages)], capture_output=True))
+                [nbtext, "classify", "-m", str(model)], input=messages[i % len(messages)], capture_output=True),
+                False)
             results: dict[str, list] = {w: [] for w in ways}
             for _ in range(a.rounds):
-                for name, (n, one) in ways.items():
+                for name, (n, one, daemon) in ways.items():
+                    cpu = cpu_seconds(proc.pid if daemon else None)
                     wall, times = clients(a.concurrency, n, one)
-                    results[name].append((n / wall, percentile(times, 0.5), percentile(times, 0.99)))
-            rss_end = rss_kib(proc.pid)
+                    cpu = cpu_seconds(proc.pid if daemon else None) - cpu
+                    results[name].append((n / wall, percentile(times, 0.5), percentile(times, 0.99), cpu / n))
+            rss_end = memory_kib(proc.pid)
             long_rss = []
             if a.long:
                 step = max(a.long // 10, 1)
@@ -203,25 +238,31 @@ def main() -> None:
                 while done < a.long:
                     clients(a.concurrency, step, lambda i: check(port, messages[(done + i) % len(messages)]))
                     done += step
-                    long_rss.append((done, rss_kib(proc.pid)))
+                    long_rss.append((done, memory_kib(proc.pid)))
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait()
-    med = {w: tuple(statistics.median(r[k] for r in rs) for k in range(3)) for w, rs in results.items()}
-    base = med.get("bogofilter per message", (None,))[0]
-    print(f"# nbtext serve: {a.concurrency} concurrent clients, {a.workers} workers, {os.cpu_count()} cores\n")
-    print(f"Messages: {source}; {a.rounds} rounds, medians of the rounds.\n")
-    print("| way | messages a round | messages/s | p50 ms | p99 ms | throughput vs bogofilter |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for w, (tput, p50, p99) in med.items():
-        n = ways[w][0]
-        ratio = f"{tput / base:.2f}x" if base else "-"
-        print(f"| {w} | {n} | {tput:.0f} | {p50 * 1e3:.1f} | {p99 * 1e3:.1f} | {ratio} |")
-    print(f"\nDaemon RSS (parent and {a.workers} workers): {rss_start / 1024:.1f} MiB after reading the model "
-          f"and 200 warm-up messages, {rss_end / 1024:.1f} MiB after the rounds.")
+    med = {w: tuple(statistics.median(r[k] for r in rs) for k in range(4)) for w, rs in results.items()}
+    base = med.get("bogofilter per message")
+    cores = os.cpu_count() or 1
+    print(f"# nbtext serve: {a.concurrency} concurrent clients, {a.workers} workers, {cores} cores\n")
+    print(f"Messages: {source}; {a.rounds} rounds, medians of the rounds. CPU: every process's CPU "
+          f"time a message (the clients, the programs started, the daemon), and the messages a "
+          f"second that it allows on {cores} cores of our own.\n")
+    print("| way | messages a round | messages/s | p50 ms | p99 ms | vs bogofilter | CPU ms a message "
+          f"| messages/s on {cores} idle cores | vs bogofilter |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for w, (tput, p50, p99, cpu) in med.items():
+        ratio = f"{tput / base[0]:.2f}x" if base else "-"
+        cpu_ratio = f"{base[3] / cpu:.2f}x" if base else "-"
+        print(f"| {w} | {ways[w][0]} | {tput:.0f} | {p50 * 1e3:.1f} | {p99 * 1e3:.1f} | {ratio} | "
+              f"{cpu * 1e3:.2f} | {cores / cpu:.0f} | {cpu_ratio} |")
+    mib = lambda m: f"RSS {m[0] / 1024:.1f} MiB, PSS {m[1] / 1024:.1f} MiB"  # noqa: E731
+    print(f"\nDaemon memory (parent and {a.workers} workers, summed): {mib(rss_start)} after reading the "
+          f"model and 200 warm-up messages; {mib(rss_end)} after the rounds.")
     if long_rss:
-        print(f"\nRSS over {a.long} more messages (MiB): "
-              + ", ".join(f"{n}: {kib / 1024:.1f}" for n, kib in long_rss))
+        print(f"\nOver {a.long} more messages through the protocol client, PSS (MiB) after: "
+              + ", ".join(f"{n}: {m[1] / 1024:.1f}" for n, m in long_rss))
     for note in notes:
         print(f"\nNote: {note}")
 

@@ -451,12 +451,32 @@ def test_a_silent_client_is_timed_out(daemon, sample_model):
     assert d.spamc("-c", data=HAM.read_bytes()).returncode == 0
 
 
+def accept_queue(port: int) -> int | None:
+    """Connections waiting in the accept queue of the listening TCP socket on ``port``
+    (/proc/net/tcp's rx_queue of a socket in LISTEN), or None where /proc does not say."""
+    try:
+        lines = open("/proc/net/tcp").read().splitlines()[1:]
+    except OSError:
+        return None
+    for line in lines:
+        f = line.split()
+        if f[1].endswith(f":{port:04X}") and f[3] == "0A":
+            return int(f[4].split(":")[1], 16)
+    return None
+
+
 def test_connections_beyond_the_bound_wait_their_turn(daemon, sample_model):
     d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "1", "--max-connections", "2")
+    if accept_queue(d.port) is None:
+        pytest.skip("/proc/net/tcp does not show the listen queue")
     idle = [socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY) for _ in range(2)]
-    third = socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY)  # (queued, not accepted)
+    third = socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY)
     third.sendall(request("CHECK", SPAM.read_bytes()))
     third.shutdown(socket.SHUT_WR)
+    deadline = time.monotonic() + SAFETY
+    while accept_queue(d.port) != 1:  # (the bound reached: the third waits in the listen queue)
+        assert time.monotonic() < deadline, "the third connection was not left in the listen queue"
+        time.sleep(0.01)
     idle[0].close()  # (a place: the third is accepted and answered)
     assert read_all(third).startswith(b"SPAMD/1.1 0 EX_OK\r\nSpam: True")
     third.close()
