@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from .scoring import Verdict
+from .spamd import blank_line_end, symbols
 
 STATUS = {200: "OK", 208: "Already Reported", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
           405: "Method Not Allowed", 408: "Request Timeout", 411: "Length Required", 413: "Payload Too Large",
@@ -28,7 +29,6 @@ MAX_HEADERS = 100
 ROUTES = {("POST", "/checkv2"): "checkv2", ("POST", "/check"): "checkv2", ("POST", "/learnspam"): "learnspam",
           ("POST", "/learnham"): "learnham", ("POST", "/forget"): "forget", ("GET", "/ping"): "ping",
           ("GET", "/metrics"): "metrics"}
-EXPLAINED = 10  # tokens each way in a check's symbol options
 
 
 class HttpError(Exception):
@@ -56,8 +56,7 @@ class Request:
 
 
 def head_end(buf: bytes | bytearray, scanned: int = 0) -> int:
-    from .spamd import blank_line_end
-
+    """Where the request's body starts, or -1 (``scanned``: the bytes already searched)."""
     return blank_line_end(buf, max(scanned - 2, 0))
 
 
@@ -111,9 +110,8 @@ def action(v: Verdict) -> str:
     return "add header" if v.spam else "no action"
 
 
-def check_reply(v: Verdict, model_name: str, seconds: float, message_id: str | None) -> bytes:
-    from .spamd import symbols
-
+def check_reply(v: Verdict, model_name: str, seconds: float) -> bytes:
+    """/checkv2's JSON, with the tokens of v's explanation as the symbol's options."""
     name = symbols(v)
     e = v.explanation or {}
     options = [f"{t}:{w:+.3f}" for t, w in e.get("for", [])] + [f"{t}:{w:+.3f}" for t, w in e.get("against", [])]
@@ -132,6 +130,4 @@ def check_reply(v: Verdict, model_name: str, seconds: float, message_id: str | N
                    "p_spam": v.p_positive, "threshold": v.threshold, "model": model_name},
         "time_real": round(seconds, 6),
     }
-    if message_id:
-        payload["message-id"] = message_id
     return reply(200, payload)

@@ -35,10 +35,11 @@ class BadUser(NbtextError):
 class Watched:
     """A model file and the model read from it, read again when the file changes."""
 
-    def __init__(self, path: str, log, metrics):
+    def __init__(self, path: str, log, metrics, keep_when_gone: bool = True):
         self.path, self.log, self.metrics = path, log, metrics
         self.model: ServedModel | None = None
         self.identity = None
+        self.keep_when_gone = keep_when_gone  # (the global model: a file removed keeps it in use)
 
     def current(self, force: bool = False) -> ServedModel | None:
         try:
@@ -50,6 +51,9 @@ class Watched:
             self.identity = identity
             if identity is not None:
                 self.load()
+            elif not self.keep_when_gone and self.model is not None:
+                self.model = None  # (a user's model removed: the global model scores again)
+                self.metrics.add("models_loaded", -1)
         return self.model
 
     def load(self) -> None:
@@ -109,7 +113,7 @@ class Models:
         path = self.user_path(user)
         if path is None:
             return main, "global"
-        w = self.users.pop(path, None) or Watched(path, self.log, self.metrics)
+        w = self.users.pop(path, None) or Watched(path, self.log, self.metrics, keep_when_gone=False)
         self.users[path] = w
         while len(self.users) > USERS_KEPT:
             _, gone = self.users.popitem(last=False)

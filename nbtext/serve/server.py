@@ -228,6 +228,8 @@ class Worker:
                             return self._close(c)  # (connected and left: nothing to answer)
                         raise self._error(c, "malformed", "(EOF during headers)")
                     return
+                if end > HEAD_MAX:
+                    raise self._error(c, "malformed", "request head too long")
                 c.req = proto.parse_head(bytes(c.buf[:end]))
                 c.method = c.req.method if c.address.protocol == "spamd" else c.req.route
                 c.user = c.req.user
@@ -370,8 +372,8 @@ class Worker:
             return http.reply(200, self.metrics.text(), "text/plain; version=0.0.4")
         if req.route == "checkv2":
             t = time.monotonic()
-            v, name = self._judge(c, http.EXPLAINED)
-            return http.check_reply(v, name, time.monotonic() - t, None)
+            v, name = self._judge(c, spamd.EXPLAINED)
+            return http.check_reply(v, name, time.monotonic() - t)
         label = {"learnspam": "spam", "learnham": "ham"}.get(req.route)
         return self._learn(c, label, req.route == "forget")
 
@@ -486,9 +488,9 @@ def _supervise(opts, listeners, metrics, models) -> int:
         if pid == 0:
             status = 70
             try:
+                signal.set_wakeup_fd(-1)
                 os.close(wake_r)
                 os.close(wake_w)
-                signal.set_wakeup_fd(-1)
                 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
                     signal.signal(sig, signal.SIG_DFL)
                 metrics.use_row(n)

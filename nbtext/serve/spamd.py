@@ -21,7 +21,7 @@ CHECKS = ("CHECK", "SYMBOLS", "REPORT", "REPORT_IFSPAM", "PROCESS", "HEADERS")
 METHODS = CHECKS + ("TELL", "PING", "SKIP")
 MAX_HEADERS = 255  # as spamd
 REQUEST_LINE = re.compile(rb"([A-Z_]{1,20}) SPAMC/(\d{1,3})\.(\d{1,3})\r?\Z")
-EXPLAINED = 10  # tokens each way in a report
+EXPLAINED = 10  # tokens each way in a report (and in /checkv2's symbol options)
 
 
 class SpamdError(Exception):
