@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BUILD  := build
 
-.PHONY: demo test bench bench-serve accuracy floor phases clean
+.PHONY: demo test check bench bench-serve accuracy floor phases clean
 
 # (setup.py builds the optional compiled kernel, nbtext/_kernel.c, in place: docs/kernel.md)
 $(STAMP): pyproject.toml setup.py nbtext/_kernel.c nbtext/_mail.c nbtext/_buf.h
@@ -25,6 +25,10 @@ demo: $(STAMP)
 ## test: the whole test suite (uses ../shared/data when present)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+## check: the quick tier for the edit-test loop (tests marked slow left out; make test runs them)
+check: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 ## accuracy: nbtext and bogofilter side by side on the spamassassin-2002 80/20 split and in 5-fold CV
 accuracy: $(STAMP)

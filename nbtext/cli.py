@@ -15,6 +15,7 @@ import click
 from . import __version__
 from .errors import NbtextError
 from .nb.decision import Decision
+from .options import Classify, Engine, Inputs, Overrides, PredictOutput, Sources, TableRun, TableTraining
 from .quick import CLASSIFY_OPTIONS, MODEL_OPTION, QUIET_OPTION, THRESHOLD_OPTION, UNSURE_OPTION
 from .read import LineOptions
 from .serve.command import serve_options
@@ -63,9 +64,8 @@ class Group(click.Group):
         sys.exit(finish(body, lambda: edge.error_status))
 
     def invoke(self, ctx):
-        from .process import ReaderLeft, started
+        from .process import ReaderLeft
 
-        started()  # (the garbage collector on again: nbtext.__main__ started without it)
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
@@ -123,11 +123,16 @@ def engine_options(f):
                              "pip install 'nbtext[dask]').")(f)
 
 
-def dask_cluster(kw: dict, quiet: bool, inputs: list[str]):
+def engine_of(kw: dict) -> Engine:
+    """The engine a command's -j, --engine and --scheduler ask for."""
+    return Engine(kw.get("engine") or Engine.name, kw.get("scheduler"), kw.get("jobs"))
+
+
+def dask_cluster(engine: Engine, quiet: bool, inputs: list[str]):
     """The Dask cluster --engine dask asks for (None for local), which the command closes;
     ``inputs`` are checked first (standard input is refused before a cluster starts)."""
-    if kw.get("engine") != "dask":
-        if kw.get("scheduler"):
+    if engine.name != "dask":
+        if engine.scheduler:
             raise click.UsageError("--scheduler needs --engine dask")
         return None
     from .batch.cluster import Cluster, check_reachable, say
@@ -135,7 +140,16 @@ def dask_cluster(kw: dict, quiet: bool, inputs: list[str]):
     for path in inputs:
         check_reachable(path)
 
-    return Cluster(kw.get("scheduler"), say=None if quiet else say)
+    return Cluster(engine.scheduler, say=None if quiet else say)
+
+
+def cluster_parts(cluster, sources: Sources, unread):
+    """train's and cv's labelled inputs, cut into the cluster's parts, lines numbered."""
+    from .batch.cluster import labelled_parts, number_lines
+
+    parts = labelled_parts(*read_labelled_args(sources), on_error=unread, workers=cluster.workers())
+    number_lines(cluster, parts)
+    return parts
 
 
 def line_options(f, flag="--format"):
@@ -237,7 +251,7 @@ def decision_options(f):
     return f
 
 
-def build_decisions(kw: dict):
+def build_decisions(kw: dict) -> DecisionOptions:
     return DecisionOptions(calibrate=kw["calibrate"], threshold=kw["threshold"],
                            unsure=parse_pair(kw["unsure"], "--unsure", float),
                            max_fpr=kw["max_fpr"], positive=kw["positive"])
@@ -248,12 +262,13 @@ def override_options(f):
     return option_of(*THRESHOLD_OPTION)(option_of(*UNSURE_OPTION)(f))
 
 
-def apply_overrides(decision, classes, threshold, unsure):
-    decision.choose(classes, None, threshold, parse_pair(unsure, "--unsure", float))
+def overrides_of(kw: dict) -> Overrides:
+    """The decision --positive, --threshold and --unsure ask for."""
+    return Overrides(kw.get("positive"), kw["threshold"], parse_pair(kw["unsure"], "--unsure", float))
 
 
 def parse_pair(value: str | None, name: str, cast=int) -> tuple | None:
-    from .quick import parse_pair as pair
+    from .options import parse_pair as pair
 
     if value is None:
         return None
@@ -279,10 +294,15 @@ def build_settings(kw: dict):
     return tok, model, feats
 
 
-def line_opts(kw: dict):
-    from .read import LineOptions
+def sources_of(kw: dict) -> Sources:
+    """A command's SOURCEs, --label pairs and line-file options."""
+    return Sources(tuple(kw["sources"]), tuple(tuple(p) for p in kw["label_paths"]),
+                   LineOptions(kw["line_format"], kw["label_column"], kw["text_column"]))
 
-    return LineOptions(kw["line_format"], kw["label_column"], kw["text_column"])
+
+def table_training(kw: dict) -> TableTraining:
+    return TableTraining(kw["variant"], kw["alpha"], kw["columns"], kw["categorical"], kw["numeric"],
+                         kw["covariance"], kw["reg"], kw["chunk_rows"])
 
 
 class Unread:
@@ -305,23 +325,26 @@ class Unread:
             raise Reported()
 
 
-def read_labelled(kw: dict, unread: Unread | None = None):
+def read_labelled(sources: Sources, unread: Unread | None = None):
     from .read import labelled_documents
 
-    return labelled_documents(*read_labelled_args(kw), on_error=unread, deferred=True)
+    return labelled_documents(*read_labelled_args(sources), on_error=unread, deferred=True)
 
 
-def read_labelled_args(kw: dict) -> tuple:
+def read_labelled_args(sources: Sources) -> tuple:
     """(sources, --label pairs, line options) of a command's labelled inputs."""
-    if not kw["sources"] and not kw["label_paths"]:
+    from .read import check_distinct
+
+    if not sources.paths and not sources.labelled:
         raise click.UsageError("give at least one SOURCE or --label LABEL PATH")
-    return list(kw["sources"]), [tuple(p) for p in kw["label_paths"]], line_opts(kw)
+    check_distinct(sources.all)
+    return list(sources.paths), list(sources.labelled), sources.line
 
 
-def n_jobs(kw: dict) -> int:
+def n_jobs(engine: Engine) -> int:
     from .batch.chunks import default_jobs
 
-    return kw.get("jobs") or default_jobs()
+    return engine.jobs or default_jobs()
 
 
 class Progress:
@@ -380,44 +403,45 @@ def train(**kw):
     """
     from . import store
     from .batch.train import train_model
-    from .process import FreeMemory, map_large_arrays
+    from .batch.memory import map_large_arrays
     from .store.atomic import check_target
     from .table import is_table_run
 
-    if is_table_run(kw):
+    sources, engine, quiet, output = sources_of(kw), engine_of(kw), kw["quiet"], kw["output"]
+    table = table_training(kw)
+    if is_table_run(sources, table.asked):
         from . import tablecli
 
-        progress = Progress("training", kw["quiet"])
-        cluster = dask_cluster(kw, kw["quiet"], list(kw["sources"]) or ["-"])
+        progress = Progress("training", quiet)
+        cluster = dask_cluster(engine, quiet, sources.table_paths)
         with cluster or contextlib.nullcontext():
-            tablecli.train(kw, progress, info_line, parse_pair(kw["unsure"], "--unsure", float), cluster)
+            run = TableRun(sources, table, overrides_of(kw), kw["max_fpr"])
+            tablecli.train(run, output, progress, lambda msg: info_line(quiet, msg), cluster)
         progress.done()
         return
     tok, settings, feats = build_settings(kw)
     decisions = build_decisions(kw)
-    check_target(kw["output"], [*kw["sources"], *(p for _, p in kw["label_paths"])])
+    check_target(output, sources.all)
     map_large_arrays()
-    progress = Progress("training", kw["quiet"])
+    progress = Progress("training", quiet)
     unread = Unread()
-    cluster = dask_cluster(kw, kw["quiet"], [*kw["sources"], *(p for _, p in kw["label_paths"])])
+    cluster = dask_cluster(engine, quiet, sources.all)
     if cluster is not None:
-        from .batch.cluster import labelled_parts, number_lines, train_on_cluster
+        from .batch.cluster import train_on_cluster
 
         with cluster:
-            parts = labelled_parts(*read_labelled_args(kw), on_error=unread, workers=cluster.workers())
-            number_lines(cluster, parts)
-            model, fit = train_on_cluster(cluster, parts, tok, settings, feats, decisions, progress=progress,
-                                          on_error=unread)
+            model, fit = train_on_cluster(cluster, cluster_parts(cluster, sources, unread), tok, settings, feats,
+                                          decisions, progress=progress, on_error=unread)
     else:
-        model, fit = train_model(read_labelled(kw, unread), tok, settings, feats, decisions, n_jobs=n_jobs(kw),
-                                 progress=progress, release=FreeMemory())
+        model, fit = train_model(read_labelled(sources, unread), tok, settings, feats, decisions,
+                                 n_jobs=n_jobs(engine), progress=progress)
     progress.done()
     unread.check()
-    store.save(model, kw["output"])
-    report_threshold(kw, fit, decisions, model)
+    store.save(model, output)
+    report_threshold(quiet, fit, decisions, model)
     counts = ", ".join(f"{int(n)} {c}" for c, n in zip(model.classes, model.class_count))
-    info_line(kw["quiet"], f"nbtext: trained on {model.n_documents} documents ({counts}), "
-                           f"{len(model.vocab)} tokens; wrote {kw['output']}")
+    info_line(quiet, f"nbtext: trained on {model.n_documents} documents ({counts}), "
+                     f"{len(model.vocab)} tokens; wrote {output}")
 
 
 def output_options(f):
@@ -443,12 +467,13 @@ def output_options(f):
               help="With --format jsonl: the N tokens that pushed hardest for and against each label.")
 @click.option("--density", is_flag=True, help="Table models: add log p(x), the row's log-density under "
               "the model (low: unlike anything seen in training).")
+@click.option("--spamicity", is_flag=True, help="Two classes: add P(positive) (bogofilter's spamicity) and "
+              "the verdict (the label, or unsure) as columns (JSONL: \"spamicity\").")
 @override_options
 @jobs_option
 @engine_options
 @quiet_option
-def predict(model_path, inputs, fmt, header, lines, input_format, text_column, explain, density, threshold,
-            unsure, jobs, quiet, engine, scheduler):
+def predict(model_path, inputs, quiet, **kw):
     """Score documents: one row per document, in input order, as it goes.
 
     INPUT is a file, a directory (walked recursively), an mbox, a Maildir, or - for one
@@ -464,71 +489,87 @@ def predict(model_path, inputs, fmt, header, lines, input_format, text_column, e
     from .batch.chunks import CHUNK
     from .batch.score import log_scored_batches
     from .process import stdout
-    from .read import LineOptions, input_documents
+    from .read import input_documents
     from .report import header_row
 
-    if explain and fmt != "jsonl":
+    source = Inputs(tuple(inputs) or ("-",), kw["lines"], kw["input_format"],
+                    LineOptions(text_column=kw["text_column"]))
+    output = PredictOutput(kw["fmt"], kw["header"], kw["explain"], kw["density"], kw["spamicity"])
+    engine = engine_of(kw)
+
+    if output.explain and output.fmt != "jsonl":
         raise click.UsageError("--explain needs --format jsonl")
     model = store.load(model_path)
-    apply_overrides(model.decision, model.classes, threshold, unsure)
-    if getattr(model, "kind", None) == "table":
+    overrides_of(kw).apply(model.decision, model.classes)
+    if model.kind == "table":
         from . import tablecli
 
-        if explain or lines:
-            raise click.UsageError("--explain and --lines are for text models; a table model scores table rows")
-        cluster = dask_cluster({"engine": engine, "scheduler": scheduler}, quiet, list(inputs) or ["-"])
+        if output.explain or source.lines or output.spamicity:
+            raise click.UsageError("--explain, --lines and --spamicity are for text models; a table model "
+                                   "scores table rows")
+        cluster = dask_cluster(engine, quiet, list(source.paths))
         with cluster or contextlib.nullcontext():
-            return tablecli.predict(model, list(inputs) or ["-"], fmt, header, input_format, density, stdout(),
-                                    cluster, model_path)
-    if density:
+            return tablecli.predict(model, source, output, stdout(), cluster, model_path)
+    if output.density:
         raise click.UsageError("--density needs a table model")
+    if not source.line_files:
+        from .read import line_files_named
+
+        for path, named in line_files_named(list(source.paths)):
+            info_line(quiet, f"nbtext: note: {path} is scored as one document; to score each of its lines, "
+                             f"give --input-format {named} (its text field) or --lines (each whole line)")
+    from .quick import positive_index
+
+    pos = positive_index(model.classes, model.decision.positive, model_path if output.spamicity else None)
+    more = ("spamicity", "verdict") if output.spamicity else ()
     unread = Unread()
-    streaming = bool(lines or input_format) and "-" in (inputs or ["-"])  # a pipe: answer per line
+    streaming = source.line_files and "-" in source.paths  # a pipe: answer per line
     out = stdout()
     progress = Progress("predicting", quiet)
-    cluster = dask_cluster({"engine": engine, "scheduler": scheduler}, quiet, list(inputs) or ["-"])
-    if cluster is not None:
-        from .batch.cluster import input_parts, number_lines, scored_on_cluster
+    cluster = dask_cluster(engine, quiet, list(source.paths))
+    with cluster or contextlib.nullcontext():
+        if cluster is not None:
+            from .batch.cluster import input_parts, number_lines, scored_on_cluster
 
-        with cluster:
-            parts = input_parts(list(inputs) or ["-"], lines, input_format, LineOptions(text_column=text_column),
-                                on_error=unread, workers=cluster.workers())
+            parts = input_parts(list(source.paths), source.lines, source.format, source.line, on_error=unread,
+                                workers=cluster.workers())
             number_lines(cluster, parts)
-            if header and header_row(fmt):
-                answer(header_row(fmt))
-            for ids, batch, proba, log_proba in scored_on_cluster(cluster, parts, model_path, bool(explain),
-                                                                   on_error=unread):
-                write_predictions(out, model, fmt, explain, ids, batch, proba, log_proba)
-                progress(len(ids))
-        progress.done()
-        unread.check()
-        return
-    docs = input_documents(list(inputs) or ["-"], lines, input_format,
-                           LineOptions(text_column=text_column), on_error=unread)
-    if header and header_row(fmt):
-        answer(header_row(fmt))
-    for chunk, batch, proba, log_proba in log_scored_batches(
-            model, docs, n_jobs=1 if streaming else jobs or n_jobs({}), chunk_size=1 if streaming else CHUNK,
-            batches=bool(explain)):
-        write_predictions(out, model, fmt, explain, [d.id for d in chunk], batch, proba, log_proba)
-        progress(len(chunk))
+            scored = scored_on_cluster(cluster, parts, model_path, bool(output.explain), on_error=unread)
+        else:
+            docs = input_documents(list(source.paths), source.lines, source.format, source.line, on_error=unread)
+            scored = (([d.id for d in chunk], batch, proba, log_proba) for chunk, batch, proba, log_proba in
+                      log_scored_batches(model, docs, n_jobs=1 if streaming else n_jobs(engine),
+                                         chunk_size=1 if streaming else CHUNK, batches=bool(output.explain)))
+        if output.header and header_row(output.fmt):
+            answer(header_row(output.fmt, more))
+        for ids, batch, proba, log_proba in scored:
+            write_predictions(out, model, output, ids, batch, proba, log_proba, pos if output.spamicity else None)
+            progress(len(ids))
     progress.done()
     unread.check()
 
 
-def write_predictions(out, model, fmt: str, explain, ids: list, batch, proba, log_proba) -> None:
-    """predict's rows of a chunk of documents."""
+def write_predictions(out, model, output: PredictOutput, ids: list, batch, proba, log_proba,
+                      spamicity: int | None = None) -> None:
+    """predict's rows of a chunk of documents (``spamicity``: the positive class's index, whose
+    probability and the verdict, the label or unsure, follow the row's three columns)."""
     from .explain import explain_rows
-    from .report import prediction_row
+    from .report import fmt_prob, printed, prediction_row
 
     decided = model.decide_rows(proba)
-    why = explain_rows(model, batch, proba, [label for label, _ in decided], explain) if explain else None
+    why = (explain_rows(model, batch, proba, [label for label, _ in decided], output.explain)
+           if output.explain else None)
     for i, (doc_id, (label, unsure_row), row, logs) in enumerate(zip(ids, decided, proba, log_proba)):
         p = row[model.classes.index(label)]
         extra = {"unsure": True} if unsure_row else {}
         if why:
             extra["explain"] = rounded(why[i])
-        out.write(prediction_row(fmt, doc_id, label, p, model.classes, row, extra, log_scores=logs) + "\n")
+        more = ()
+        if spamicity is not None:
+            extra["spamicity"] = printed(row[spamicity])
+            more = (fmt_prob(row[spamicity]), "unsure" if unsure_row else label)
+        out.write(prediction_row(output.fmt, doc_id, label, p, model.classes, row, extra, log_scores=logs, more=more)
+                  + "\n")
     out.flush()
 
 
@@ -559,9 +600,10 @@ def classify(ctx, unsure, **kw):
     """
     from .quick import run_classify
 
-    if kw["exit_code"]:
+    ask = Classify.of({**kw, "unsure": parse_pair(unsure, "--unsure", float)})
+    if ask.exit_code:
         ctx.find_object(Edge).error_status = 3
-    ctx.exit(run_classify(unsure=parse_pair(unsure, "--unsure", float), **kw))
+    ctx.exit(run_classify(ask))
 
 
 @cli.command(name="eval", context_settings=CONTEXT)
@@ -571,7 +613,7 @@ def classify(ctx, unsure, **kw):
 @override_options
 @jobs_option
 @quiet_option
-def eval_cmd(model_path, fmt, threshold, unsure, jobs, quiet, **kw):
+def eval_cmd(model_path, fmt, quiet, **kw):
     """Score a model on labelled documents (same sources as train).
 
     Prints accuracy, per-class precision/recall/F1/support, macro-F1, the confusion matrix,
@@ -588,20 +630,22 @@ def eval_cmd(model_path, fmt, threshold, unsure, jobs, quiet, **kw):
     from .batch.score import evaluate_documents
     from .report import format_eval
 
+    sources = sources_of(kw)
     model = store.load(model_path)
-    apply_overrides(model.decision, model.classes, threshold, unsure)
-    if getattr(model, "kind", None) == "table":
+    overrides_of(kw).apply(model.decision, model.classes)
+    if model.kind == "table":
         from . import tablecli
 
-        if not kw["sources"] or kw["label_paths"]:
+        if not sources.paths or sources.labelled:
             raise click.UsageError("a table model is evaluated on tables: give them as SOURCE")
-        result = tablecli.evaluate(model, list(kw["sources"]), kw)
+        result = tablecli.evaluate(model, sources)
         answer(json.dumps(result, indent=2) if fmt == "json" else
                format_eval(result) + tablecli.format_density(result["density"]))
         return
     progress = Progress("evaluating", quiet)
     unread = Unread()
-    result = evaluate_documents(model, read_labelled(kw, unread), n_jobs=jobs or n_jobs({}), progress=progress)
+    result = evaluate_documents(model, read_labelled(sources, unread), n_jobs=n_jobs(engine_of(kw)),
+                                progress=progress)
     progress.done()
     unread.check()
     answer(json.dumps(result, indent=2) if fmt == "json" else format_eval(result))
@@ -620,7 +664,7 @@ def eval_cmd(model_path, fmt, threshold, unsure, jobs, quiet, **kw):
 @jobs_option
 @engine_options
 @quiet_option
-def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
+def cv(folds, seed, fmt, predictions_path, quiet, **kw):
     """Stratified k-fold cross-validation with train's options.
 
     Prints eval's figures as mean ± standard deviation over the folds, per-class figures, and
@@ -637,26 +681,27 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     import json
 
     from .batch.train import count_corpus, cross_validate
-    from .report import aggregate, format_cv, prediction_row
+    from .report import aggregate, format_cv
 
+    sources, engine = sources_of(kw), engine_of(kw)
     if predictions_path is not None:
         from .store.atomic import check_target
 
-        check_target(predictions_path, [*kw["sources"], *(p for _, p in kw["label_paths"])])
+        check_target(predictions_path, sources.all)
     from .table import is_table_run
 
-    if is_table_run(kw):
+    table = table_training(kw)
+    if is_table_run(sources, table.asked):
         from . import tablecli
 
-        cluster = dask_cluster(kw, quiet, list(kw["sources"]) or ["-"])
+        cluster = dask_cluster(engine, quiet, sources.table_paths)
         with cluster or contextlib.nullcontext():
-            results, ids, y, predictions = tablecli.cross_validate(kw, folds, seed, predictions_path is not None,
+            asked = Overrides(kw["positive"], kw["threshold"], tablecli.setting_pair(kw["unsure"]))
+            run = TableRun(sources, table, asked, kw["max_fpr"])
+            results, ids, y, predictions = tablecli.cross_validate(run, folds, seed, predictions_path is not None,
                                                                    cluster)
         if predictions_path is not None:
-            from .store.atomic import write_atomically
-
-            write_atomically([f"{prediction_row('tsv', i, label, p)}\t{true}\t{fold}\n".encode("utf-8")
-                              for i, true, (label, p, fold) in zip(ids, y, predictions)], predictions_path)
+            write_cv_predictions(predictions_path, ids, y, predictions)
         r = aggregate(results, seed)
         answer(json.dumps(r, indent=2) if fmt == "json" else format_cv(r).replace("documents", "rows", 1))
         return
@@ -664,16 +709,15 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     progress = Progress("reading", quiet)
     ids: list | None = [] if predictions_path is not None else None
     unread = Unread()
-    cluster = dask_cluster(kw, quiet, [*kw["sources"], *(p for _, p in kw["label_paths"])])
+    cluster = dask_cluster(engine, quiet, sources.all)
     if cluster is not None:
-        from .batch.cluster import corpus_on_cluster, labelled_parts, number_lines
+        from .batch.cluster import corpus_on_cluster
 
         with cluster:
-            parts = labelled_parts(*read_labelled_args(kw), on_error=unread, workers=cluster.workers())
-            number_lines(cluster, parts)
-            X, y, vocab = corpus_on_cluster(cluster, parts, tok, progress=progress, ids=ids, on_error=unread)
+            X, y, vocab = corpus_on_cluster(cluster, cluster_parts(cluster, sources, unread), tok, progress=progress,
+                                            ids=ids, on_error=unread)
     else:
-        X, y, vocab = count_corpus(read_labelled(kw, unread), tok, n_jobs=jobs or n_jobs({}), progress=progress,
+        X, y, vocab = count_corpus(read_labelled(sources, unread), tok, n_jobs=n_jobs(engine), progress=progress,
                                    ids=ids)
     unread.check()
     progress.done()
@@ -681,12 +725,19 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
     results = cross_validate(X, y, vocab, tok, settings, feats, build_decisions(kw), folds, seed,
                              predictions=predictions)
     if predictions_path is not None:
-        from .store.atomic import write_atomically
-
-        write_atomically([f"{prediction_row('tsv', doc_id, label, p)}\t{true}\t{fold}\n".encode("utf-8")
-                          for doc_id, true, (label, p, fold) in zip(ids, y, predictions)], predictions_path)
+        write_cv_predictions(predictions_path, ids, y, predictions)
     r = aggregate(results, seed)
     answer(json.dumps(r, indent=2) if fmt == "json" else format_cv(r))
+
+
+def write_cv_predictions(path: str, ids: list, y, predictions: list) -> None:
+    """cv's --predictions file: per document (or row), predict's TSV row (id, label,
+    probability), its true label and its fold (1..K), in input order."""
+    from .report import prediction_row
+    from .store.atomic import write_atomically
+
+    write_atomically([f"{prediction_row('tsv', doc_id, label, p)}\t{true}\t{fold}\n".encode("utf-8")
+                      for doc_id, true, (label, p, fold) in zip(ids, y, predictions)], path)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -695,7 +746,7 @@ def cv(folds, seed, fmt, predictions_path, jobs, quiet, **kw):
 @decision_options
 @jobs_option
 @quiet_option
-def calibrate(model_path, **kw):
+def calibrate(model_path, quiet, **kw):
     """Refit a model's calibration and decisions on labelled documents, counts unchanged.
 
     As train fits them: the calibration map on internal folds, and the threshold of --max-fpr,
@@ -709,35 +760,34 @@ def calibrate(model_path, **kw):
     """
     from . import store
     from .batch.train import recalibrate
-    from .process import FreeMemory
-
     from .store.atomic import check_target
 
+    sources = sources_of(kw)
     decisions = build_decisions(kw)
-    check_target(model_path, [*kw["sources"], *(p for _, p in kw["label_paths"])])  # (read as a document)
-    progress = Progress("calibrating", kw["quiet"])
+    check_target(model_path, sources.all)  # (read as a document)
+    progress = Progress("calibrating", quiet)
     unread = Unread()
     with store.locked(model_path):
         model = store.load(model_path)
-        if getattr(model, "kind", None) == "table":
+        if model.kind == "table":
             raise NbtextError(f"{model_path}: a table model; its probabilities are not calibrated "
                               "(they are scikit-learn's), so there is nothing to refit")
-        n, fit = recalibrate(model, read_labelled(kw, unread), decisions, n_jobs=n_jobs(kw), progress=progress,
-                             release=FreeMemory())
+        n, fit = recalibrate(model, read_labelled(sources, unread), decisions, n_jobs=n_jobs(engine_of(kw)),
+                             progress=progress)
         progress.done()
         unread.check()
         store.save(model, model_path)
-    report_threshold(kw, fit, decisions, model)
-    info_line(kw["quiet"], f"nbtext: calibrated on {n} documents ({describe_calibration(model.decision)}); "
-                           f"wrote {model_path}")
+    report_threshold(quiet, fit, decisions, model)
+    info_line(quiet, f"nbtext: calibrated on {n} documents ({describe_calibration(model.decision)}); "
+                     f"wrote {model_path}")
 
 
-def report_threshold(kw: dict, fit, decisions, model) -> None:
+def report_threshold(quiet: bool, fit, decisions, model) -> None:
     if fit:
-        info_line(kw["quiet"], f"nbtext: --max-fpr {kw['max_fpr']}: threshold {fit.threshold:.6f}; "
-                               f"in {decisions.folds} internal folds it calls {fit.fpr:.2%} of "
-                               f"non-{model.decision.positive} positive and misses {fit.fnr:.2%} "
-                               f"of {model.decision.positive}")
+        info_line(quiet, f"nbtext: --max-fpr {decisions.max_fpr}: threshold {fit.threshold:.6f}; "
+                         f"in {decisions.folds} internal folds it calls {fit.fpr:.2%} of "
+                         f"non-{model.decision.positive} positive and misses {fit.fnr:.2%} "
+                         f"of {model.decision.positive}")
 
 
 def describe_calibration(d) -> str:
@@ -770,20 +820,18 @@ def info(model_path, fmt, top, linear):
 
     header, payload = store.read_container(model_path)
     model = store.decode(header, payload, model_path)
-    if linear:
+    if model.kind == "table":
         from . import tablecli
 
-        view = model.linear() if getattr(model, "kind", None) == "table" else tablecli.text_linear(model)
-        answer(json.dumps(view, indent=2, ensure_ascii=False) if fmt == "json" else tablecli.format_linear(view))
-        return
-    if getattr(model, "kind", None) == "table":
+        view, text = ((model.linear(), tablecli.format_linear) if linear else
+                      (tablecli.describe(model, header), tablecli.format_info))
+    elif linear:
         from . import tablecli
 
-        d = tablecli.describe(model, header)
-        answer(json.dumps(d, indent=2, ensure_ascii=False) if fmt == "json" else tablecli.format_info(d))
-        return
-    d = describe(model, header, top)
-    answer(json.dumps(d, indent=2, ensure_ascii=False) if fmt == "json" else format_info(d))
+        view, text = tablecli.text_linear(model), tablecli.format_linear
+    else:
+        view, text = describe(model, header, top), format_info
+    answer(json.dumps(view, indent=2, ensure_ascii=False) if fmt == "json" else text(view))
 
 
 @cli.command(context_settings=CONTEXT)
@@ -816,10 +864,20 @@ def learn(model_path, label, forget, inputs, quiet):
         n = learn_rows(model_path, list(inputs) or ["-"], label, forget)
         info_line(quiet, f"nbtext: {'forgot' if forget else 'learned'} {n} row{'' if n == 1 else 's'} as {label}")
         return
-    changed, skipped = learn_in_place(model_path, input_documents(list(inputs) or ["-"]), label, forget)
+    changed, skipped = learn_in_place(model_path, refuse_empty_stdin(input_documents(list(inputs) or ["-"]), forget),
+                                      label, forget)
     verb = "forgot" if forget else "learned"
     info_line(quiet, f"nbtext: {verb} {changed} document{'' if changed == 1 else 's'} as {label}"
                      + (f" ({skipped} already learned, skipped)" if skipped else ""))
+
+
+def refuse_empty_stdin(docs, forget: bool):
+    """learn's documents, refused when standard input is empty (`learn < /dev/null`, a pipe that
+    gave nothing: a mistake, not a message); forgetting one learned so is still allowed."""
+    for doc in docs:
+        if doc.id == "-" and not doc.data and not forget:
+            raise NbtextError("-: standard input is empty: no message to learn")
+        yield doc
 
 
 @cli.command(context_settings=CONTEXT)
@@ -848,7 +906,9 @@ def serve(model_path, quiet, **kw):
 @cli.command(context_settings=CONTEXT)
 @click.option("-o", "--output", required=True, metavar="OUT", help="Model file to write.")
 @click.argument("models", nargs=-1, required=True, type=click.Path())
-def merge(output, models):
+@click.option("--disjoint", is_flag=True,
+              help="Merge models whose classes share none (one model of all their classes).")
+def merge(output, models, disjoint):
     """Sum models trained with the same settings into OUT.
 
     \b
@@ -857,9 +917,9 @@ def merge(output, models):
     """
     from .operations import merge_files
 
-    merged = merge_files(output, list(models))
+    merged = merge_files(output, list(models), disjoint)
     d = merged.decision
-    if getattr(merged, "kind", None) == "table":  # (not calibrated: nothing to refit)
+    if merged.kind == "table":  # (not calibrated: nothing to refit)
         return
     info_line(False, f"nbtext: merged {len(models)} models into {output}; kept the decision of {models[0]} "
                      f"({describe_calibration(d)}, threshold {d.threshold:g}): to refit it on all their "

@@ -26,7 +26,7 @@ class SettingError(NbtextError):
 
     def __reduce__(self):
         # (as made, not from args: one raised in a worker process reaches train's parent pickled,
-        # and Exception's default unpickled it as SettingError(message), a TypeError)
+        # and Exception's default would unpickle it as SettingError(message), a TypeError)
         return type(self), (self.param, self.value, self.problem)
 
     def worded(self, name_of) -> str:

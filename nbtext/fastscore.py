@@ -18,7 +18,7 @@ from .nb import weights as F
 from .nb.decision import calibrated, decide
 from .store.codec import check_header, meta, summary
 from .store.container import read_container, section
-from .store.vocabfile import vocabulary_index
+from .store.vocabfile import VocabularyError, vocabulary_index
 from .text.tokenizer import Tokenizer
 
 
@@ -31,6 +31,7 @@ class TableFile(Exception):
 
 class FastScorer:
     def __init__(self, path: str):
+        self.path = path
         header, payload = read_container(path)
         if header.get("kind") == "table":
             raise TableFile(header, payload)
@@ -77,7 +78,10 @@ class FastScorer:
         count of known ones): jll[c] = bias[c] + sum over tokens of contrib[token][c]."""
         occurrences = Counter(tokens)
         keys = {t: t.encode("utf-8", "surrogatepass") for t in occurrences}
-        found = self.vocab.token_ids(keys.values())
+        try:
+            found = self.vocab.token_ids(keys.values())
+        except VocabularyError as e:
+            raise ModelFileError(f"{self.path}: corrupt model file ({e})") from None
         ids: Counter = Counter()
         names: dict[int, str] = {}
         unknown = 0
@@ -115,9 +119,9 @@ class FastScorer:
         from .explain import explanation
 
         bias, contrib, unknown, _ = contributions
-        label, prob, unsure, _ = self.verdict(contributions)
+        label, prob, unsure, probs = self.verdict(contributions)
         k = self.classes.index(label)
-        return {"label": label, "probability": prob, "unsure": unsure,
+        return {"label": label, "probability": prob, "unsure": unsure, "scores": probs,
                 **explanation(k, bias, contrib, unknown, n)}
 
     def score(self, data: bytes | str) -> tuple[str, float, bool, list[float]]:

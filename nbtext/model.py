@@ -28,10 +28,7 @@ class Model:
     counts: Counts                     # per class and token: the state (columns are vocab ids)
     decision: Decision = field(default_factory=Decision)
     ledger: set = field(default_factory=set)  # content digests of learned documents
-    # The vocabulary's coding for the file and the counts in its order, made ahead
-    # (store.codec.code_ahead: train makes them while calibration's workers run) and taken by
-    # save; not the model's state.
-    coded_ahead: object = field(default=None, repr=False, compare=False)
+    kind = "text"  # (a class attribute, not a field; a table model's is "table": commands dispatch on it)
 
     def __post_init__(self):
         if self.settings.variant == AUTO:  # until train's internal folds choose: the first candidate

@@ -6,11 +6,7 @@ forgetting subtracts them, merging adds two models' counts, each at its tokens' 
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-try:  # CPython's own BLAKE2 (hashlib.blake2b is this type): the hashlib module loads OpenSSL
-    from _blake2 import blake2b  # first, 2.2 ms of every train's start-up, for hashes it never uses
-except ImportError:  # (another Python)
-    from hashlib import blake2b
+from hashlib import blake2b
 
 from .errors import NbtextError
 from .features.vocabulary import Vocabulary
@@ -53,11 +49,19 @@ def learn(model: Model, docs: Iterable[Document], label: str, forget: bool = Fal
     return len(todo), skipped
 
 
-def merge(models: list[tuple[str, Model]]) -> Model:
+def merge(models: list[tuple[str, Model]], disjoint: bool = False) -> Model:
     """Sum models trained with the same settings on different documents. Models that learned
     a document in common are refused: its counts would be added twice while the ledger lists
-    it once, so it could never be forgotten."""
+    it once, so it could never be forgotten. So is a model that shares no class with the
+    others (a spam filter and a language model made a 14-class model), unless ``disjoint``."""
     (first_path, first), rest = models[0], models[1:]
+    if not disjoint and len({getattr(m, "kind", None) for _, m in models}) == 1:
+        for i, (path, m) in enumerate(models):
+            others = {c for j, (_, o) in enumerate(models) if j != i for c in o.classes}
+            if not others & set(m.classes):
+                raise NbtextError(f"{path}: its classes ({', '.join(m.classes)}) share none with the other "
+                                  f"models' ({', '.join(sorted(others))}); merged, they would make one model of "
+                                  f"{len(others | set(m.classes))} classes: give --disjoint if that is meant")
     if any(getattr(m, "kind", None) == "table" for _, m in models):
         from .table.model import merge_tables
 
@@ -147,7 +151,7 @@ def learn_each_in_place(model_path: str, requests: list[tuple], new_model=None, 
     return results
 
 
-def merge_files(output: str, paths: list[str]) -> Model:
+def merge_files(output: str, paths: list[str], disjoint: bool = False) -> Model:
     """Merge model files into ``output``, under its lock (its own counts read inside it)."""
     import os
 
@@ -161,6 +165,6 @@ def merge_files(output: str, paths: list[str]) -> Model:
             raise NbtextError(f"{paths[i]}: given twice (as {paths[real.index(p)]}); merged with "
                               "itself, a model's counts would be counted twice")
     with store.locked(output):
-        merged = merge([(p, store.load(p)) for p in paths])
+        merged = merge([(p, store.load(p)) for p in paths], disjoint)
         store.save(merged, output)
     return merged

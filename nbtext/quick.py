@@ -4,14 +4,16 @@ A mail filter runs `nbtext classify` once per message, so start-up is the whole 
 alone takes about as long to import as the rest of the run. CLASSIFY_OPTIONS is the one
 definition of classify's options: nbtext.cli builds the click command from it, and
 quick_classify() reads argv with it when every option given is a flag or a plain value (a
-string, a number, a pair). Both run the same function, run_classify. Anything else (--help,
---explain, --learn, a malformed value, an unknown option) returns None and goes to click,
-which owns usage errors.
+string, a number, a pair). Both build the same call (nbtext.options.Classify) and run it with
+run_classify. Anything else (--help, --explain, --learn, a malformed value, an unknown option)
+returns None and goes to click, which owns usage errors.
 """
 from __future__ import annotations
 
 import os
 import sys
+
+from .options import Classify, parse_pair
 
 # (flags, parameter, kind, help). Kinds: "flag"; "str", "float", "pair" (two floats LOW,HIGH),
 # which quick_classify reads too; "count" (an integer >= 1), which only click reads.
@@ -28,22 +30,18 @@ CLASSIFY_OPTIONS = [
     UNSURE_OPTION,
     (("--explain",), "explain", "count", "Also print the N tokens that pushed hardest for and against the label."),
     (("-p", "--passthrough"), "passthrough", "flag",
-     "Write the message back with X-Nbtext-Class and X-Nbtext-Score headers."),
+     "Write the message back with X-Nbtext-Class and X-Nbtext-Score headers (two classes: X-Nbtext-Spamicity)."),
     (("-u", "--learn"), "learn_verdict", "flag",
      "Also learn the message as its verdict (not when unsure), as bogofilter -u."),
+    (("--spamicity",), "spamicity", "flag",
+     "Two classes: also print P(positive) (bogofilter's spamicity) and the verdict (the label, or unsure)."),
     (("--row",), "row", "str", "A table model's row as COLUMN=VALUE,... (instead of a CSV line in FILE)."),
     QUIET_OPTION,
 ]
 
 
-def parse_pair(value: str, cast=float) -> tuple:
-    """"LOW,HIGH" as two numbers (ValueError otherwise)."""
-    lo, hi = (cast(x) for x in value.split(","))
-    return lo, hi
-
-
-def parse(argv: list[str]) -> dict | None:
-    """The parameters of a plain classify call, or None when click should read argv."""
+def parse(argv: list[str]) -> Classify | None:
+    """A plain classify call, or None when click should read argv."""
     if not argv or argv[0] != "classify":
         return None
     by_flag = {flag: (dest, kind) for flags, dest, kind, _ in CLASSIFY_OPTIONS for flag in flags}
@@ -69,13 +67,10 @@ def parse(argv: list[str]) -> dict | None:
     if not opts["model_path"]:
         return None
     opts["file"] = opts["file"] or "-"
-    return opts
+    return Classify.of(opts)
 
 
-def run_classify(model_path: str, file: str, exit_code: bool = False, positive: str | None = None,
-                 threshold: float | None = None, unsure: tuple | None = None, explain: int | None = None,
-                 passthrough: bool = False, learn_verdict: bool = False, quiet: bool = False,
-                 row: str | None = None) -> int:
+def run_classify(ask: Classify) -> int:
     """Classify one document (or a table model's row) and print the verdict; returns the exit status."""
     from .fastscore import FastScorer, TableFile
     from .process import stdout
@@ -83,48 +78,68 @@ def run_classify(model_path: str, file: str, exit_code: bool = False, positive: 
 
     out = stdout()
     try:
-        scorer = FastScorer(model_path)
+        scorer = FastScorer(ask.model_path)
     except TableFile as table:
         from .errors import NbtextError
         from .tablecli import classify_row
 
-        if explain or passthrough or learn_verdict:
-            raise NbtextError(f"{model_path} is a table model: --explain, --passthrough and --learn are "
-                              "for text models") from None
-        return classify_row(table.header, table.payload, model_path, file, row, exit_code, positive,
-                            threshold, unsure, out)
-    if row is not None:
+        if ask.explain or ask.passthrough or ask.learn or ask.spamicity:
+            raise NbtextError(f"{ask.model_path} is a table model: --explain, --passthrough, --learn and "
+                              "--spamicity are for text models") from None
+        model, label, unsure_row = classify_row(table, ask, out)
+        return exit_status(model, label, unsure_row) if ask.exit_code else 0
+    if ask.row is not None:
         from .errors import NbtextError
 
-        raise NbtextError(f"--row: {model_path} is a text model; --row is for table models")
-    scorer.decision.choose(scorer.classes, positive, threshold, unsure)
-    data = read_bytes(file, limit=None if passthrough else MAX_DOCUMENT_BYTES)  # (passthrough: all of it)
-    if explain:
-        e = scorer.explain(data, explain)
-        label, prob, unsure_ = e["label"], e["probability"], e["unsure"]
+        raise NbtextError(f"--row: {ask.model_path} is a text model; --row is for table models")
+    ask.overrides.apply(scorer.decision, scorer.classes)
+    pos = positive_index(scorer.classes, scorer.decision.positive, ask.model_path if ask.spamicity else None)
+    data = read_bytes(ask.file, limit=None if ask.passthrough else MAX_DOCUMENT_BYTES)  # (passthrough: all of it)
+    if ask.explain:
+        e = scorer.explain(data, ask.explain)
+        label, prob, unsure_, probs = e["label"], e["probability"], e["unsure"], e["scores"]
     else:
-        label, prob, unsure_, _ = scorer.score(data)
-    if learn_verdict and not unsure_:
+        label, prob, unsure_, probs = scorer.score(data)
+    verdict = label if not unsure_ else "unsure"
+    if ask.learn and not unsure_:
         from .operations import learn_in_place
 
-        learn_in_place(model_path, [Document(file, data)], label, forget=False)
-    if passthrough:
-        out.buffer.write(with_headers(data, label if not unsure_ else "unsure", prob))
+        learn_in_place(ask.model_path, [Document(ask.file, data)], label, forget=False)
+    if ask.passthrough:
+        out.buffer.write(with_headers(data, verdict, prob, None if pos is None else probs[pos]))
+    elif ask.spamicity:
+        out.write(f"{label}\t{prob:.6f}\t{probs[pos]:.6f}\t{verdict}\n")
     else:
         out.write(f"{label}\t{prob:.6f}\n")
-    if explain:
-        why = sys.stderr if passthrough else out
+    if ask.explain:
+        why = sys.stderr if ask.passthrough else out
         if why is not None:
             why.write(f"prior\t{e['prior']:+.4f}\nunknown tokens\t{e['unknown_tokens']}\n")
             for side in ("for", "against"):
                 for tok, v in e[side]:
                     why.write(f"{side}\t{v:+.4f}\t{tok}\n")
     out.flush()
-    return exit_status(scorer, label, unsure_) if exit_code else 0
+    return exit_status(scorer, label, unsure_) if ask.exit_code else 0
+
+
+def positive_index(classes: list, positive: str | None, asked_by: str | None = None) -> int | None:
+    """The index of a two-class model's positive class, whose probability is bogofilter's
+    spamicity; None with more classes, where ``asked_by`` (the model of a --spamicity) is
+    refused, naming the classes."""
+    from .nb.decision import positive_of
+
+    pos = positive_of(classes, positive)
+    if pos is None and asked_by is not None:
+        from .errors import NbtextError
+
+        raise NbtextError(f"--spamicity: {asked_by} has {len(classes)} classes ({', '.join(classes)}); "
+                          "P(positive) needs two")
+    return None if pos is None else list(classes).index(pos)
 
 
 def exit_status(scorer, label: str, unsure: bool) -> int:
-    """bogofilter's: 0 the positive class, 1 another, 2 unsure."""
+    """bogofilter's: 0 the positive class, 1 another, 2 unsure (``scorer``: what decided, a
+    model or a FastScorer, with its classes and decision)."""
     from .nb.decision import positive_of
 
     pos = positive_of(scorer.classes, scorer.decision.positive)
@@ -133,20 +148,21 @@ def exit_status(scorer, label: str, unsure: bool) -> int:
 
 def quick_classify(argv: list[str]) -> int | None:
     """Run a plain classify call and return its exit status; None: not one of ours."""
-    from .process import finish, started
+    from .process import finish
 
-    opts = parse(argv)
-    if opts is None:
+    ask = parse(argv)
+    if ask is None:
         return None
-    started()
-    return finish(lambda: run_classify(**opts), 3 if opts["exit_code"] else 1)
+    return finish(lambda: run_classify(ask), 3 if ask.exit_code else 1)
 
 
-def with_headers(data: bytes, label: str, prob: float, more: tuple[str, ...] = ()) -> bytes:
+def with_headers(data: bytes, label: str, prob: float, spamicity: float | None = None,
+                 more: tuple[str, ...] = ()) -> bytes:
     """The message with X-Nbtext-Class/-Score headers added at the end of its header block
-    (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail; ``more``:
-    further header lines added after them, replacing fields of the same names (the daemon's
-    SpamAssassin-style X-Spam-* fields).
+    (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail; and for a
+    two-class model X-Nbtext-Spamicity, P(positive), as bogofilter's X-Bogosity carries it;
+    ``more``: further header lines added after them, replacing fields of the same names (the
+    daemon's SpamAssassin-style X-Spam-* fields).
 
     The header block is every line before the first empty one ("\n" or "\r\n"), or the
     whole message when it has none (a blank line is then added). The new headers end as the
@@ -163,7 +179,8 @@ def with_headers(data: bytes, label: str, prob: float, more: tuple[str, ...] = (
     lines = head.split(b"\n")
     lines = [ln + b"\n" for ln in lines[:-1]] + ([lines[-1] + nl] if lines[-1] else [])
     kept, skip = [], False
-    replaced = (b"x-nbtext-class:", b"x-nbtext-score:") + tuple(h.split(":")[0].lower().encode() + b":" for h in more)
+    replaced = (b"x-nbtext-class:", b"x-nbtext-score:", b"x-nbtext-spamicity:") + tuple(
+        h.split(":")[0].lower().encode() + b":" for h in more)
     for ln in lines:
         if ln[:1] in (b" ", b"\t") and skip:
             continue  # a folded continuation of a header being replaced
@@ -171,5 +188,7 @@ def with_headers(data: bytes, label: str, prob: float, more: tuple[str, ...] = (
         if not skip:
             kept.append(ln)
     kept += [f"X-Nbtext-Class: {label}".encode() + nl, f"X-Nbtext-Score: {prob:.6f}".encode() + nl]
+    if spamicity is not None:
+        kept.append(f"X-Nbtext-Spamicity: {spamicity:.6f}".encode() + nl)
     kept += [h.encode() + nl for h in more]
     return b"".join(kept) + rest

@@ -792,7 +792,7 @@ def _column(row: dict | list, name: str, where: str, what: str):
         except (ValueError, IndexError):
             raise NbtextError(f"{where}: no {what} column {name!r}") from None
     if name not in row:
-        raise NbtextError(f"{where}: no {what} field {name!r}")
+        raise NbtextError(f"{where}: no {what} field {name!r} (name it with --{what}-column)")
     return row[name]
 
 
@@ -901,12 +901,13 @@ def _parsed_lines(path: str, lines: Iterator[tuple[int, bytes]], fmt: str, opts:
         text = decode_text(raw)
         label = None
         if fmt == "tsv":
-            if labelled:
-                if "\t" not in text:
-                    raise NbtextError(f"{where}: expected LABEL<TAB>TEXT, found no tab")
+            if labelled and "\t" not in text:
+                raise NbtextError(f"{where}: expected LABEL<TAB>TEXT, found no tab")
+            if "\t" in text:  # (to score, the text field alone: a label left in is read as evidence)
                 label, text = text.split("\t", 1)
                 if n == 1 and label.strip().lower() == "label":
                     continue  # a header row
+                label = label if labelled else None
         elif fmt == "jsonl":
             import json
 
@@ -990,7 +991,8 @@ def _csv_documents(path: str, lines: Iterator[tuple[int, bytes]], opts: LineOpti
             return header.index(name)
         if name.isdigit() and 1 <= int(name) <= len(header):
             return int(name) - 1
-        raise NbtextError(f"{path}: no {what} column {name!r} (columns: {', '.join(header)})")
+        raise NbtextError(f"{path}: no {what} column {name!r} (columns: {', '.join(header)}; a text model "
+                          f"does not keep train's columns: name it with --{what}-column)")
 
     ti = col(opts.text_column, "text")
     li = col(opts.label_column, "label") if labelled else None
@@ -1006,6 +1008,28 @@ def _csv_documents(path: str, lines: Iterator[tuple[int, bytes]], opts: LineOpti
 
 
 # -- the two entry points -------------------------------------------------------------
+
+def check_distinct(paths: list[str]) -> None:
+    """Refuse labelled inputs of which one is another, or inside another (a folder listed twice,
+    a label directory beside its corpus): their documents would be counted twice while the
+    model's ledger lists each once, so `learn --forget` could take out only one of the two."""
+    given: dict[str, str] = {}
+    for path in paths:
+        if path == "-":
+            continue
+        real = os.path.realpath(path)
+        if real in given:
+            raise NbtextError(f"{path}: given twice (also as {given[real]}); its documents would be "
+                              "counted twice (and a model's ledger lists each once)")
+        given[real] = path
+    for real, path in given.items():
+        up = os.path.dirname(real)
+        while up != real:
+            if up in given:
+                raise NbtextError(f"{path}: inside {given[up]}, also given; its documents would be "
+                                  "counted twice (and a model's ledger lists each once)")
+            real, up = up, os.path.dirname(up)
+
 
 def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts: LineOptions,
                        stdin: BinaryIO | None = None, on_error: OnError = None,
@@ -1131,6 +1155,19 @@ def label_directory_files(path: str, on_error: OnError = None) -> Iterator[tuple
         # a walk per label, that never enters the corpus directory again (a link to ..)
         for file, single in _walk_files(d, {(st.st_dev, st.st_ino)}, on_error):
             yield file, single, label
+
+
+def line_files_named(inputs: list[str]) -> list[tuple[str, str]]:
+    """(path, format) of the regular files among inputs whose names say they are line files
+    (.tsv, .csv, .jsonl, ...): without --lines or --input-format each is one document, which
+    predict says on stderr (their lines are not what a user meant to score as one)."""
+    named = []
+    for path in inputs:
+        name = path[:-3] if path.endswith(".gz") else path
+        fmt = EXTENSIONS.get(os.path.splitext(name)[1].lower())
+        if fmt and path != "-" and os.path.isfile(path):
+            named.append((path, fmt))
+    return named
 
 
 def input_documents(inputs: list[str], lines: bool = False, input_format: str | None = None,

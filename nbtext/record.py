@@ -1,8 +1,8 @@
 """Small value classes declared like dataclasses, without the dataclasses module.
 
 dataclasses writes each class's __init__, __eq__ and __repr__ as source code and compiles it
-at import time; for the handful of classes on `nbtext classify`'s path that cost about 30 ms
-of a run that has 100 ms in all. A Record reads its fields from the class annotations (in
+at import time; for the handful of classes on `nbtext classify`'s path that is a large share
+of a run that must start fast. A Record reads its fields from the class annotations (in
 order, base classes first), takes their defaults from the class attributes, and calls
 __post_init__ to validate, as a dataclass would.
 """

@@ -36,10 +36,12 @@ TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"
 
 def prediction_row(fmt: str, doc_id: str, label: str, prob: float,
                    classes: Sequence[str] | None = None, probs: Sequence[float] | None = None,
-                   extra: dict | None = None, log_scores: Sequence[float] | None = None) -> str:
+                   extra: dict | None = None, log_scores: Sequence[float] | None = None,
+                   more: Sequence[str] = ()) -> str:
     """One output row, without its newline. Every format reads back with its standard parser
     (csv, json; TSV split at tabs, its escapes undone) as the id, label and probability. JSONL
-    rows also carry ``log_scores`` when given: each class's log posterior, at full precision."""
+    rows also carry ``log_scores`` when given: each class's log posterior, at full precision.
+    ``more``: TSV and CSV fields after those three (opt-in columns: JSONL has them in extra)."""
     if fmt == "jsonl":
         row = {"id": text_id(doc_id), "label": label, "probability": printed(prob),
                "scores": {c: printed(p) for c, p in zip(classes, probs)}}
@@ -50,14 +52,16 @@ def prediction_row(fmt: str, doc_id: str, label: str, prob: float,
         return json.dumps(row, ensure_ascii=False)
     if fmt == "csv":
         buf = io.StringIO()  # ("\r\n": fields holding a CR or LF are then quoted)
-        csv.writer(buf, lineterminator="\r\n").writerow([text_id(doc_id), label, fmt_prob(prob)])
+        csv.writer(buf, lineterminator="\r\n").writerow([text_id(doc_id), label, fmt_prob(prob), *more])
         return buf.getvalue()[:-2]
     # TSV: a backslash, tab, newline or CR in an id is written as \\, \t, \n, \r.
-    return f"{text_id(doc_id.translate(TSV_ESCAPES))}\t{label}\t{fmt_prob(prob)}"
+    return "\t".join([f"{text_id(doc_id.translate(TSV_ESCAPES))}\t{label}\t{fmt_prob(prob)}", *more])
 
 
-def header_row(fmt: str) -> str | None:
-    return {"tsv": "id\tlabel\tprobability", "csv": "id,label,probability"}.get(fmt)
+def header_row(fmt: str, more: Sequence[str] = ()) -> str | None:
+    """The header of TSV and CSV rows (``more``: the names of prediction_row's ``more``)."""
+    sep = {"tsv": "\t", "csv": ","}.get(fmt)
+    return None if sep is None else sep.join(["id", "label", "probability", *more])
 
 
 def roc_auc(y_pos: np.ndarray, score: np.ndarray) -> float | None:

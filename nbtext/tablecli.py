@@ -1,5 +1,6 @@
 """The table halves of the commands (nbtext.cli hands a command here when it is about a table:
-nbtext.table.is_table_run for train and cv; every other command when its model is a table model).
+nbtext.table.is_table_run for train and cv; every other command when its model's kind is
+"table"). They take the command lines' records (nbtext.options), never click's arguments.
 """
 from __future__ import annotations
 
@@ -10,65 +11,73 @@ from .table.model import TableModel, train_table
 from .table.read import Frame, TableOptions, split_names, spooled
 
 
-def table_options(kw: dict) -> TableOptions:
-    fmt = kw.get("line_format")
-    return TableOptions(format=fmt if fmt in ("csv", "tsv") else None, label_column=kw["label_column"],
-                        columns=split_names(kw.get("columns")) or None,
-                        categorical=split_names(kw.get("categorical")), numeric=split_names(kw.get("numeric")),
-                        chunk_rows=kw.get("chunk_rows") or TableOptions.chunk_rows)
+def table_options(sources, table) -> TableOptions:
+    """How a table run (its nbtext.options.Sources and TableTraining) reads its tables."""
+    fmt = sources.line.format
+    return TableOptions(format=fmt if fmt in ("csv", "tsv") else None, label_column=sources.line.label_column,
+                        columns=split_names(table.columns) or None,
+                        categorical=split_names(table.categorical), numeric=split_names(table.numeric),
+                        chunk_rows=table.chunk_rows or TableOptions.chunk_rows)
 
 
-def table_settings(kw: dict):
+def table_settings(table):
     from .settings import TableSettings
 
-    variant = kw.get("variant")
+    variant = table.variant
     return TableSettings(variant=variant if variant in ("categorical", "gaussian") else "table",
-                         alpha=TableSettings.alpha if kw.get("alpha") is None else kw["alpha"],
-                         covariance=kw.get("covariance") or TableSettings.covariance,
-                         reg=TableSettings.reg if kw.get("reg") is None else kw["reg"])
+                         alpha=TableSettings.alpha if table.alpha is None else table.alpha,
+                         covariance=table.covariance or TableSettings.covariance,
+                         reg=TableSettings.reg if table.reg is None else table.reg)
 
 
-def table_decision(kw: dict, classes: list[str]):
+def setting_pair(value: str | None) -> tuple | None:
+    """cv's --unsure for a table run, as LOW,HIGH (a bad one names the setting)."""
+    from .options import parse_pair
+
+    if value is None:
+        return None
+    try:
+        return parse_pair(value)
+    except ValueError:
+        raise SettingError("unsure", value, "must be two numbers LOW,HIGH") from None
+
+
+def table_decision(run, classes: list[str]):
+    """The decision of a table run (an nbtext.options.TableRun) over ``classes``."""
     from .nb.decision import Decision, default_positive
 
-    if kw.get("max_fpr") is not None:
+    if run.max_fpr is not None:
         raise SettingError("max_fpr", None, "is not available for table models (they are not calibrated)")
-    unsure = kw.get("unsure")
-    if isinstance(unsure, str):
-        from .quick import parse_pair
-
-        try:
-            unsure = parse_pair(unsure)
-        except ValueError:
-            raise SettingError("unsure", unsure, "must be two numbers LOW,HIGH") from None
     decision = Decision(positive=default_positive(classes))
-    decision.choose(classes, kw.get("positive"), kw.get("threshold"), unsure)
+    run.overrides.apply(decision, classes)
     return decision
 
 
-def engine_of(cluster, sources: list[str], kw: dict):
+def engine_of(cluster, run):
     """train_table's engine: None (here), or the cluster's (--engine dask)."""
     if cluster is None:
         return None
     from .batch.cluster import ClusterTables
 
-    return ClusterTables(cluster, sources, table_options(kw).format)
+    return ClusterTables(cluster, list(run.sources.paths), table_options(run.sources, run.table).format)
 
 
-def train(kw: dict, progress, info_line, unsure, cluster=None) -> None:
+def train(run, output: str, progress, say, cluster=None) -> None:
+    """Train a table model on a table run (an nbtext.options.TableRun) and write it to
+    ``output``; ``say`` takes the note on what was trained."""
     from . import store
     from .store.atomic import check_target
 
-    sources = list(kw["sources"])
-    check_target(kw["output"], sources)
-    model = train_table(sources, table_options(kw), table_settings(kw), progress=progress,
-                        engine=engine_of(cluster, sources, kw))
-    model.decision = table_decision({**kw, "unsure": unsure}, model.classes)
-    store.save(model, kw["output"])
+    sources = list(run.sources.paths)
+    check_target(output, sources)
+    model = train_table(sources, table_options(run.sources, run.table), table_settings(run.table),
+                        progress=progress, engine=engine_of(cluster, run))
+    model.decision = table_decision(run, model.classes)
+    store.save(model, output)
     counts = ", ".join(f"{int(n)} {c}" for c, n in zip(model.classes, model.class_count))
     kinds = f"{len(model.categorical_columns)} categorical, {len(model.numeric_columns)} numeric"
-    info_line(kw["quiet"], f"nbtext: trained on {model.n_documents} rows ({counts}), {len(model.columns)} "
-                           f"columns ({kinds}); wrote {kw['output']}")
+    say(f"nbtext: trained on {model.n_documents} rows ({counts}), {len(model.columns)} "
+        f"columns ({kinds}); wrote {output}")
 
 
 # -- scoring -------------------------------------------------------------------------------
@@ -77,14 +86,15 @@ def density_text(x: float) -> str:
     return f"{x:.6f}"
 
 
-def predict(model: TableModel, inputs: list[str], fmt: str, header: bool, input_format: str | None,
-            density: bool, out, cluster=None, model_path: str | None = None) -> None:
-    """One row per input row, in order: id (the row number; FILE:ROW with several inputs),
-    label, probability (and log p(x) with --density); written a chunk of rows at a time, the
+def predict(model: TableModel, source, output, out, cluster=None, model_path: str | None = None) -> None:
+    """One row per row of the tables ``source`` (an nbtext.options.Inputs), in order: id (the
+    row number; FILE:ROW with several inputs), label, probability (and log p(x) with
+    ``output.density``: an nbtext.options.PredictOutput); written a chunk of rows at a time, the
     rows scored here or (``cluster``) on a Dask cluster's workers, which read ``model_path``."""
     from .report import header_row, prediction_row
 
-    opts = TableOptions(format=input_format if input_format in ("csv", "tsv") else None)
+    inputs, fmt, header, density = list(source.paths), output.fmt, output.header, output.density
+    opts = TableOptions(format=source.format if source.format in ("csv", "tsv") else None)
     if cluster is not None:
         from .batch.cluster import table_scores_on_cluster
 
@@ -124,13 +134,14 @@ def predict(model: TableModel, inputs: list[str], fmt: str, header: bool, input_
             out.flush()
 
 
-def labelled_frames(model: TableModel, sources: list[str], kw: dict):
-    """(labels, posteriors, log densities) of labelled tables, the label column as given or,
-    when a table has no such column, the model's."""
-    opts = TableOptions(format=kw.get("line_format") if kw.get("line_format") in ("csv", "tsv") else None,
-                        label_column=kw.get("label_column") or model.label_column)
+def labelled_frames(model: TableModel, sources):
+    """(labels, posteriors, log densities) of labelled tables (an nbtext.options.Sources), the
+    label column as given or, when a table has no such column, the model's."""
+    fmt = sources.line.format
+    opts = TableOptions(format=fmt if fmt in ("csv", "tsv") else None,
+                        label_column=sources.line.label_column or model.label_column)
     y, probas, dens = [], [], []
-    for path in sources:
+    for path in sources.paths:
         for frame in model.frames_of(path, opts, labelled=True):
             p, d = model.scores(frame)
             y += frame.labels
@@ -141,13 +152,13 @@ def labelled_frames(model: TableModel, sources: list[str], kw: dict):
     return y, np.vstack(probas), np.concatenate(dens)
 
 
-def evaluate(model: TableModel, sources: list[str], kw: dict) -> dict:
+def evaluate(model: TableModel, sources) -> dict:
     """eval's figures on the rows of known classes; rows of a class the model never saw are
     novel, and how well log p(x) tells them from the rest is reported (ROC-AUC of -log p(x))."""
     from .nb.decision import decide
     from .report import evaluate as figures, roc_auc
 
-    y, proba, dens = labelled_frames(model, sources, kw)
+    y, proba, dens = labelled_frames(model, sources)
     known = np.asarray([label in model.classes for label in y])
     if not known.any():
         raise NbtextError(f"no row has one of the model's classes ({', '.join(model.classes)})")
@@ -186,7 +197,7 @@ def subset(frame: Frame, idx: np.ndarray) -> Frame:
                  [[col[i] for i in idx] for col in frame.cat], frame.num[idx])
 
 
-def cross_validate(kw: dict, folds: int, seed: int, want_predictions: bool = False, cluster=None) -> tuple:
+def cross_validate(run, folds: int, seed: int, want_predictions: bool = False, cluster=None) -> tuple:
     """Eval figures of each of k stratified folds (the table read into memory: here, or by a
     ``cluster``'s workers), each scored by the statistics of the other folds. Returns the
     figures, each row's id and label, and (when wanted) each row's out-of-fold (label,
@@ -194,12 +205,12 @@ def cross_validate(kw: dict, folds: int, seed: int, want_predictions: bool = Fal
     from .nb.calibrate import check_folds, stratified_folds
     from .report import evaluate as figures
 
-    sources = list(kw["sources"])
-    engine = engine_of(cluster, sources, kw)
+    sources = list(run.sources.paths)
+    engine = engine_of(cluster, run)
     stream = spooled(sources)  # (read twice: a pipe read again was empty)
-    model = train_table(sources, table_options(kw), table_settings(kw), engine=engine, stream=stream)
-    opts = TableOptions(format=table_options(kw).format, label_column=model.label_column,
-                        chunk_rows=table_options(kw).chunk_rows)
+    asked = table_options(run.sources, run.table)
+    model = train_table(sources, asked, table_settings(run.table), engine=engine, stream=stream)
+    opts = TableOptions(format=asked.format, label_column=model.label_column, chunk_rows=asked.chunk_rows)
     read = engine.frames(opts, model) if engine is not None else \
         ((path, f) for path in sources for f in model.frames_of(path, opts, labelled=True, stdin=stream(path)))
     frames, ids = [], []
@@ -217,7 +228,7 @@ def cross_validate(kw: dict, folds: int, seed: int, want_predictions: bool = Fal
         train_rows = np.flatnonzero(assign != f)
         m = TableModel.empty(model.settings, model.label_column, model.columns, model.kinds)
         m.stats.add(subset(data, train_rows))
-        m.decision = table_decision(kw, m.classes)
+        m.decision = table_decision(run, m.classes)
         t = subset(data, test)
         proba = m.proba(t)
         verdicts = [label for label, _ in m.decide_rows(proba)]
@@ -354,27 +365,23 @@ def one_row(model: TableModel, row: str | None, data: bytes, where: str = "-") -
     return model.row_frame(dict(zip(model.columns, lines[0])))
 
 
-def classify_row(header: dict, payload, model_path: str, file: str, row: str | None, exit_code: bool,
-                 positive: str | None, threshold: float | None, unsure: tuple | None, out) -> int:
-    """`classify` with a table model: one row, LABEL<TAB>PROBABILITY."""
-    from .quick import exit_status
+def classify_row(table, ask, out) -> tuple:
+    """`classify` with a table model (``table``: the model file's header and payload; ``ask``:
+    an nbtext.options.Classify): one row, LABEL<TAB>PROBABILITY. Returns the model, the label
+    and whether the row is unsure."""
     from .read import read_bytes
     from .store.tables import decode_table
 
-    model = decode_table(header, payload, model_path)
-    model.decision.choose(model.classes, positive, threshold, unsure)
-    frame = one_row(model, row, b"" if row is not None else read_bytes(file, limit=1 << 20), file)
+    model = decode_table(table.header, table.payload, ask.model_path)
+    ask.overrides.apply(model.decision, model.classes)
+    frame = one_row(model, ask.row, b"" if ask.row is not None else read_bytes(ask.file, limit=1 << 20), ask.file)
     proba = model.proba(frame)[0]
     from .nb.decision import decide
 
     label, unsure_row = decide(model.classes, model.decision, proba)
     out.write(f"{label}\t{proba[model.classes.index(label)]:.6f}\n")
     out.flush()
-    if exit_code:
-        class Scorer:  # (what exit_status asks of a scorer)
-            classes, decision = model.classes, model.decision
-        return exit_status(Scorer, label, unsure_row)
-    return 0
+    return model, label, unsure_row
 
 
 def learn(model_path: str, inputs: list[str], label: str, forget: bool) -> int:
@@ -398,5 +405,5 @@ def learn(model_path: str, inputs: list[str], label: str, forget: bool) -> int:
     return n
 
 
-__all__ = ["is_table_run", "train", "predict", "evaluate", "cross_validate", "describe", "format_info",
+__all__ = ["train", "predict", "evaluate", "cross_validate", "describe", "format_info",
            "format_linear", "text_linear", "one_row", "learn"]

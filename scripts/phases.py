@@ -5,8 +5,8 @@ time, and its worker processes' CPU time, which the parent reaps at each phase's
     python scripts/phases.py train CORPUS [--runs 5] [-- TRAIN OPTIONS]
     python scripts/phases.py predict MODEL CORPUS [--runs 5]
 
-Workers' CPU is counted in the phase that reaps them: train's counting workers are reaped once
-its model is made (batch.pool.reap), so their CPU shows under calibration.
+Workers' CPU is counted in the phase that reaps them: train's counting workers are reaped as
+counting ends, calibration's as its fits end.
 
 Prints a markdown table of medians. The phases of train: start-up (the interpreter to the
 command's first line: imports), counting (reading, tokenizing, counting and the reduce into
@@ -33,9 +33,8 @@ def now():
     return time.perf_counter(), me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 marks = [("start", now())]
-from nbtext.process import single_threaded_blas, start_quietly
+from nbtext.process import single_threaded_blas
 single_threaded_blas()  # (the entry point's process settings, before this probe imports numpy)
-start_quietly()
 from nbtext.__main__ import main
 from nbtext import store
 from nbtext.batch import score, train
@@ -51,7 +50,7 @@ def marking(module, name, label):
     setattr(module, name, wrapped)
 
 marking(train, "train_model", "train_model")
-marking(train, "_model_from_counts", "model")
+marking(train, "model_from_counts", "model")
 marking(train, "_fit_on_folds", "calibration")
 marking(store, "save", "save")
 marking(store, "load", "load")

@@ -41,6 +41,7 @@ BAD_DOCUMENTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BAD_DOCUMENTS))
 def test_bad_documents_classify_and_predict(model, tmp_path, name):
     before = model.read_bytes()
@@ -55,6 +56,7 @@ def test_bad_documents_classify_and_predict(model, tmp_path, name):
     assert model.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_bad_documents_in_a_training_corpus(tmp_path):
     for i, (name, data) in enumerate(sorted(BAD_DOCUMENTS.items())):
         d = tmp_path / "corpus" / ("spam" if i % 2 else "ham")
@@ -65,15 +67,15 @@ def test_bad_documents_in_a_training_corpus(tmp_path):
     assert store.load(str(tmp_path / "m.nbm")).n_documents == len(BAD_DOCUMENTS)
 
 
+@pytest.mark.slow
 def test_fifty_megabyte_message(model, tmp_path):
     big = tmp_path / "big.eml"
     with open(big, "wb") as f:
         f.write(b"From: a@b.example\nSubject: huge\nContent-Type: text/plain\n\n")
         line = b"lorem ipsum dolor sit amet consectetur adipiscing elit " * 2 + b"\n"
         f.write(line * (50 * 2**20 // len(line)))
-    t = time.monotonic()
-    r = nb("classify", "-m", model, big, timeout=60)
-    assert r.returncode == 0 and time.monotonic() - t < 60
+    r = nb("classify", "-m", model, big, timeout=300)  # (a safety stop: a hang fails, not a slow machine)
+    assert r.returncode == 0
 
 
 def test_unreadable_path(model, tmp_path):
@@ -86,6 +88,7 @@ def test_unreadable_path(model, tmp_path):
     assert r.returncode == 1 and r.stderr.decode() == f"nbtext: error: {p}: permission denied\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content,reason", [
     (b"", "empty file, not a model"),
     (b"NBTEXT\x1a\n\x01\x00", "truncated model file"),
@@ -132,6 +135,7 @@ def kill_loop(cmd, path, tries, window):
     return hits
 
 
+@pytest.mark.slow
 def test_kill_minus_nine_during_train_learn_merge(tmp_path):
     """Each command is timed once to its end, then killed at random moments within that time,
     over a model that exists (it must stay whole) and, for train, one that does not yet."""

@@ -63,6 +63,7 @@ def test_predict_lines_formats(run, iir_tsv, tmp_path):
     assert [ln.split("\t")[:2] for ln in r.stdout.splitlines()] == [["-:1", "no"], ["-:2", "yes"]]
 
 
+@pytest.mark.slow
 def test_folder_train_predict_classify_eval(run, sample_model, tmp_path):
     r = run("classify", "-m", sample_model, input=(DATA / "example-spam.eml").read_bytes())
     assert r.stdout.split("\t")[0] == "spam"
@@ -173,6 +174,7 @@ def test_classify_does_not_import_heavy_modules(sample_model):
     assert r.stdout.splitlines()[-1] == "[]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ["{spam}"], ["{ham}", "--exit-code"], ["--exit-code", "{spam}"], ["-p", "{ham}"],
     ["--passthrough", "--threshold", "0.999999", "{spam}"], ["--unsure", "0.0,1.0", "--exit-code", "{spam}"],
@@ -206,11 +208,13 @@ def test_classify_explain_and_passthrough(run, sample_model, tmp_path):
     r = run("classify", "-m", sample_model, "--passthrough", input=msg)
     out = r.stdout_bytes
     head, _, body = out.partition(b"\n\n")
-    assert head.endswith(b"\nX-Nbtext-Class: ham\nX-Nbtext-Score: " + head.rsplit(b" ", 1)[1])
+    score, spamicity = (float(ln.split(b" ")[1]) for ln in head.split(b"\n")[-2:])
+    assert head.endswith(b"\nX-Nbtext-Class: ham\nX-Nbtext-Score: %.6f\nX-Nbtext-Spamicity: %.6f" % (score, spamicity))
+    assert abs(score + spamicity - 1) <= 1e-6
     assert out.replace(head.split(b"\nX-Nbtext-Class")[0], b"").startswith(b"\nX-Nbtext-Class: ham\n")
     assert body == msg.partition(b"\n\n")[2]
     again = run("classify", "-m", sample_model, "--passthrough", input=out).stdout_bytes
-    assert again.count(b"X-Nbtext-Class:") == 1
+    assert again.count(b"X-Nbtext-Class:") == again.count(b"X-Nbtext-Spamicity:") == 1
 
 
 def test_cv_text_and_json(run, tmp_path):
@@ -233,6 +237,7 @@ def test_cv_text_and_json(run, tmp_path):
     assert r.stderr == "nbtext: error: --folds 7 needs at least 7 documents of each of two or more classes (ham: 6, spam: 6)\n"
 
 
+@pytest.mark.slow
 def test_parallel_training_writes_the_same_model_as_one_process(run, sample_model, tmp_path):
     """The bundled sample is 4.5 MB: chunks of CHUNK_BYTES make many, counted by two workers
     and merged in input order; the model file must not depend on that."""
@@ -256,6 +261,7 @@ def test_chunks_stop_at_a_count_or_a_size():
     assert list(_chunks(iter([]), 3, 10)) == []
 
 
+@pytest.mark.slow
 def test_streamed_sums_equal_the_whole_matrix_and_add_colliding_ids():
     """train's chunk-by-chunk sums over each chunk's own columns give the counts of the whole
     corpus as one matrix; ids that repeat (two tokens with one 64-bit key) add up."""
@@ -284,6 +290,7 @@ def test_streamed_sums_equal_the_whole_matrix_and_add_colliding_ids():
     assert counts.feature_count.tolist() == [[7.0, 5.0], [4.0, 2.0]]
 
 
+@pytest.mark.slow
 def test_train_and_predict_do_not_import_scipy(sample_model, tmp_path):
     """scipy.sparse was 11 MiB of train's peak memory (docs/floor.md); nbtext.features.rows does its work."""
     code = ("import sys; from nbtext.__main__ import main; sys.argv=['nbtext'] + sys.argv[1:]\n"
@@ -349,6 +356,7 @@ print(os.environ.get("OPENBLAS_NUM_THREADS"), len(os.listdir("/proc/self/task"))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
                     reason="threads counted in /proc; OpenBLAS starts none on one core")
 @pytest.mark.parametrize("given", [None, "OPENBLAS_NUM_THREADS=2", "OMP_NUM_THREADS=2"])
@@ -372,74 +380,3 @@ def test_the_command_line_loads_numpy_without_blas_threads_unless_told(sample_mo
         assert int(threads) > 1
 
 
-RUN_PROBE = """
-import atexit, os, sys, threading, time
-sys.argv = ["nbtext"] + sys.argv[1:]
-atexit.register(lambda: print("exit handler ran"))  # (printed after the command's own output)
-if os.environ.get("PROBE_THREAD"):  # a thread the interpreter would wait for
-    threading.Thread(target=lambda: (time.sleep(0.3), print("thread done"))).start()
-from nbtext.__main__ import run
-run()
-print("not reached")
-"""
-
-
-@pytest.mark.parametrize("thread", [False, True])
-def test_the_command_ends_as_the_interpreter_would_end_it(sample_model, tmp_path, thread):
-    """`nbtext` ends its process itself once the command is done (process.leave: no teardown of
-    every object): with the command's status, its output flushed (block-buffered to a pipe,
-    as PYTHONUNBUFFERED unset leaves it), the exit handlers run once, and a thread that is not
-    a daemon's waited for (the interpreter's own ending then)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    if thread:
-        env["PROBE_THREAD"] = "1"
-
-    def probe(*args):
-        return subprocess.run([sys.executable, "-c", RUN_PROBE, *map(str, args)], env=env, capture_output=True,
-                              text=True, timeout=120)
-
-    r = probe("info", "-m", sample_model)
-    assert r.returncode == 0 and r.stdout.startswith("model format") and "top tokens for spam" in r.stdout
-    tail = (["thread done"] if thread else []) + ["exit handler ran"]  # (the interpreter's order)
-    assert r.stdout.splitlines()[-len(tail):] == tail and "not reached" not in r.stdout
-    assert r.stdout.count("exit handler ran") == 1 and r.stderr == ""
-    r = probe("train", DATA / "corpus", "-o", tmp_path / "m.nbm", "-q")
-    assert r.returncode == 0 and r.stdout.splitlines() == tail and r.stderr == ""
-    assert (tmp_path / "m.nbm").stat().st_size > 0
-    r = probe("info", "-m", tmp_path / "nope.nbm")
-    assert r.returncode == 1 and r.stderr.startswith("nbtext: error: ") and "exit handler ran" in r.stdout
-    r = probe("info", "--no-such-option")
-    assert r.returncode == 2 and "No such option" in r.stderr and "exit handler ran" in r.stdout
-
-
-GC_PROBE = """
-import gc, sys
-if sys.argv[1] == "off":
-    gc.disable()
-from nbtext.__main__ import main
-import nbtext.process as process
-seen = []
-real = process.started
-def started():
-    seen.append(gc.isenabled())  # (as the command starts: off, when the entry point turned it off)
-    real()
-process.started = started
-try:
-    main(sys.argv[2:])
-except SystemExit:
-    pass
-print(seen[:1], gc.isenabled())
-"""
-
-
-@pytest.mark.parametrize("command", ["classify", "info", "--version"])
-def test_the_garbage_collector_is_off_while_nbtext_starts_and_as_it_was_after(sample_model, command):
-    """Its collections of the imports' objects took 4-5 ms of every start: the entry point turns
-    the collector off until the command starts (process.start_quietly, started), and leaves it
-    as it found it; the click-free classify path and click's commands alike, and where no
-    command runs (--version)."""
-    args = ["classify", "-m", str(sample_model), str(DATA / "example-ham.eml")] if command == "classify" else \
-        ["info", "-m", str(sample_model)] if command == "info" else [command]
-    for state, want in (("on", "[False] True"), ("off", "[False] False")):
-        r = subprocess.run([sys.executable, "-c", GC_PROBE, state, *args], capture_output=True, text=True, timeout=60)
-        assert r.stdout.splitlines()[-1] == want, (state, r.stdout, r.stderr)

@@ -1,7 +1,11 @@
 """The real corpora of ../shared/data (skipped only when absent; CI has them)."""
 import json
 
+import pytest
+
 from conftest import need_shared
+
+pytestmark = pytest.mark.slow  # (make check leaves these out: make test runs them)
 
 
 def split_dirs(tmp_path, corpus, split):

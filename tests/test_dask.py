@@ -5,7 +5,6 @@ import os
 import re
 import signal
 import sys
-import time
 
 import pytest
 
@@ -19,6 +18,8 @@ from nbtext.settings import DecisionOptions, FeatureOptions, ModelSettings, Toke
 from nbtext.store.dump import export_lines  # noqa: E402
 
 from conftest import DATA  # noqa: E402
+
+pytestmark = pytest.mark.slow  # (make check leaves these out: make test runs them)
 
 CORPUS = str(DATA / "corpus")
 SMALL = 1 << 16  # bytes a partition: the sample's 432 messages in ~30 partitions
@@ -210,10 +211,63 @@ def test_a_worker_killed_during_training_is_retried_and_the_model_is_the_same(cl
 
 
 def test_an_unreachable_scheduler_is_an_error_naming_it_within_the_timeout():
-    start = time.monotonic()
     with pytest.raises(C.NbtextError, match=r"^tcp://127\.0\.0\.1:9: cannot reach the Dask scheduler within 2 s"):
         C.Cluster("tcp://127.0.0.1:9", timeout=2)
-    assert time.monotonic() - start < 15
+
+
+def test_a_scheduler_that_accepts_and_never_answers_is_an_error_naming_it(tmp_path):
+    """A server that accepts the connection and says nothing (a stopped scheduler's port taken
+    by something else, a firewall that holds connections) hung `--engine dask` for ever: Dask's
+    handshake waited without end. The real command ends with docs/cluster.md's error, status 1,
+    no model written; the test waits on the process's end (its timeout a safety net only)."""
+    import socket
+    import subprocess
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    held = []
+
+    def accept():
+        while True:
+            try:
+                held.append(server.accept()[0])  # (open, and never a byte back)
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    model = tmp_path / "m.nbm"
+    try:
+        r = subprocess.run([sys.executable, "-m", "nbtext", "train", CORPUS, "-o", str(model), "-q",
+                            "--engine", "dask", "--scheduler", address], capture_output=True, timeout=300)
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    assert held  # (it was reached, and accepted)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.decode().startswith(
+        f"nbtext: error: {address}: cannot reach the Dask scheduler within {C.CONNECT_TIMEOUT} s ("), r.stderr
+    assert r.stderr.count(b"\n") == 1 and not model.exists()
+
+
+@pytest.mark.parametrize("address, problem", [
+    ("foo://bar", "unknown scheme 'foo'"),
+    ("http://head:8786", "unknown scheme 'http'"),
+    ("127.0.0.1", "no port"),
+    ("tcp://head", "no port"),
+    ("tcp://head:port", "port 'port' is not a number from 1 to 65535"),
+    ("tcp://head:99999", "port '99999' is not a number from 1 to 65535"),
+    ("tcp://:8786", "no host"),
+])
+def test_a_malformed_scheduler_address_is_refused_as_such(run, tmp_path, address, problem):
+    """`foo://bar` and `127.0.0.1` were reported as schedulers that could not be reached."""
+    r = run("train", CORPUS, "-o", tmp_path / "m.nbm", "--engine", "dask", "--scheduler", address)
+    assert (r.exit_code, r.stderr) == (
+        1, f"nbtext: error: {address}: not a Dask scheduler address ({problem}); give tcp://HOST:PORT\n")
+    assert not (tmp_path / "m.nbm").exists()
 
 
 def test_engine_dask_without_dask_says_how_to_install_it(run, monkeypatch, tmp_path):

@@ -149,32 +149,6 @@ def test_fold_workers_take_folds_as_they_are_free(monkeypatch):
         assert len({pid for _, pid in got}) == n_jobs and os.getpid() not in {pid for _, pid in got}
 
 
-def test_the_parents_own_work_takes_a_core_from_the_fold_workers(monkeypatch):
-    """fold_mapper's ``meanwhile`` (train codes the vocabulary meanwhile) is this process's,
-    once, while the folds are scored in workers: n_jobs - 1 of them (one on two cores); the
-    results whole and in order. Not called where the folds are scored here."""
-    import os
-
-    from nbtext.batch import pool, train
-
-    monkeypatch.setattr(train, "fork_safe", lambda: True)
-    started = []
-    real = pool.ForkPool
-    monkeypatch.setattr(pool, "ForkPool", lambda fn, n, **kw: started.append(n) or real(fn, n, **kw))
-    for n_jobs in (2, 3):
-        ran = []
-        got = list(train.fold_mapper(n_jobs, meanwhile=lambda: ran.append(os.getpid()))(
-            lambda f: (f * f, os.getpid()), range(5)))
-        assert [v for v, _ in got] == [0, 1, 4, 9, 16] and ran == [os.getpid()]
-        assert os.getpid() not in {pid for _, pid in got}
-    assert started == [1, 2]
-    ran = []
-    assert list(train.fold_mapper(1, meanwhile=lambda: ran.append(1))(lambda f: f, range(5))) == list(range(5))
-    monkeypatch.setattr(train, "fork_safe", lambda: False)
-    assert list(train.fold_mapper(2, meanwhile=lambda: ran.append(1))(lambda f: f, range(5))) == list(range(5))
-    assert ran == []
-
-
 def test_an_error_in_a_fold_worker_is_raised_in_the_parent(monkeypatch):
     from nbtext.batch import train
     from nbtext.errors import SettingError
@@ -207,6 +181,7 @@ def test_folds_are_scored_in_turn_where_forking_is_unsafe(monkeypatch):
     assert set(train.fold_mapper(2)(lambda f: os.getpid(), range(1025))) == {os.getpid()}
 
 
+@pytest.mark.slow
 def test_out_of_fold_scores_equal_refitting_on_the_other_folds():
     """Taking a fold's counts out of the whole sample's is the model trained without it, and it
     scores the fold as it would score new mail: the tokens it never saw are left out."""
@@ -312,6 +287,7 @@ def test_threshold_and_unsure_band_on_the_worked_example(run, tmp_path):
     assert r.exit_code == 1 and "--unsure needs 0 <= LOW <= HIGH <= 1, got 0.9,0.6" in r.stderr
 
 
+@pytest.mark.slow
 def test_max_fpr_keeps_out_of_fold_false_positives_under_the_rate(run, tmp_path):
     model = tmp_path / "m.nbm"
     r = run("train", DATA / "corpus", "--max-fpr", "0.01", "-o", model)
@@ -401,6 +377,7 @@ def test_certain_correct_answers_print_a_log_loss_of_zero_not_minus_zero():
     assert json.dumps(r["log_loss"]) == "0.0"
 
 
+@pytest.mark.slow
 def test_merge_then_calibrate_predicts_as_training_on_everything(run, tmp_path, small_corpus):
     """merge keeps the first model's decision (its calibration was fitted to its own documents);
     calibrate on all the documents refits it as train does, so merge(A, B) + calibrate predicts
@@ -453,6 +430,7 @@ def test_calibrate_refuses_unknown_labels_and_leaves_the_model(run, tmp_path, sa
     assert sample_copy.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_auto_keeps_the_variant_with_fewest_out_of_fold_errors(monkeypatch):
     """The default variant, auto, scores each candidate (multinomial, complement: they count a
     document alike) on the internal folds and keeps the one with the fewest errors, ties broken by
@@ -556,25 +534,23 @@ def test_the_true_class_entries_and_log_loss_are_the_indexed_ones_to_the_bit(k):
         assert log_loss_at(a, t, temperature) == float(general.mean())
 
 
+@pytest.mark.slow
 def test_fold_workers_forked_without_what_they_never_read_make_the_same_model(monkeypatch):
-    """The command line forks calibration's fold workers without the vocabulary and, where the
-    sample is not every document (its counts fitted apart), without the model's counts
-    (process.withheld_from_forks: 16 MB of train's peak at 16 copies of spamassassin-2002): a
-    worker that read them would die (SIGSEGV: the pool's WorkerError). The same model file as
-    one process makes, for a sample of the corpus and for the whole corpus."""
-    from nbtext import process
+    """Calibration's fold workers are forked without the vocabulary and, where the sample is not
+    every document (its counts fitted apart), without the model's counts (a worker that read
+    them would die: SIGSEGV, the pool's WorkerError). The same model file as one process makes,
+    for a sample of the corpus and for the whole corpus."""
     from nbtext.batch import train
     from nbtext.store.codec import encode
 
     monkeypatch.setattr(train, "fork_safe", lambda: True)
     withheld = []
-    real = process.withheld_from_forks
-    monkeypatch.setattr(process.FreeMemory, "withhold",
-                        staticmethod(lambda buffers: withheld.append(len(buffers)) or real(buffers)))
+    real = train.withheld_from_forks
+    monkeypatch.setattr(train, "withheld_from_forks", lambda buffers: withheld.append(len(buffers)) or real(buffers))
     docs = lambda: label_directory(str(DATA / "corpus"))  # noqa: E731
     for sample in (120, train.CALIBRATION_SAMPLE):
         one, _ = train.train_model(docs(), calibration_sample=sample)
-        forked, _ = train.train_model(docs(), calibration_sample=sample, n_jobs=2, release=process.FreeMemory())
+        forked, _ = train.train_model(docs(), calibration_sample=sample, n_jobs=2)
         assert encode(forked) == encode(one)
     assert withheld == [4, 1]  # (the vocabulary and the counts' three arrays; the vocabulary alone)
 
@@ -589,7 +565,7 @@ def test_buffers_withheld_from_forks_are_not_in_the_child_and_are_again_after():
     script = '''
 import os, signal, sys
 import numpy as np
-from nbtext.process import withheld_from_forks
+from nbtext.batch.memory import withheld_from_forks
 a = np.arange(1 << 20, dtype=np.int64)  # (8 MiB)
 def child(index):
     pid = os.fork()
@@ -642,43 +618,12 @@ def test_the_reservoir_keeps_the_smallest_keys_whatever_it_lets_go_early(n_size,
 
 def test_stacked_parts_are_let_go_as_they_are_copied():
     """Rows.stack(consume=True): the same rows as numpy's concatenation (values of the type that
-    holds every part's), each part let go once copied, ``freed`` called as they add up."""
-    import nbtext.features.rows as rows_module
+    holds every part's), each part let go once copied."""
     from nbtext.features.rows import Rows
 
     parts = [Rows.of(np.array([[1.0, 0.0, 2.0]])).astype(np.uint16), Rows.of(np.array([[0.0, 3.5, 0.0], [4.0, 0.0, 0.0]])).astype(np.float32),
              Rows.of(np.zeros((1, 3))).astype(np.uint16)]
     want = np.vstack([p.toarray() for p in parts])
-    calls = []
-    saved = rows_module.FREED_EVERY
-    try:
-        rows_module.FREED_EVERY = 1
-        X = Rows.stack(parts, 3, consume=True, freed=lambda: calls.append(1))
-    finally:
-        rows_module.FREED_EVERY = saved
+    X = Rows.stack(parts, 3, consume=True)
     assert X.data.dtype == np.float32 and np.array_equal(X.toarray(), want) and X.shape == (4, 3)
-    assert parts == [None, None, None] and len(calls) == 3
-
-
-def test_the_command_line_never_loads_openssl(tmp_path):
-    """numpy.random (calibration's folds, the reservoir) imports secrets, hmac and hashlib, which
-    load OpenSSL's libcrypto: 3.3 MiB of train's peak and 2.4 ms of its start. The command line
-    keeps it out (process.without_openssl); hashlib's digests are CPython's own, the same."""
-    import subprocess
-    import sys
-
-    script = f'''
-import sys
-from nbtext.__main__ import main
-try:
-    main(["train", {str(DATA / "corpus")!r}, "-o", {str(tmp_path / "m.nbm")!r}, "-q"])
-except SystemExit as e:
-    assert not e.code, e.code
-import hashlib, numpy.random
-print("libcrypto" in open("/proc/self/maps").read(), sys.modules.get("_hashlib", "absent"),
-      hashlib.sha256(b"nbtext").hexdigest()[:16], "hashlib" in sys.modules)
-'''
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    import hashlib
-
-    assert out.stdout.split() == ["False", "None", hashlib.sha256(b"nbtext").hexdigest()[:16], "True"], out.stderr
+    assert parts == [None, None, None]

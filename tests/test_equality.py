@@ -19,6 +19,8 @@ import pytest
 
 from conftest import DATA, ROOT
 
+pytestmark = pytest.mark.slow  # (make check leaves these out: make test runs them)
+
 FIXTURE = json.loads((ROOT / "tests" / "fixtures" / "exports-90079f3.json").read_text())
 
 

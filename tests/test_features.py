@@ -28,6 +28,7 @@ def class_counts(X, y):
     return np.vstack([X[y == c].sum(axis=0) for c in np.unique(y)])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(count_matrices)
 def test_chi2_is_scikit_learns(data):
@@ -38,6 +39,7 @@ def test_chi2_is_scikit_learns(data):
     np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12, equal_nan=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(count_matrices)
 def test_mutual_information_is_that_of_the_token_occurrences(data):
@@ -74,6 +76,7 @@ def sample_counts():
     return count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("criterion", ["chi2", "mi"])
 def test_train_keeps_the_best_tokens_by_the_criterion(run, tmp_path, criterion, sample_counts):
     model = tmp_path / "m.nbm"

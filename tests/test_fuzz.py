@@ -4,6 +4,8 @@ import os
 
 from hypothesis import given, settings, strategies as st
 
+import pytest
+
 from nbtext import store
 from nbtext.errors import ModelFileError
 from nbtext.text.mail import mail_tokens
@@ -13,6 +15,7 @@ from nbtext.text.tokenizer import Tokenizer
 # At import, not inside a test: importing test_modelfile runs its @given decorators, which
 # hypothesis refuses inside a running @given test (the test failed when run alone).
 from test_modelfile import iir_model
+pytestmark = pytest.mark.slow  # (make check leaves these out: make test runs them)
 
 S = TokenizerSettings(ngram_max=2, char_ngram_min=2, char_ngram_max=3)
 MAILISH = st.lists(st.sampled_from([

@@ -104,6 +104,7 @@ def peak_reading(path, how: str) -> tuple[int, int, int]:
     return tuple(int(x) for x in r.stdout.split())
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_is_read_up_to_the_document_cap(tmp_path):
     bomb = tmp_path / "bomb.eml"
     zeros_gzip(bomb, 200)  # 200 MB of zeros in 0.9 MB; read whole, it took 400 MB
@@ -131,6 +132,7 @@ def test_a_small_gzip_in_a_label_directory_is_read_a_message_at_a_time(tmp_path)
     assert [type(i).__name__ for i in label_directory(str(tmp_path), deferred=True)][-2:] == ["FileRef", "Document"]
 
 
+@pytest.mark.slow
 def test_a_gzip_line_file_is_decompressed_as_it_is_read(tmp_path):
     lines = tmp_path / "lines.gz"
     zeros_gzip(lines, 160, b"\n")  # 160 lines of 1 MiB

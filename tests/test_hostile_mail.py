@@ -81,11 +81,13 @@ SLOW_BEFORE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data", SLOW_BEFORE.values(), ids=SLOW_BEFORE.keys())
 def test_hostile_mail_is_read_in_linear_time(data):
     timed_tokens(data)
 
 
+@pytest.mark.slow
 def test_unended_tags_beyond_the_default_size_are_read_in_linear_time():
     # 8 MB of "<!", read whole: formerly 2000 characters from each of 4,000,000 starts (10 s)
     toks = timed_tokens(HTML + b"<!" * 4000000, TokenizerSettings(max_bytes=9_000_000, ngram_max=1))
@@ -192,6 +194,7 @@ def test_the_tag_patterns_are_the_former_ones():
     assert mail.TAG_RE.pattern == former_tag(mail.TAG_MAX).pattern
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(soup("a", "b", "co", "com", "org", "1", "-", ".", "..", "_", " ", "é", "ſ", "K", "İ", "ı", "Z",
             "@", "<", "=", "+", "'", "\n"))
@@ -283,6 +286,7 @@ KERNEL_BAIT = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data", KERNEL_BAIT.values(), ids=KERNEL_BAIT.keys())
 def test_the_kernel_reads_bait_in_linear_time_as_python_does(data):
     from nbtext.features import kernel

@@ -252,6 +252,7 @@ def test_learn_and_calibrate_refuse_a_model_inside_their_inputs(run, sample_mode
     assert model.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_fuzz_table_reader_model_files_and_dumps(golf_dump, tmp_path):
     """A seeded pass (a few seconds) of mutated tables, table model files and table dumps: each
     is trained on or scored, or refused with NbtextError; never another exception (the fuzz
@@ -310,6 +311,7 @@ def test_fuzz_table_reader_model_files_and_dumps(golf_dump, tmp_path):
             pass
 
 
+@pytest.mark.slow
 def test_an_output_encoding_short_of_unicode_escapes_rather_than_fails(tmp_path):
     """With PYTHONIOENCODING=ascii, cv's report ('0.9 ± 0.1') was an internal error halfway
     through its output (as would be a class name from a stranger's model): what the encoding
@@ -425,3 +427,65 @@ def test_a_model_file_whose_exact_sums_disagree_is_refused_when_they_are_used(ru
     assert r.stderr == (f"nbtext: error: {path}: corrupt model file (exact: the sums do not give the means "
                         "and M2s stored in gauss and joint)\n")
     assert path.read_bytes() == before
+
+
+def _train_cpu_seconds(run, path, label):
+    """The CPU time of `train` on a table, the least of two runs (in this process: no start-up)."""
+    import time
+
+    best = float("inf")
+    for _ in range(2):
+        start = time.process_time()
+        r = run("train", path, "--label-column", label, "--variant", "table", "-q", "-o", f"{path}.nbm")
+        best = min(best, time.process_time() - start)
+        assert r.exit_code == 0, r.stderr
+    return best
+
+
+@pytest.mark.parametrize("kind", ["label-of-ids", "distinct-values"])
+def test_tables_train_in_time_linear_in_their_rows(run, tmp_path, kind):
+    """A label column of ids took 4 s at 16,000 rows and 74 s at 64,000 (each block looked every
+    class up with list.index, and each label's first line with tuple.index); a categorical column
+    of all-distinct values grew as n^1.7 (each block copied every value seen so far). Eight times
+    the rows must cost well under the 64 times of quadratic growth (linear: 8, here up to 11)."""
+    def table(n):
+        path = tmp_path / f"{kind}-{n}.csv"
+        if kind == "label-of-ids":
+            path.write_text("id,colour,x\n" + "".join(f"u{i},{'red' if i % 2 else 'blue'},{i % 7}.5\n"
+                                                      for i in range(n)))
+        else:
+            path.write_text("label,item,x\n" + "".join(f"{'yes' if i % 2 else 'no'},v{i},{i % 7}.5\n"
+                                                       for i in range(n)))
+        return path
+
+    label = "id" if kind == "label-of-ids" else "label"
+    small = 8192 if kind == "label-of-ids" else 32768
+    ratio = _train_cpu_seconds(run, table(8 * small), label) / _train_cpu_seconds(run, table(small), label)
+    assert ratio < 20, f"8 times the rows cost {ratio:.1f} times the CPU time"
+
+
+def test_a_label_column_of_ids_is_refused_in_the_block_that_passes_the_limit(run, tmp_path, monkeypatch):
+    """The README's own example of statistics too large to hold: refused before they are
+    allocated, as the block of rows that passes the limit is read, the rest unread."""
+    from nbtext.table import read, stats
+
+    seen = []
+    frames = read.frames
+
+    def counted(*args, **kw):
+        for frame in frames(*args, **kw):
+            seen.append(len(frame))
+            yield frame
+
+    monkeypatch.setattr(read, "frames", counted)
+    import nbtext.table.model as model_module
+    monkeypatch.setattr(model_module, "frames", counted)
+    monkeypatch.setattr(stats, "MAX_NUMBERS", 96 * 20_000)  # (96 numbers a class here: 20,000 classes)
+    ids = tmp_path / "ids.csv"
+    ids.write_text("id,colour,x\n" + "".join(f"u{i:06d},{'red' if i % 2 else 'blue'},{i % 7}.5\n"
+                                             for i in range(100_000)))
+    r = run("train", ids, "--label-column", "id", "--variant", "table", "-o", tmp_path / "m.nbm")
+    assert r.exit_code == 1
+    assert r.stderr.startswith("nbtext: error: the table's statistics would hold 2,359,200 numbers "
+                               "(24,575 classes x 96), more than 1,920,000: too many classes"), r.stderr
+    assert sum(seen) == 24_575 and not (tmp_path / "m.nbm").exists()  # (3 blocks of 100,000 rows)

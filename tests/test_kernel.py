@@ -83,24 +83,28 @@ MAILISH = st.lists(st.sampled_from([
 ]), max_size=30).map(b"".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(st.lists(st.binary(max_size=1500), min_size=1, max_size=4), st.sampled_from(SETTINGS))
 def test_the_kernel_counts_arbitrary_bytes_as_python_does(datas, s):
     assert_same(datas, s)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(WORDY, min_size=1, max_size=4), st.sampled_from(SETTINGS))
 def test_the_kernel_counts_arbitrary_text_as_python_does(datas, s):
     assert_same(datas, s)
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(st.lists(MAILISH, min_size=1, max_size=4), st.sampled_from(SETTINGS))
 def test_the_kernel_counts_mail_shaped_garbage_as_python_does(datas, s):
     assert_same(datas, s)
 
 
+@pytest.mark.slow
 def test_the_kernel_reads_each_character_between_words_as_python_does():
     """Where a run of text holds a non-ASCII character, the kernel reads its words itself only
     when each such character is one of a few separators (_kernel.c: is_separator_cp), else the
@@ -113,6 +117,7 @@ def test_the_kernel_reads_each_character_between_words_as_python_does():
             assert_same([f"Ab{ch}cd x{ch} {ch}$5 it{ch}s {ch}".encode() for ch in chars[i:i + 2000]], s)
 
 
+@pytest.mark.slow
 def test_the_kernel_counts_real_mail_as_python_does():
     """The bundled sample under every setting above (a third of it under the two slowest), and
     all of spamassassin-2002 (3,250 messages, 8% with non-ASCII text) with the defaults, a chunk
@@ -184,6 +189,7 @@ def test_the_kernel_refuses_what_it_is_not_given_to_count():
     assert c.result()[0] == "x\udcff\0ok\0".encode("utf-8", "surrogatepass")
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.text(st.sampled_from(TRICKY) | st.characters(blacklist_characters="\x00"), max_size=20)
                 | st.builds(lambda n, t: "a" * n + t, st.integers(240, 300), st.text("ab", max_size=3)),
@@ -203,6 +209,7 @@ def test_the_kernel_front_codes_as_numpy_does(tokens):
     assert np.array_equal(np.frombuffer(order, dtype=np.int64), want[2])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=400) | st.lists(st.binary(max_size=40), max_size=30).map(lambda ts: b"".join(
     t.replace(b"\0", b"") + b"\0" for t in ts)))
@@ -243,6 +250,7 @@ def decoded(decode, fc, block):
         return str(e)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(st.sampled_from("ab\xe9\u4e2d") | st.characters(blacklist_characters="\x00"), max_size=12)
                 | st.builds(lambda n, t: "a" * n + t, st.integers(250, 300), st.text("ab", max_size=3)),
@@ -306,6 +314,7 @@ COLUMN = st.tuples(KEY, st.binary(max_size=6).map(lambda b: b.replace(b"\0", b"\
 CALLS = st.lists(st.tuples(st.sampled_from(["extend", "extend", "find"]), st.lists(COLUMN, max_size=80)), max_size=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(CALLS)
 def test_the_kernels_vocabulary_index_gives_numpys_ids(calls):
@@ -404,6 +413,7 @@ def test_the_kernels_vocabulary_index_refuses_what_does_not_fit_and_changes_noth
     assert len(v) == 0
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_the_kernels_rows_onto_ids_are_numpys(data):
@@ -429,6 +439,7 @@ def test_the_kernels_rows_onto_ids_are_numpys(data):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_the_kernels_product_of_rows_and_weights_is_numpys(data):
@@ -451,6 +462,7 @@ def test_the_kernels_product_of_rows_and_weights_is_numpys(data):
     assert np.array_equal(got, want, equal_nan=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_the_kernels_group_sums_are_numpys(data):
@@ -481,6 +493,7 @@ def test_the_kernels_group_sums_are_numpys(data):
     assert got[1].dtype == want[1].dtype == np.int64 and np.array_equal(got[1], want[1])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_a_samples_whole_counts_added_in_place_are_the_fold_by_fold_counts(data):
@@ -765,6 +778,7 @@ def sanitizer_build(tmp_path):
     return so, asan
 
 
+@pytest.mark.slow
 def test_the_kernel_under_address_sanitizer(tmp_path):
     """Fuzz a sanitizer build for a bounded time (~6 s) on random bytes, random text and mangled
     real mail, every setting at random, checking parity on the way; PYTHONMALLOC=malloc so that
@@ -909,6 +923,7 @@ def mail_parity(datas, s):
     return taken
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(messages(), MAILISH, st.binary(max_size=300)).map(lambda b: b[:st_cut] if (st_cut := len(b) % 7) else b)
        | st.lists(st.sampled_from([b"From x\n", b"a: b\n", b"a:b\n", b" c\n", b"\tc\r", b"\r\n", b" \n", b"x\n",
@@ -921,12 +936,14 @@ def test_the_kernel_tells_mail_as_python_does(data):
     assert compiled().looks_like_mail(b"x: 1\n" * 800 + data) is looks_like_mail(b"x: 1\n" * 800 + data)
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(messages() | multiparts(), st.sampled_from(MAIL_SETTINGS))
 def test_the_mail_rules_in_c_read_mail_as_python_does(data, s):
     mail_parity([data], s)
 
 
+@pytest.mark.slow
 def test_the_mail_rules_in_c_read_real_mail_as_python_does():
     """All of spamassassin-2002 and the bundled sample under three settings: the same tokens
     and texts as Python, and the kernel reads at least 99% of the messages itself (99.6%
@@ -968,6 +985,7 @@ HTML_PIECES = st.sampled_from([
 ])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(HTML_PIECES, max_size=30).map("".join), st.booleans())
 def test_the_kernel_reads_html_as_python_does(text, urls_off):
@@ -989,6 +1007,7 @@ def test_the_kernel_reads_html_as_python_does(text, urls_off):
             not html.unescape(m.group(1)).isascii() for m in HREF_RE.finditer(text))
 
 
+@pytest.mark.slow
 def test_tokens_chosen_for_one_probe_chain_stay_spread_in_a_chunk():
     """A chunk's counting table (the kernel's Counter) takes a token's first slot from its key
     mixed with a secret seed: keys are a public function of the bytes, so mail could hold

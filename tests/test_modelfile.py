@@ -84,6 +84,7 @@ tokens_st = st.lists(st.text(st.characters(blacklist_characters="\x00"), min_siz
                      unique=True, max_size=200)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(tokens_st)
 def test_front_coding_round_trips_any_vocabulary(tokens):
@@ -92,58 +93,6 @@ def test_front_coding_round_trips_any_vocabulary(tokens):
     assert [key[i] for i in order] == sorted(key)
     assert vocabfile.front_decode(fc, vocabfile.BLOCK) == encode_tokens([tokens[i] for i in order])
     assert len(heads) == -(-len(tokens) // vocabfile.BLOCK)
-
-
-def test_a_vocabulary_coded_ahead_is_saved_as_it_would_be_and_taken(monkeypatch):
-    """codec.code_ahead (train codes the vocabulary and orders the counts while calibration's
-    workers run): the file has the bytes it has without it, the coding is made once and taken
-    by the save (not kept on the model), and made again when the vocabulary has grown since."""
-    from nbtext.store import codec
-
-    made = []
-    real = codec.front_code
-    monkeypatch.setattr(codec, "front_code", lambda blob: made.append(1) or real(blob))
-    plain = codec.encode(iir_model())
-    m = iir_model()
-    codec.code_ahead(m)
-    assert m.coded_ahead is not None and codec.encode(m) == plain and len(made) == 2
-    assert m.coded_ahead is None
-    codec.code_ahead(m)
-    m.add([["a token the coding did not see"]], ["yes"])
-    (fc, _), _ = codec._coding(m)
-    assert len(made) == 4 and fc == real(m.vocab.encoded())[0]
-
-
-@pytest.mark.parametrize("options", [{}, {"variant": "complement", "idf": True, "norm": True},
-                                     {"variant": "complement", "tf": True, "length_norm": True},
-                                     {"variant": "bernoulli"}])
-def test_counts_ordered_ahead_are_saved_as_they_would_be_and_not_once_they_change(options):
-    """The counts put in the vocabulary's order ahead give the file's bytes (sections and
-    summary), and counts that changed since (learn: an addition, or new Counts) are ordered
-    anew: the file is that of the counts as they are."""
-    from nbtext.store import codec
-
-    def model():
-        tok = Tokenizer(TokenizerSettings())
-        m = Model.empty(tok.settings, ModelSettings(alpha=0.5, **options), ["yes", "no"])
-        m.add([tok(t) for _, t in IIR_TRAIN], [lab for lab, _ in IIR_TRAIN])
-        m.ledger = {bytes(16)}
-        return m
-
-    plain = codec.encode(model())
-    m = model()
-    codec.code_ahead(m)
-    assert codec.encode(m) == plain
-    for change in ("add", "replace"):
-        m, other = model(), model()
-        codec.code_ahead(m)
-        if change == "add":  # the same object, one more document: its version moves on
-            for x in (m, other):
-                x.counts.add(np.array([[1.0] * len(x.vocab)]), [x.classes[0]])
-        else:  # another object with other numbers
-            m.counts = other.counts = model().counts.plus(np.array([[1.0] * len(m.vocab)]), [m.classes[1]],
-                                                            np.array([1.0]))
-        assert codec.encode(m) == codec.encode(other) != plain
 
 
 def test_front_coding_in_pieces_gives_the_bytes_of_one_go(monkeypatch):
@@ -174,6 +123,7 @@ def test_front_coding_of_long_shared_prefixes(tmp_path):
     assert fast.token_id("a" * 300) is None
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(tokens_st, st.lists(st.text(min_size=1, max_size=30), max_size=20))
 def test_sorted_vocabulary_finds_every_token_and_nothing_else(tmp_path_factory, tokens, others):
@@ -209,6 +159,7 @@ def test_fast_scorer_agrees_with_numpy_path(tmp_path, variant, calibration):
     assert fast.token_id("nowhere") is None
 
 
+@pytest.mark.slow
 def test_fast_scorer_on_a_large_vocabulary(tmp_path):
     tokens = [f"tok{i}" for i in range(20000)]
     m = Model.empty(TokenizerSettings(), ModelSettings(), ["a", "b"])
@@ -250,6 +201,7 @@ def test_corrupt_payload_is_refused(saved):
     refused(saved, "corrupt model file .payload checksum")
 
 
+@pytest.mark.slow
 def test_random_bytes_are_refused(saved):
     rng = random.Random(18)  # seeded: a file of random bytes starting "{" once failed CI as "JSON text"
     for _ in range(300):
@@ -335,3 +287,31 @@ def test_a_vocabulary_that_decodes_to_a_bomb_is_refused_before_it_is_allocated()
     fc, _, _ = vocabfile.front_code(encode_tokens(tokens))
     assert vocabfile.front_decode(fc, vocabfile.BLOCK)
     assert len(encode_tokens(tokens)) < 14 * len(fc)
+
+
+def test_a_stale_temporary_under_this_pid_never_blocks_a_save(tmp_path, run, sample_copy):
+    """A writer killed as pid 1 (a container) left `.m.nbm.1.tmp`; the next writer, pid 1 too,
+    found it "alive" and every save failed with `cannot write: File exists`. Planted here under
+    the current pid's name (and in the new form, unlocked and locked), saves go on: `learn`
+    through the CLI and store.save, and only the provably stale temporaries are removed."""
+    import fcntl
+
+    model = sample_copy
+    pid = os.getpid()
+    legacy = tmp_path / f".m.nbm.{pid}.tmp"  # (a pid that is alive: never provably stale)
+    legacy.write_bytes(b"half a model")
+    dead = tmp_path / f".m.nbm.{pid}-0123456789abcdef.tmp"  # (nobody holds its lock)
+    dead.write_bytes(b"half a model")
+    alive = tmp_path / f".m.nbm.{pid}-fedcba9876543210.tmp"  # (a writer at work holds its lock)
+    alive.write_bytes(b"being written")
+    with open(alive, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        before = store.load(str(model)).counts.n_documents
+        r = run("learn", "-m", model, "--label", "spam", "-q", "-", input=b"Subject: hi\n\ncheap pills\n")
+        assert r.exit_code == 0, r.stderr
+        assert store.load(str(model)).counts.n_documents == before + 1
+        store.save(iir_model(), str(tmp_path / "m.nbm"))
+        assert legacy.read_bytes() == b"half a model" and alive.read_bytes() == b"being written"
+        assert not dead.exists()
+    store.save(iir_model(), str(tmp_path / "m.nbm"))  # (its writer gone: now stale)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m.nbm", "m.nbm.lock", legacy.name])

@@ -361,6 +361,7 @@ def test_a_scored_estimator_is_freed_without_the_garbage_collector(cls):
         gc.enable()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls,params", [
     (MultinomialNB, {}), (BernoulliNB, {}), (ComplementNB, {}), (ComplementNB, {"norm": True}),
     (ComplementNB, {"idf": True, "tf": True}), (ComplementNB, {"idf": True, "norm": True, "length_norm": True})])

@@ -25,6 +25,7 @@ def trained(sample_copy):
     return sample_copy
 
 
+@pytest.mark.slow
 def test_learn_then_forget_restores_exact_counts(run, trained, tmp_path):
     msg = tmp_path / "new.eml"
     msg.write_bytes(b"From: x@new.example\nSubject: brand new words\n\nzyzzyva quokka\n")
@@ -66,6 +67,7 @@ def test_forget_errors_leave_the_model_untouched(run, trained, tmp_path):
     assert trained.read_bytes() != before
 
 
+@pytest.mark.slow
 def test_export_import_round_trip_is_exact(run, trained, tmp_path):
     r = run("export", "-m", trained)
     assert r.exit_code == 0 and r.stdout.startswith("# nbtext dump 1\n")
@@ -145,6 +147,7 @@ def test_merge_refuses_mismatched_settings(run, tmp_path):
     assert not (tmp_path / "m.nbm").exists()
 
 
+@pytest.mark.slow
 def test_concurrent_learn_loses_no_counts(trained, tmp_path):
     msgs = []
     for i in range(10):
@@ -171,6 +174,7 @@ def model_of(pairs, classes=("x", "y")):
     return m
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(docs, docs)
 def test_algebra_merge_is_training_on_the_union(a, b):
@@ -179,6 +183,7 @@ def test_algebra_merge_is_training_on_the_union(a, b):
         as_dict(merge([("b", model_of(b)), ("a", model_of(a))]))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(docs, docs)
 def test_algebra_learn_then_forget_restores_counts(a, extra):

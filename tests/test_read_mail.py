@@ -206,6 +206,7 @@ JVBERi0xLjQKJcfsj6IKNSAwIG9iago8PC9MZW5ndGggNiAwIFI+PgpzdHJlYW0K
     assert not any(t.startswith("jvber") for t in toks)
 
 
+@pytest.mark.slow
 def test_deep_nesting_and_huge_words_do_not_crash():
     depth = 1000
     parts = "".join(f'Content-Type: multipart/mixed; boundary="b{i}"\n\n--b{i}\n' for i in range(depth))
@@ -312,6 +313,7 @@ def test_parse_message_reads_edge_cases_as_the_standard_parser(data):
     same_parse(data)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from([b"Subject: a", b"X-Y: b", b"  folded", b"\tfolded", b"junk line",
                                  b"From x", b"", b"\r", b"Content-Type: multipart/alternative; boundary=q",
@@ -321,6 +323,7 @@ def test_parse_message_agrees_with_the_standard_parser_on_any_line_soup(lines, e
     same_parse(eol.join(lines))
 
 
+@pytest.mark.slow
 def test_parse_message_agrees_on_every_spamassassin_message():
     corpus = need_shared("spamassassin-2002")
     for f in sorted(corpus.rglob("*")):
@@ -391,12 +394,13 @@ def test_small_files_read_directly_give_what_the_stream_reader_gives(tmp_path, m
 
 
 FIFO_PROBE = """
-import subprocess, sys, time
+import subprocess, sys
 from nbtext.read import file_documents
 path = sys.argv[1]
 data = b"Subject: piped\\n\\n" + b"word " * 20000
+# (whichever opens the pipe first waits for the other: a reader that opened and closed it
+# before reading would cut the writer off either way)
 writer = subprocess.Popen([sys.executable, "-c", "import sys; open(sys.argv[1], 'wb').write(b'Subject: piped\\\\n\\\\n' + b'word ' * 20000)", path])
-time.sleep(0.3)  # (the writer waiting in its open)
 docs = list(file_documents(path, False))
 print(len(docs), docs[0].data == data, writer.wait())
 """

@@ -89,6 +89,7 @@ def bins_from_predictions(rows):
     return [tuple(x) for x in out]
 
 
+@pytest.mark.slow
 def test_eval_and_cv_show_the_reliability_table(run, sample_model, tmp_path):
     r = run("eval", "-m", sample_model, DATA / "corpus", "--format", "json")
     d = json.loads(r.stdout)
@@ -114,6 +115,7 @@ def test_eval_and_cv_show_the_reliability_table(run, sample_model, tmp_path):
     assert f"P(label) >= 0.99999: {at[1]['documents']} documents, {at[1]['wrong']} wrong" in text
 
 
+@pytest.mark.slow
 def test_predict_jsonl_log_scores_sort_documents_printed_alike(run, tmp_path):
     """Two spam messages both printed at P = 1.000000 (a message, and the same text twice: more
     evidence) keep their order in log_scores, which are Model.log_proba's at full precision."""

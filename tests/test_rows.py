@@ -20,6 +20,7 @@ def csr(dense):
     return sp.csr_matrix(dense)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(matrices(), st.data())
 def test_rows_do_what_scipy_does(dense, data):
@@ -53,6 +54,7 @@ def test_rows_do_what_scipy_does(dense, data):
     assert np.array_equal(R.scaled_rows(scale).toarray(), (sp.diags(scale) @ X).toarray())
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(matrices(), st.data())
 def test_moved_columns_add_up_sorted_and_once(dense, data):
@@ -92,6 +94,7 @@ def test_of_refuses_a_vector():
         Rows.of(np.zeros(3))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(matrices(max_rows=12), st.integers(1, 7), st.data())
 def test_products_and_sums_made_a_piece_at_a_time_are_the_same_bits(dense, piece, data):
@@ -140,6 +143,7 @@ def test_row_sums_in_a_wider_type_add_each_entry_converted():
     assert got.max() > 2**16 and got.dtype == np.float64
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(matrices(max_rows=12, max_cols=15), st.data())
 def test_own_columns_by_the_kernel_are_numpys(dense, data):

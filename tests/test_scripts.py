@@ -9,6 +9,8 @@ import pytest
 
 from conftest import DATA, ROOT
 
+pytestmark = pytest.mark.slow  # (make check leaves these out: make test runs them)
+
 
 def test_bench_script_prints_its_tables(small_corpus):
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--corpus", str(small_corpus),
@@ -182,3 +184,12 @@ def test_feature_selection_script_compares_the_criteria_at_equal_sizes():
         ("3,000", "frequency"), ("3,000", "chi2"), ("3,000", "mi")]
     assert rows[0][1].startswith("all ")
     assert len({row[3] for row in rows}) > 1  # the kept tokens change the figures
+
+
+def test_check_costs_script_measures_classify_and_load_against_a_revision(sample_model):
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_costs.py"), "--base", "HEAD", "--runs", "1",
+                        str(sample_model), str(DATA / "example-ham.eml")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["classify", "store.load"]
+    assert all("HEAD " in line and "working tree " in line and "; ratio " in line for line in lines), r.stdout

@@ -232,6 +232,7 @@ def test_spamd_wire_format(daemon, sample_model):
     assert short == b"SPAMD/1.0 76 Bad header line: (Content-Length mismatch: Expected 100 bytes, got 9 bytes)\r\n"
 
 
+@pytest.mark.slow
 def test_verdicts_equal_classify_on_real_mail(daemon, tmp_path):
     """The same verdict and probability as classify, on real mail: a sample of the
     spamassassin-2002 split's test messages with a model of its training messages (the bundled
@@ -293,6 +294,7 @@ def test_spamc_learn_and_forget_go_to_disk_through_the_ledger(daemon, sample_cop
     assert (restored.feature_count == before.feature_count).all()
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_storm_of_learns_keeps_every_acknowledged_learn(daemon, sample_copy):
     """Clients learn messages as fast as they can; the daemon (parent and workers) is killed
     with SIGKILL meanwhile: the model file loads, and every learn that was acknowledged is in

@@ -151,6 +151,7 @@ def need_ml_covariances():
         pytest.skip(f"scikit-learn {sklearn.__version__}: LDA/QDA covariances are not maximum-likelihood")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["wine", "iris"])
 def test_gaussian_nb_lda_qda_equal_scikit_learn_in_every_split(name):
     X, y = load_fixture(name)
@@ -171,6 +172,7 @@ def test_gaussian_nb_lda_qda_equal_scikit_learn_in_every_split(name):
     print(name, worst)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["wine", "iris"])
 def test_categorical_nb_on_binned_features_equals_scikit_learn_in_every_split(name):
     from sklearn.naive_bayes import CategoricalNB
@@ -261,6 +263,7 @@ def same_stats(a: TableStats, b: TableStats, tol=1e-9):
         assert np.allclose(x, y, rtol=tol, atol=0), np.abs(x - y).max()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("covariance", ["diagonal", "full"])
 def test_chunked_training_equals_one_piece(covariance, tmp_path):
     """Exact sums: chunks of 777 rows give the bits of the whole file in one piece."""
@@ -465,6 +468,7 @@ def test_a_singular_covariance_gets_a_ridge(covariance, tmp_path, run):
     assert r.exit_code == 0 and np.mean(np.asarray(said) == y) > 0.7
 
 
+@pytest.mark.slow
 def test_decisions_of_a_whole_array_are_those_of_each_row(golf):
     m = store.load(str(golf))
     rng = np.random.default_rng(0)

@@ -31,9 +31,8 @@ def default_jobs() -> int:
 def chunks(docs: Iterable[Document | FileRef], size: int = CHUNK, max_bytes: int = CHUNK_BYTES
            ) -> Iterator[list[Document | FileRef]]:
     """Consecutive lists of at most ``size`` documents (or files not read yet) that stop once
-    they hold ``max_bytes``: with a count alone, one chunk of long HTML mail took as long as
-    the rest of a corpus (spamassassin-2002 on 2 cores, 400 documents a chunk: 4.8 s, as long
-    as one core)."""
+    they hold ``max_bytes``: with a count alone, one chunk of long HTML mail can take as long
+    as the rest of a corpus, while the other cores idle."""
     chunk, held = [], 0
     for d in docs:
         chunk.append(d)
@@ -66,8 +65,7 @@ def report_errors(items: list[Document | FileRef], errors: list[tuple[int, Excep
 
 
 def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_jobs: int = 1,
-            chunk_size: int = CHUNK, then: Callable[[list[Document], Batch], object] | None = None,
-            waiting: Callable[[], object] | None = None, linger: bool = False
+            chunk_size: int = CHUNK, then: Callable[[list[Document], Batch], object] | None = None
             ) -> Iterator[tuple[list[Document], Batch]]:
     """(documents, their Batch) for consecutive chunks, in input order; with ``then``,
     (documents, then(documents, Batch)).
@@ -80,11 +78,7 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
     the same functions, so the same numbers. Errors reading a FileRef are reported (or raised)
     in the parent, as it would have.
     Worker processes start only when there is more than one chunk of work. On one core no chunk
-    is read ahead, so a document on a pipe is answered before the next one comes. ``waiting``
-    runs once where forked workers count their first chunks and this process would wait
-    (ForkPool.map's ``waiting``): work the caller needs done before its first result. With
-    ``linger``, the workers are ended without waiting for them, once every chunk is given out
-    (ForkPool.close(wait=False)): the caller reaps them later (batch.pool.reap)."""
+    is read ahead, so a document on a pipe is answered before the next one comes."""
     finish = then or (lambda docs, batch: batch)
 
     def work(items: list) -> tuple:
@@ -128,9 +122,8 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
         with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
             pool = ForkPool(worker, n_jobs, on_fork=lambda: watch_parent(parent))
         with pool:
-            for result in pool.map(tasks(), waiting=waiting):
+            for result in pool.map(tasks()):
                 yield answered(pending.popleft(), result)
-            pool.close(wait=not linger)
         return
     for chunk, batch in _loky_counted(rest, settings, n_jobs):
         yield chunk, finish(chunk, batch)
@@ -164,7 +157,7 @@ def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n
     with contextlib.ExitStack() as stack:
         with sigint_ignored():  # (the workers start here: they begin with Ctrl-C ignored)
             # Each worker watches its parent from its start, not from its first task: under load a
-            # kill -9 came before any task, and the workers lived on holding train's stderr.
+            # kill -9 can come before any task, and the workers would live on holding train's stderr.
             with parallel_config(backend="loky", initializer=watch_parent, initargs=(os.getpid(),)):
                 par = stack.enter_context(Parallel(n_jobs=n_jobs, return_as="generator", pre_dispatch="2*n_jobs"))
                 results = par(tasks())
@@ -180,13 +173,13 @@ def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n
 
 @contextlib.contextmanager
 def sigint_ignored(loky: bool = True):
-    """Ctrl-C ignored while worker processes are started (about 40 ms): an ignored signal, unlike a
+    """Ctrl-C ignored while worker processes are started: an ignored signal, unlike a
     handler, is kept across exec, and Python leaves it ignored, so a worker never has a Ctrl-C of
-    its own (one in the first half second printed the tracebacks of workers still importing);
-    the parent stops the pool. The main thread also blocks it meanwhile (Linux keeps a blocked
-    signal pending rather than drop it as ignored), so that a Ctrl-C in the window is handled
-    after it, mostly: one in about four pressed in the window is still lost (traced as far as
-    a pending Ctrl-C at the window's end that no handler then saw); a second press works.
+    its own (one while workers are still importing would print their tracebacks); the parent
+    stops the pool. The main thread also blocks it meanwhile (Linux keeps a blocked signal
+    pending rather than drop it as ignored), so that a Ctrl-C in the window is handled after it,
+    mostly: one pressed in the window is sometimes still lost (traced as far as a pending Ctrl-C
+    at the window's end that no handler then sees); a second press works.
     Only in the main thread (elsewhere signals are not ours)."""
     import threading
 
@@ -195,7 +188,7 @@ def sigint_ignored(loky: bool = True):
         return
     # The resource trackers that starting the pool would start, started first: the standard
     # library's unblocks Ctrl-C after starting its process (SIG_UNBLOCK, not the mask it found),
-    # which inside the window left Ctrl-C ignored and unblocked, and one pressed then was lost.
+    # which inside the window would leave Ctrl-C ignored and unblocked, and one pressed then lost.
     if loky:
         from multiprocessing import resource_tracker
 
@@ -223,8 +216,8 @@ _watching = False
 
 def watch_parent(parent: int | None = None) -> None:
     """In a worker process: ignore Ctrl-C (the parent handles it and stops the pool; a worker's
-    own KeyboardInterrupt printed tracebacks) and end as soon as the process that started it is
-    gone (kill -9 of train left its workers running for minutes, holding memory and /dev/shm).
+    own KeyboardInterrupt would print tracebacks) and end as soon as the process that started it
+    is gone (else a kill -9 of train leaves its workers running, holding memory and /dev/shm).
     ``parent``: the pid of the process that started this one, as it gave it: a worker whose
     parent died while it was still starting (kill -9 in the first half second) would otherwise
     take init for its parent and watch it forever. Once per process; never in the main process."""

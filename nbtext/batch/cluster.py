@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from ..errors import NbtextError, SettingError
+from ..errors import NbtextError, SettingError, shown
 from ..read import Document, LineOptions
 
 INSTALL = "pip install 'nbtext[dask]'"
@@ -54,6 +54,43 @@ def _distributed():
     return distributed
 
 
+def address_problem(address: str) -> str | None:
+    """What makes ``address`` no scheduler address Dask can connect to (None: nothing): an
+    unknown scheme, no port, a port out of range, no host. SCHEME:// may be left out (tcp)."""
+    from distributed.comm.addressing import parse_address
+    from distributed.comm.registry import backends
+
+    scheme, location = parse_address(address)
+    if scheme not in backends:
+        return f"unknown scheme '{scheme}'"
+    if scheme in ("inproc", "ucx"):
+        return None  # (addresses of their own kind)
+    host, colon, port = location.rpartition(":")
+    if not colon:
+        return "no port"
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        return f"port '{port}' is not a number from 1 to 65535"
+    if not host.strip("[]"):
+        return "no host"
+    return None
+
+
+def _bounded_client(distributed):
+    """distributed.Client whose whole start, connection, handshake and first exchange, is
+    bounded by its ``timeout``: Client bounds the connection and the exchange, but waits for
+    the handshake's answer without end (a server that accepts and never answers hung it)."""
+
+    class Client(distributed.Client):
+        def start(self, **kwargs):
+            try:
+                super().start(callback_timeout=self._timeout, **kwargs)
+            except BaseException:
+                self.close()  # (its loop thread and the half-open connection)
+                raise
+
+    return Client
+
+
 class Cluster:
     """A Dask client: on the scheduler at ``address``, or on a LocalCluster sized to this
     machine's cores (its dashboard's address said on ``say``)."""
@@ -65,8 +102,12 @@ class Cluster:
 
         self.local = None
         if address:
+            problem = address_problem(address)
+            if problem:
+                raise NbtextError(f"{shown(address)}: not a Dask scheduler address ({problem}); "
+                                  f"give tcp://HOST:PORT")
             try:
-                self.client = distributed.Client(address, timeout=timeout)
+                self.client = _bounded_client(distributed)(address, timeout=timeout)
             except (OSError, TimeoutError, ValueError) as e:
                 raise NbtextError(f"{address}: cannot reach the Dask scheduler within {timeout:g} s "
                                   f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no answer'})"
@@ -504,7 +545,7 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     counts and kept by a Reservoir on the client, as local training keeps it."""
     from ..features.rows import Rows
     from ..features.vocabulary import Vocabulary
-    from .train import CALIBRATION_SAMPLE, Reservoir, _model_from_counts
+    from .train import CALIBRATION_SAMPLE, Reservoir, model_from_counts
 
     if settings.tf or settings.length_norm:
         raise SettingError("tf" if settings.tf else "length_norm", None,
@@ -533,7 +574,7 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
         del result
         chosen = sample_positions(n_docs, size, decisions.seed)
         X, y = _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows)
-    model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
+    model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
     model.ledger = ledger
     return model, fit
 
@@ -549,7 +590,10 @@ def sample_positions(n: int, size: int, seed: int) -> np.ndarray:
 
 
 def _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows):
-    """The chosen documents' rows over the vocabulary, and their labels, in input order."""
+    """The chosen documents' rows over the vocabulary, as the Reservoir keeps them, and their
+    labels, in input order."""
+    from .train import Reservoir
+
     bounds = np.concatenate([[0], np.cumsum(sizes)])
     wanted = [chosen[(chosen >= a) & (chosen < b)] - a for a, b in zip(bounds[:-1], bounds[1:])]
     which = [i for i, w in enumerate(wanted) if len(w)]
@@ -558,9 +602,7 @@ def _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows):
                                                          tokenizer):
         if errors:
             raise NbtextError(f"an input changed while it was read: {errors[0]}")
-        rows = batch.rows.moved(batch.ids_in(vocab, grow=False), len(vocab))
-        # (as Reservoir.add keeps them: 16-bit counts when they fit, else 32-bit floats)
-        pieces.append(rows.astype(np.uint16 if not rows.nnz or rows.data.max() < 2**16 else np.float32))
+        pieces.append(Reservoir.compact(batch.rows.moved(batch.ids_in(vocab, grow=False), len(vocab))))
         labels += part_labels
     if len(labels) != len(chosen):
         raise NbtextError("an input changed while it was read (its documents differ from the first reading)")

@@ -1,12 +1,12 @@
 """Worker processes forked from the parent, for the map over chunks (nbtext.batch.chunks).
 
 Why not joblib's loky here: a loky worker is a new interpreter that imports joblib, numpy and
-nbtext before its first chunk, about 0.4 s on this machine's 2 cores, while the parent waits and
-the two compete for the cores (spamassassin-2002: the first chunk came back 0.42 s after the
-pool started, against 0.06 s on one core; the workers' start-up was a fifth of train's CPU).
-A forked worker has the parent's imports already and answers its first chunk at once. Loky
-stays where forking is not safe (nbtext.batch.chunks.fork_safe): other than Linux, or a library
-caller's process with threads of its own.
+nbtext before its first chunk, while the parent waits and the two compete for the cores: its
+first chunk comes back well after one core alone would have it, and the workers' start-up is
+a large share of train's CPU (docs/bench.md). A forked worker has the parent's imports
+already and answers its first chunk at once. Loky stays where forking is not safe
+(nbtext.batch.chunks.fork_safe): other than Linux, or a library caller's process with threads
+of its own.
 
 The protocol is one socket pair a worker, each message its length (8 bytes) and a pickle: the
 parent sends a chunk's documents, the worker sends back ("ok", result) or ("error", exception).
@@ -23,7 +23,7 @@ as multiprocessing and joblib do. No file is ever unpickled: model files are dat
 (nbtext.store), and nothing a stranger wrote reaches these sockets except as bytes inside a
 pickle nbtext made.
 
-A worker watches its parent (batch.chunks.watch_parent) and ignores Ctrl-C, as loky's did;
+A worker watches its parent (batch.chunks.watch_parent) and ignores Ctrl-C, as loky's do;
 it never runs the parent's cleanup (it ends with os._exit), and its garbage collector leaves
 the parent's objects alone (gc.freeze: a finalizer of the parent's, a temporary file's, must
 not run in a copy).
@@ -47,14 +47,12 @@ class WorkerError(NbtextError):
 
 # Chunks sent to a worker before its results are read. Results are given out in input order, so
 # a chunk slower than its neighbours holds up the others' results, and new chunks wait for them:
-# with 2, spamassassin-2002's two counting workers each waited 17-72 ms for work in train's 0.33
-# s of counting (the parent reduces between results, on the same two cores); with 4, train's
-# wall time went 0.491-0.496 -> 0.474-0.478 s (16 interleaved runs, twice), predict's the same,
-# the peak RSS at 16 copies the same within 1 MiB (a result is a few hundred kB). Past
-# AHEAD_ALWAYS a worker, tasks go out only while those out hold under AHEAD_BYTES pickled: a
-# walk's chunks are file references (kB), but an mbox's or stdin's carry their documents'
-# bytes (a chunk of at least a 256 KiB, or one document of up to 64 MiB), which the caller
-# holds until each is given out: those stay at 2 a worker, as before.
+# with 2, the counting workers wait for work while the parent reduces between results on the
+# same cores; 4 keeps them busy (measured faster for train, predict and the peak memory the same:
+# docs/bench.md). Past AHEAD_ALWAYS a worker, tasks go out only while those out hold under
+# AHEAD_BYTES pickled: a walk's chunks are file references (small), but an mbox's or stdin's
+# carry their documents' bytes (a chunk of at least a 256 KiB, or one document of up to 64 MiB),
+# which the caller holds until each is given out: those stay at 2 a worker.
 AHEAD = 4
 AHEAD_ALWAYS = 2
 AHEAD_BYTES = 4 << 20
@@ -67,7 +65,6 @@ class ForkPool:
 
     def __init__(self, fn: Callable, n_jobs: int, on_fork: Callable | None = None):
         self.workers: list[_Worker] = []
-        reap()  # (the workers of pools closed without waiting: long dead by now)
         try:
             for _ in range(n_jobs):
                 ours, theirs = socket.socketpair()
@@ -91,20 +88,13 @@ class ForkPool:
             self.close()
             raise
 
-    def map(self, tasks: Iterable, ahead: int = AHEAD, idle: Callable[[], object] | None = None,
-            waiting: Callable[[], object] | None = None) -> Iterator:
+    def map(self, tasks: Iterable, ahead: int = AHEAD, idle: Callable[[], object] | None = None) -> Iterator:
         """fn(task) for each task, in order; ``idle``, when given, is called once, the first time
-        every task is sent and a result is awaited: this process's own work meanwhile;
-        ``waiting``, once, the first time a result is awaited at all (as the workers start on
-        their first tasks): work this process will need done, which would otherwise take its
-        time from the results."""
-        return _dispatch(self.workers, iter(tasks), ahead, idle, waiting)
+        every task is sent and a result is awaited: this process's own work meanwhile."""
+        return _dispatch(self.workers, iter(tasks), ahead, idle)
 
-    def close(self, wait: bool = True) -> None:
-        """End the workers (SIGKILL: they hold nothing to clean up) and reap them; without
-        ``wait``, reaping them is left to reap() (the next pool's start, or the caller's), and
-        this process goes on while the system tears their memory down on another core: train
-        waited 4.5 ms for its two counting workers, 3.4 ms for calibration's."""
+    def close(self) -> None:
+        """End the workers (SIGKILL: they hold nothing to clean up) and reap them."""
         for w in self.workers:
             w.sock.close()
             try:
@@ -112,9 +102,11 @@ class ForkPool:
             except ProcessLookupError:
                 pass
         pids, self.workers = [w.pid for w in self.workers], []
-        _ending.extend(pids)
-        if wait:
-            reap(pids)
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
     def __enter__(self) -> "ForkPool":
         return self
@@ -123,26 +115,11 @@ class ForkPool:
         self.close()
 
 
-_ending: list[int] = []  # workers sent SIGKILL and not yet reaped (ForkPool.close(wait=False))
-
-
-def reap(pids: list[int] | None = None) -> None:
-    """Reap the workers that pools closed without waiting (or those of ``pids``): they were sent
-    SIGKILL, so this waits only for the system to finish taking them down."""
-    for pid in list(_ending if pids is None else pids):
-        _ending.remove(pid)
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-
-
 HEADER = struct.Struct("<Q")  # a message's length
-# What a socket holds each way (the system caps it: net.core.wmem_max, 4 MiB on this machine, 208
-# KiB by default). A worker sends its answer whole and only then takes its next task: with the
-# default buffer a chunk's answer (about 800 KB for train) waited on the parent, busy with the
-# reduce, to read it, and the worker idled (spamassassin-2002 on 2 cores: counting 0.63-0.74 ->
-# 0.57-0.72 s, predict 0.82-0.87 -> 0.77-0.89 s, interleaved runs).
+# What a socket holds each way (the system caps it: net.core.wmem_max). A worker sends its
+# answer whole and only then takes its next task: with the default buffer a chunk's answer waits
+# on the parent, busy with the reduce, to read it, and the worker idles (measured faster for
+# counting and predict with this one: docs/bench.md).
 BUFFER = 4 << 20
 
 
@@ -176,8 +153,8 @@ class _Worker:
         return pickle.loads(data)
 
 
-def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callable[[], object] | None = None,
-              waiting: Callable[[], object] | None = None) -> Iterator:
+def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callable[[], object] | None = None
+              ) -> Iterator:
     import selectors
 
     done: dict[int, object] = {}
@@ -220,10 +197,6 @@ def _dispatch(workers: list[_Worker], tasks: Iterator, ahead: int, idle: Callabl
                 idle, work = None, idle
                 work()
                 continue  # (results may have come meanwhile)
-            if waiting is not None:
-                waiting, work = None, waiting
-                work()
-                continue
             for w in workers:
                 events = (selectors.EVENT_READ if w.queued else 0) | (selectors.EVENT_WRITE if w.outbox else 0)
                 if events != registered.get(w, 0):

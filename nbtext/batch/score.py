@@ -21,8 +21,8 @@ def log_scored_batches(model: Model, docs: Iterable[Document], n_jobs: int = 1, 
 
     Each chunk is scored where it was counted (batch.chunks.counted's ``then``): forked
     workers score their own chunks, and only the scores (and the Batch, when asked for) come
-    back, so the parent's share of the work is reading and writing (spamassassin-2002, predict on
-    2 cores: 0.86-0.94 -> 0.72-0.78 s wall, interleaved runs).
+    back, so the parent's share of the work is reading and writing (measured faster for predict
+    on 2 cores: docs/bench.md).
     The weights are made here, before the workers are forked, so that they share one copy."""
     model.estimator.linear()  # (made once, in the parent: the workers' copy is the parent's pages)
 

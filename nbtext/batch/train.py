@@ -5,7 +5,6 @@ Also what builds on training: the whole corpus as one matrix, and k-fold cross-v
 """
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -26,6 +25,7 @@ from ..read import Document
 from ..record import Record
 from ..settings import AUTO_CANDIDATES, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
 from .chunks import counted, fork_safe
+from .memory import release_free_memory, withheld_from_forks
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -38,14 +38,14 @@ class Reservoir:
 
     Each document draws a random key; the sample is the ``size`` smallest keys. Parts are
     only cut down when a quarter of the size again has piled up, so the cost per document
-    stays constant, and each part is cut on its own (stacking them all first held the pile
+    stays constant, and each part is cut on its own (stacking them all first would hold the pile
     twice, then the kept rows a third time). Once cut, a document whose key is above the cut
     can never be in the sample (``size`` keys below it are held already): it is let go before
     its rows are even taken (the same sample, as every later cut is lower). Rows are counts,
     stored in 16 bits or as float32 (see add): calibration makes each fold float64 in turn."""
 
-    def __init__(self, size: int, seed: int, release=None):
-        self.size, self.seed, self.rng, self.release = size, seed, None, release
+    def __init__(self, size: int, seed: int):
+        self.size, self.seed, self.rng = size, seed, None
         self.parts: list = []       # (matrix, labels, keys), in input order
         self.rows = 0
         self.cut: float | None = None  # the last cut's key: none above it is kept
@@ -61,19 +61,12 @@ class Reservoir:
             return X
         return X.astype(np.uint16 if not X.nnz or X.data.max() < 2**16 else np.float32)
 
-    def prepare(self) -> None:
-        """Make the random generator (importing numpy.random: 11-15 ms): train calls this where
-        its workers count their first chunks and it would wait (chunks.counted's ``waiting``),
-        not in the reduce, where it took that time from the results (the cores are full there),
-        nor before the workers start. add() makes it otherwise."""
-        if self.rng is None:
-            self.rng = np.random.default_rng(self.seed)
-
     def _draw(self, n: int) -> np.ndarray | None:
         """The keys of the next n documents (one each, in input order, whatever is kept: the
         generator's stream is the same), kept for _add_drawn; the positions among them of those
         that may still be in the sample, or None when all may."""
-        self.prepare()
+        if self.rng is None:
+            self.rng = np.random.default_rng(self.seed)
         keys = self.rng.random(n)
         if self.cut is None:
             self._drawn = keys
@@ -84,8 +77,8 @@ class Reservoir:
 
     def add(self, X: Rows, labels: list[str], move: Callable[[Rows], Rows] | None = None):
         """The next documents; ``move``, when given, is applied to the rows of those that may
-        still be in the sample, and only to them (train puts them on the vocabulary's ids: at
-        16 copies of spamassassin-2002, a few rows of most chunks)."""
+        still be in the sample, and only to them (train puts them on the vocabulary's ids: on a
+        large corpus, a few rows of most chunks)."""
         rows = self._draw(X.shape[0])
         if rows is not None:
             X, labels = Rows.of(X)[rows], [labels[i] for i in rows]
@@ -101,8 +94,7 @@ class Reservoir:
         self.rows += X.shape[0]
         if self.rows > self.size + self.size // 4:
             self._shrink()
-            if self.release:
-                self.release()
+            release_free_memory()
 
     def _shrink(self):
         if self.rows <= self.size:
@@ -116,41 +108,37 @@ class Reservoir:
         self.cut = float(cut)
 
     def sample(self, width: int) -> tuple[Rows, np.ndarray]:
-        """The sample as one matrix, each part let go as it is copied (stacked whole, the parts
-        and the matrix were held at once: 15 MB of train's peak at 16 copies of
-        spamassassin-2002)."""
+        """The sample as one matrix, each part let go as it is copied (so that the parts and the
+        matrix are never all held at once)."""
         self._shrink()
         parts, self.parts = self.parts, []
         labels = np.concatenate([p[1] for p in parts]) if parts else np.asarray([], dtype=str)
         matrices = [m for m, *_ in parts]
         del parts
-        return Rows.stack(matrices, width, consume=True, freed=self.release), labels
+        return Rows.stack(matrices, width, consume=True), labels
 
 
 def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = TokenizerSettings(),
                 settings: ModelSettings = ModelSettings(), features: FeatureOptions = FeatureOptions(),
                 decisions: DecisionOptions = DecisionOptions(), n_jobs: int = 1, progress=None,
-                calibration_sample: int = CALIBRATION_SAMPLE, release=None
-                ) -> tuple[Model, ThresholdFit | None]:
+                calibration_sample: int = CALIBRATION_SAMPLE) -> tuple[Model, ThresholdFit | None]:
     """Count every document into a new model, then keep the features the options select and
     fit the decisions; returns the model and, for max_fpr, what its threshold costs.
 
     Counts stream chunk by chunk: nothing per document is kept but its label and digest.
     Calibration and max_fpr, which need out-of-fold predictions, fit on a uniform random
     sample of at most ``calibration_sample`` documents (all of them in a smaller corpus), so
-    memory stays bounded however large the corpus. ``release`` is called between phases and
-    after each cut of the sample (the command line returns freed memory to the system there)."""
-    release = release or (lambda: None)
+    memory stays bounded however large the corpus."""
     vocab, counts, ledger, n_docs = Vocabulary(), Counts(), set(), 0
     counting = make_estimator(settings)  # (how the variant counts a document)
     needs_sample = decisions.needs_matrix or settings.choosing
-    reservoir = Reservoir(calibration_sample, decisions.seed, release) if needs_sample else None
+    reservoir = Reservoir(calibration_sample, decisions.seed) if needs_sample else None
     featurize = counting.featurizer()
 
     def summed(chunk: list[Document], batch) -> tuple:
         # Where the chunk was counted (a forked worker, else here): its ledger digests, and its
         # sums over its own columns, then added here at their ids: work in proportion to the
-        # chunk, not to the whole vocabulary (spamassassin-2002: 0.61 -> 0.05 s). Its rows go
+        # chunk, not to the whole vocabulary. Its rows go
         # on only for the sample, compacted here where no two of its columns can meet on one
         # id (distinct keys), else as they are (added up there first, then compacted); the sums
         # as 16-bit whole numbers where they are (Counts.compacted).
@@ -159,8 +147,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         rows = None if reservoir is None else Reservoir.compact(batch.rows) if distinct else batch.rows
         return Batch(batch.blob, batch.keys, rows, distinct), _digests(chunk), sums, distinct
 
-    for chunk, (batch, digests, sums, distinct) in counted(docs, tokenizer, n_jobs=n_jobs, then=summed,
-                                                           waiting=reservoir and reservoir.prepare, linger=True):
+    for chunk, (batch, digests, sums, distinct) in counted(docs, tokenizer, n_jobs=n_jobs, then=summed):
         labels = [d.label for d in chunk]
         n_docs += len(chunk)
         ledger.update(digests)
@@ -170,22 +157,15 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
             reservoir.add(batch.rows, labels, move=lambda X: X.moved(ids, len(vocab), distinct=distinct))
         if progress:
             progress(len(chunk))
-    try:
-        if not n_docs:
-            raise NbtextError("no documents found in the training sources")
-        vocab.drop_index()  # (counted: from here on only the tokens are read)
-        release()
-        sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
-        release()
-        model, _, fit = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
-                                           release=release, n_jobs=n_jobs)
-        model.ledger = ledger
-        release()
-    finally:
-        if n_jobs > 1:  # (counting's workers, ended without waiting for them: gone by now)
-            from .pool import reap
-
-            reap()
+    if not n_docs:
+        raise NbtextError("no documents found in the training sources")
+    vocab.drop_index()  # (counted: from here on only the tokens are read)
+    release_free_memory()
+    sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
+    release_free_memory()
+    model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
+                                       n_jobs=n_jobs)
+    model.ledger = ledger
     return model, fit
 
 
@@ -194,12 +174,13 @@ def _digests(docs: list[Document]) -> list[bytes]:
     return [digest(d.label, d.data) for d in docs]
 
 
-def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
-                       X=None, y=None, release=None, n_jobs: int = 1) -> tuple[Model, np.ndarray, ThresholdFit | None]:
+def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
+                      X=None, y=None, n_jobs: int = 1) -> tuple[Model, np.ndarray, ThresholdFit | None]:
     """The model of counts over ``vocab``, with the features the options keep and the decisions
     fitted on (X, y) when given; returns it with the kept columns and the threshold's fit
-    (``release``: called between calibration's folds, see train_model; ``n_jobs``: the cores
-    calibration's folds may use, see apply_decisions)."""
+    (``n_jobs``: the cores calibration's folds may use, see apply_decisions). The one end of
+    every way of counting a corpus: train_model's chunks (here or in forked workers) and
+    batch.cluster's partitions reduce into counts, then come here."""
     counts.compact()
     width = counts.width
     fc = counts.feature_count if features.max_features is None else np.ascontiguousarray(counts.feature_count)
@@ -215,25 +196,8 @@ def _model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, f
     model.check_trainable()
     if X is not None and not everything:
         X = X.columns(keep)  # (a copy: only when features were dropped)
-    # An identity list of columns need not be held while calibrating (spamassassin-2002: 7 MB).
-    keep = None if everything else keep
-    # The vocabulary's coding for the file (vocabfile.front_code) is made here while
-    # calibration's workers score their folds, where this process waited and a core idled as
-    # the last fold ran alone: spamassassin-2002, 10 interleaved runs, train 0.954 -> 0.923 s;
-    # and the counts put in its order (store.codec.code_ahead), where this process still
-    # waited for the folds: save 23-25 -> 14-16 ms, the phase as long (the calibration
-    # workers' first fold is the longer part: its pages), the copy held 10.5 MB through the
-    # fits, below the peak that fitting the sample makes past 1x.
-    # The kernel's coding only: numpy's takes some 30 MB, and on top of calibration's own
-    # memory it raised the Python path's peak from 93 to 103 MB.
-    from ..features.kernel import compiled
-
-    def ahead():
-        from ..store.codec import code_ahead  # (imported there too: the model file's modules, 1.8 ms)
-
-        code_ahead(model)
-    meanwhile = ahead if compiled() is not None else None
-    fit = apply_decisions(model, decisions, X, y, release, n_jobs, meanwhile=meanwhile)
+    keep = None if everything else keep  # (an identity list of columns is not held while calibrating)
+    fit = apply_decisions(model, decisions, X, y, n_jobs)
     return model, (np.arange(width) if keep is None else keep), fit
 
 
@@ -245,7 +209,7 @@ def fit_matrix(X, y: np.ndarray, vocab: Vocabulary, tokenizer: TokenizerSettings
     X = Rows.of(X)
     counts = Counts()
     counts.add(make_estimator(settings).features(X), list(y), width=X.shape[1])
-    model, keep, _ = _model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
+    model, keep, _ = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
     return model, keep
 
 
@@ -257,13 +221,11 @@ class ThresholdFit(Record):
     fnr: float   # the share of the positive class missed
 
 
-def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None, n_jobs: int = 1,
-                    meanwhile: Callable[[], object] | None = None) -> ThresholdFit | None:
+def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1) -> ThresholdFit | None:
     """Set the model's decision as the options say: the positive class, the calibration map
     and a max_fpr threshold fitted on internal folds of (X, y) (all the model's documents, or a
     sample of them), a given threshold and unsure band; and the variant, when auto chooses it.
-    With ``n_jobs`` > 1 the folds are scored on that many cores (fold_mapper), to the same bits,
-    while this process does ``meanwhile`` (when they are)."""
+    With ``n_jobs`` > 1 the folds are scored on that many cores (fold_mapper), to the same bits."""
     classes = model.classes
     model.decision.choose(classes, d.positive, d.threshold, d.unsure, d.max_fpr)
     fit = None
@@ -271,15 +233,11 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, release=None, n_jobs
         from ..nb.calibrate import can_split
 
         if can_split(y, d.folds):
-            withhold = getattr(release, "withhold", None)
-            mapper = fold_mapper(n_jobs, meanwhile, getattr(release, "hold", None),
-                                 withheld=withhold and (lambda: withhold(_unread_by_folds(model, X))))
+            mapper = fold_mapper(n_jobs, unread=lambda: _unread_by_folds(model, X))
             try:
-                fit = _fit_on_folds(model, d, X, y, release or (lambda: None), mapper)
-            except BaseException:
-                mapper.close(wait=True)
-                raise
-            mapper.close()  # (without waiting for its workers: train_model and recalibrate reap them)
+                fit = _fit_on_folds(model, d, X, y, mapper)
+            finally:
+                mapper.close()
         elif d.max_fpr is not None:
             raise SettingError("max_fpr", None, f"needs at least {d.folds} documents of each class")
     return fit  # (auto with too few documents to choose by: the Model's first candidate)
@@ -297,7 +255,7 @@ def _unread_by_folds(model: Model, X) -> list:
     return [model.vocab.buffer(), *(() if _is_whole(model, X) else model.counts.arrays())]
 
 
-def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release, mapper=map) -> ThresholdFit | None:
+def _fit_on_folds(model: Model, d: DecisionOptions, X, y, mapper=map) -> ThresholdFit | None:
     from ..nb.calibrate import (brier_of, calibrated_log, fit_calibration, lengths_of, out_of_fold_jlls,
                                 threshold_for_fpr)
 
@@ -317,7 +275,7 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release, mapper=map) -
     estimators = [None if not whole else model.estimator if settings == model.settings else
                   make_estimator(settings, model.counts) for settings in candidates]
     jlls = out_of_fold_jlls(X, y, classes, list(zip(candidates, estimators)), d.folds, d.seed, unseen=unseen,
-                            release=release, mapper=mapper)
+                            mapper=mapper)
     del estimators
     scored = []  # (errors, settings, jll, for_threshold)
     for settings, jll in zip(candidates, jlls):
@@ -344,69 +302,49 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, release, mapper=map) -
         return None
     p = np.exp(calibrated_log(model.decision, for_threshold, lengths))[:, classes.index(pos)]
     # Uncalibrated, Naive Bayes log-odds run to hundreds, and P rounds to 1 for every confident
-    # document: spamassassin-2002's split has 8 such ham.
+    # document, ham among them: no threshold under 1 then keeps the false positive rate.
     hint = "" if d.calibrate else " (probabilities uncalibrated, as {calibrate} is off: try it on)"
     t = model.decision.threshold = threshold_for_fpr(p, y != pos, d.max_fpr, hint)
     return ThresholdFit(t, float((p[y != pos] >= t).mean()),
                         float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
 
 
-def fold_mapper(n_jobs: int, meanwhile: Callable[[], object] | None = None, on_fork: Callable[[], object] | None = None,
-                withheld: Callable[[], object] | None = None):
+def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None):
     """A mapper for calibration's folds (nbtext.nb.calibrate.out_of_fold_jlls: mapper(fn, folds)
     gives fn(fold) for each, in order) that uses ``n_jobs`` cores: as many worker processes
     (at most one a fold) forked (batch.pool.ForkPool) when fn is called, so that they hold the
     sample and the counts as the parent does (shared, copy on write; nothing big is sent: only
     their folds' scores come back), each taking the next fold as it is free (_forked_map). One
-    fold after another in this process on one core, with a single fold, or where
-    forking is not safe (batch.chunks.fork_safe): a fresh interpreter (loky) would have to be
-    sent the sample and the counts, more than a fold's work saves. The same numbers either
-    way: each fold is the same arithmetic in whichever process. ``meanwhile``: this process's
-    own work while forked workers score the folds (not called otherwise), which takes one of
-    the cores: a worker fewer; ``on_fork``: called in each worker as it starts (the command
-    line's memory policy for them: process.FreeMemory); ``withheld``: a context manager (made by
-    calling it) that they are forked within (the command line's: the buffers they never read
-    withheld from them, process.withheld_from_forks).
-
-    The parent waits rather than take folds itself: on 2 cores (spamassassin-2002, interleaved
-    runs), with the parent taking folds beside one worker train took 1.24-1.25 s and peaked at
-    90.5 MiB, with two workers 1.18 s and 85.6-86.0 MiB (a fold's temporaries, some 20 MB, are
-    then in a worker, which does not count the parent's shared libraries in its RSS); taking
-    a fold after its ``meanwhile`` (2026-11-24), the phase went 95 -> 113-125 ms and the parent
-    to 84 MiB. With ``meanwhile`` (train's vocabulary coding, 55 ms) beside two workers on two
-    cores, three processes shared them and the coding took up to 115 ms, which the folds then
-    waited on: the forked phase took 96-124 ms, with one worker 94-100 ms (4 interleaved runs
-    each), and train's peak at 4x went 104 -> 100 MiB."""
-    return FoldWorkers(n_jobs, meanwhile, on_fork, withheld)
+    fold after another in this process on one core, with a single fold, or where forking is not
+    safe (batch.chunks.fork_safe): a fresh interpreter (loky) would have to be sent the sample
+    and the counts, more than a fold's work saves. The same numbers either way: each fold is the
+    same arithmetic in whichever process. The parent waits rather than take folds itself: a
+    fold's temporaries then live in a worker, not in the parent's peak. ``unread`` gives the
+    buffers the workers never read, which they are forked without (memory.withheld_from_forks)."""
+    return FoldWorkers(n_jobs, unread)
 
 
 class FoldWorkers:
     """fold_mapper's mapper: called, the folds by forked workers (_forked_map), or one after
-    another here (one core, one fold, or where forking is not safe);
-    then the workers are kept for starmap (calibration's fits of tied candidates, one a core),
-    until close() (which ends them without waiting: batch.pool.reap)."""
+    another here (one core, one fold, or where forking is not safe); then the workers are kept
+    for starmap (calibration's fits of tied candidates, one a core), until close()."""
 
-    def __init__(self, n_jobs: int, meanwhile: Callable[[], object] | None, on_fork: Callable[[], object] | None,
-                 withheld: Callable[[], object] | None = None):
-        self.n_jobs, self.meanwhile, self.on_fork, self.withheld, self.pool = n_jobs, meanwhile, on_fork, withheld, None
+    def __init__(self, n_jobs: int, unread: Callable[[], list] | None = None):
+        self.n_jobs, self.unread, self.pool = n_jobs, unread, None
 
-    forgets = True  # (takes forget=: nbtext.nb.calibrate.out_of_fold_jlls)
-
-    def __call__(self, fn, tasks, forget: Callable[[], object] | None = None) -> list:
-        """[fn(t) for t in tasks]; ``forget``: called here once forked workers hold all that fn
-        reads and take every task (never where this process takes any)."""
+    def __call__(self, fn, tasks) -> list:
+        """[fn(t) for t in tasks]."""
         tasks = list(tasks)
         if self.n_jobs < 2 or len(tasks) < 2 or len(tasks) > _MOST_FORKED or not fork_safe():
             return list(map(fn, tasks))
-        workers = max(1, min(self.n_jobs - (self.meanwhile is not None), len(tasks)))
-        results, self.pool = _forked_map(fn, tasks, workers, self.meanwhile, self.on_fork, forget, self.withheld)
+        results, self.pool = _forked_map(fn, tasks, min(self.n_jobs, len(tasks)),
+                                         self.unread() if self.unread else [])
         return results
 
     def starmap(self, fn, arglists: list) -> list:
         """[fn(*args) for args in arglists]: the first ones by the workers kept from the folds
         (one each), the last here meanwhile; all here without them. fn and its arguments are
-        sent (pickled): a module's function and arrays. spamassassin-2002's two tied candidates:
-        their fits, 6.6 ms each, side by side."""
+        sent (pickled): a module's function and arrays."""
         if self.pool is None or len(arglists) < 2:
             return [fn(*args) for args in arglists]
         there = arglists[:-1][:len(self.pool.workers)]
@@ -416,11 +354,10 @@ class FoldWorkers:
                                   idle=lambda: here.extend(fn(*args) for args in rest)))
         return done + (here if len(here) == len(rest) else [fn(*args) for args in rest])
 
-    def close(self, wait: bool = False) -> None:
-        """End the workers kept from the folds; by default without waiting for them (reaped
-        later: batch.pool.reap)."""
+    def close(self) -> None:
+        """End the workers kept from the folds."""
         if self.pool is not None:
-            self.pool.close(wait=wait)
+            self.pool.close()
             self.pool = None
 
 
@@ -431,16 +368,12 @@ _MOST_FORKED = 1024  # tasks _forked_map deals: their numbers (4 bytes each) fil
 _CALL = "call"  # (a task for FoldWorkers' workers after their folds: (_CALL, function, arguments))
 
 
-def _forked_map(fn, tasks: list, workers: int, meanwhile: Callable[[], object] | None = None,
-                on_fork: Callable[[], object] | None = None,
-                forget: Callable[[], object] | None = None,
-                withheld: Callable[[], object] | None = None) -> tuple[list, object]:
+def _forked_map(fn, tasks: list, workers: int, unread: list = ()) -> tuple[list, object]:
     """[fn(t) for t in tasks], by ``workers`` forked processes, each taking the next task as it
     is free: the tasks' numbers wait in a pipe, and each worker reads one (4 bytes: a pipe's
     reads take turns, so each number goes to one reader) until none is left. A slow worker
-    (the machine is shared) takes fewer; none waits on a share dealt in advance. ``meanwhile``
-    runs here once the workers have started, ``on_fork`` in each as it starts, ``forget`` here
-    before ``meanwhile``; they are forked with Ctrl-C ignored, within ``withheld()``."""
+    (the machine is shared) takes fewer; none waits on a share dealt in advance. They are
+    forked with Ctrl-C ignored, without the ``unread`` buffers."""
     from .chunks import sigint_ignored, watch_parent
     from .pool import ForkPool
 
@@ -463,13 +396,11 @@ def _forked_map(fn, tasks: list, workers: int, meanwhile: Callable[[], object] |
     results: list = [None] * len(tasks)
     parent = os.getpid()
     try:
-        with sigint_ignored(loky=False), withheld() if withheld else contextlib.nullcontext():
-            pool = ForkPool(taken, workers, on_fork=lambda: (watch_parent(parent), on_fork and on_fork()))
+        with sigint_ignored(loky=False), withheld_from_forks(unread):
+            pool = ForkPool(taken, workers, on_fork=lambda: watch_parent(parent))
         try:
-            if forget:
-                forget()
-            for done in pool.map(range(workers), idle=meanwhile):  # (one start a worker: the pool gives each
-                for i, value in done:            # task to the worker holding fewest)
+            for done in pool.map(range(workers)):  # (one start a worker: the pool gives each
+                for i, value in done:              # task to the worker holding fewest)
                     results[i] = value
         except BaseException:
             pool.close()
@@ -480,8 +411,8 @@ def _forked_map(fn, tasks: list, workers: int, meanwhile: Callable[[], object] |
 
 
 def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptions = DecisionOptions(),
-                n_jobs: int = 1, progress=None, calibration_sample: int = CALIBRATION_SAMPLE,
-                release=None) -> tuple[int, ThresholdFit | None]:
+                n_jobs: int = 1, progress=None, calibration_sample: int = CALIBRATION_SAMPLE
+                ) -> tuple[int, ThresholdFit | None]:
     """Refit the model's decision (calibration map, positive class, threshold, max_fpr) on
     labelled documents, as train fits it, without changing its counts; returns how many
     documents were read and what a max_fpr threshold costs.
@@ -491,9 +422,8 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
     order train read them), the fit is train's: merge(A, B) then calibrate on A + B predicts
     as train(A + B) does. Other documents are calibrated against themselves, as train does a
     sample of a larger corpus. Their tokens the model lacks are left out, as in scoring."""
-    release = release or (lambda: None)
     needs_sample = decisions.needs_matrix or model.settings.choosing
-    reservoir = Reservoir(calibration_sample, decisions.seed, release) if needs_sample else None
+    reservoir = Reservoir(calibration_sample, decisions.seed) if needs_sample else None
     n_docs, seen = 0, set()
     for chunk, batch in counted(docs, model.tokenizer_settings, n_jobs=n_jobs):
         labels = [d.label for d in chunk]
@@ -507,15 +437,11 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
             progress(len(chunk))
     if not n_docs:
         raise NbtextError("no documents found in the calibration sources")
-    if len(seen) < 2:  # (as train refuses: the model's calibration was replaced by none)
+    if len(seen) < 2:  # (as train refuses: else the model's calibration would be replaced by none)
         raise NbtextError(f"need documents of at least two classes to calibrate, got only {sorted(seen)[0]!r}")
     X, y = reservoir.sample(len(model.vocab)) if reservoir is not None else (None, None)
     model.decision = Decision(positive=default_positive(model.classes))
     fit = apply_decisions(model, decisions, X, y, n_jobs=n_jobs)
-    if n_jobs > 1:  # (the worker processes ended without waiting for them: gone by now)
-        from .pool import reap
-
-        reap()
     return n_docs, fit
 
 

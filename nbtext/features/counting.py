@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 def local_count_arrays(token_lists: Iterable[list[str]]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """(distinct tokens in first-seen order, and the CSR data, indices and indptr of the count
     matrix over them, indices sorted within each row) of a batch of documents, with numpy
-    alone: train's worker processes then never import scipy (0.2 s of each one's start-up)."""
+    alone: train's worker processes then never import scipy, which would add to each one's
+    start-up."""
     lists = token_lists if isinstance(token_lists, list) else list(token_lists)
     local: dict[str, int] = {}
     idx = np.asarray([local.setdefault(t, len(local)) for t in itertools.chain.from_iterable(lists)],
@@ -38,7 +39,7 @@ def local_count_arrays(token_lists: Iterable[list[str]]) -> tuple[list[str], np.
 
 def count_documents(datas: list, settings: TokenizerSettings) -> "Batch":
     """The map step, run by worker processes: a chunk of documents tokenized and counted.
-    numpy only (a worker never imports scipy: 0.2 s of each one's start-up)."""
+    numpy only (a worker never imports scipy, which would add to its start-up)."""
     from ..text.tokenizer import Tokenizer
     from . import kernel
 
@@ -79,9 +80,9 @@ class Batch:
     def keys_distinct(self) -> bool:
         """Whether no two of the chunk's tokens share a 64-bit key: then no two of its columns
         get one id (a vocabulary gives distinct keys distinct ids), which Counts.add_summed
-        need not check in the parent (sorting each chunk's ids there took 26 ms of train's
-        reduce on spamassassin-2002; sorting them in the worker, 20 ms of its CPU, where the
-        kernel made the batch)."""
+        need not check in the parent (sorting each chunk's ids there would sit on train's
+        serial reduce; the worker sorts the keys instead, off that path, or knows them distinct
+        where the kernel made the batch)."""
         return self.distinct or len(self.keys) < 2 or bool((np.diff(np.sort(self.keys)) != 0).all())
 
     def ids_in(self, vocab: Vocabulary, grow: bool) -> np.ndarray:

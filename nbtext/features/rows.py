@@ -1,14 +1,14 @@
 """Document-by-term matrices as CSR arrays, with numpy alone.
 
 Train, predict and learn hold their counts in ``Rows`` rather than scipy.sparse.csr_matrix:
-importing scipy.sparse costs 12 MiB of train's peak memory and 0.3 s of every start
-(docs/floor.md), for the handful of operations below. The estimators take either kind (and
+importing scipy.sparse adds to train's peak memory and to every start (docs/floor.md),
+for the handful of operations below. The estimators take either kind (and
 dense arrays); scipy is imported only where a caller hands us its matrices or asks for them
 back (cv's whole-corpus matrix, ``tocsr``).
 
 Each operation adds in the order scipy's does (row by row, entries in order), so the counts a
 model stores are scipy's to the last bit. Scores (a matrix times dense weights) can differ from
-scipy's in the last bit (1e-17 on the bundled sample).
+scipy's in the last bit.
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 PIECE = 1 << 16  # entries at a time, where an operation's temporaries are one per entry
-FREED_EVERY = 4 << 20  # bytes of parts let go between Rows.stack's calls of ``freed``
 
 
 def index_dtype(n_cols: int):
@@ -33,8 +32,8 @@ def index_dtype(n_cols: int):
 
 def distinct(a) -> np.ndarray:
     """np.unique(a) of a 1-d array (its distinct values, sorted), without the import of
-    numpy.ma that np.unique makes on its first call (numpy 2.4 asks np.ma.is_masked: 9 ms of
-    train's calibration, and of every worker process that scored or summed a chunk)."""
+    numpy.ma that np.unique makes on its first call (numpy 2.4 asks np.ma.is_masked), which
+    would sit on train's calibration and on every worker process that scores or sums a chunk."""
     a = np.sort(np.asarray(a).ravel())
     if len(a) < 2:
         return a
@@ -75,29 +74,23 @@ class Rows:
         return cls(X[r, c], c, _indptr(np.bincount(r, minlength=X.shape[0])), X.shape[1])
 
     @classmethod
-    def stack(cls, parts: list["Rows"], n_cols: int, consume: bool = False, freed=None) -> "Rows":
+    def stack(cls, parts: list["Rows"], n_cols: int, consume: bool = False) -> "Rows":
         """The parts' rows, one after another, over ``n_cols`` columns (values and column
         numbers of the type that holds every part's, as numpy's concatenate makes them). With
         ``consume``, each item of ``parts`` is set to None once copied, so that a part held
-        nowhere else is let go before the next is copied, and ``freed`` (when given) is called
-        after each FREED_EVERY bytes of them (the command line returns freed memory there: small
-        parts are freed into the heap, which keeps their pages)."""
+        nowhere else is let go before the next is copied."""
         if not parts:
             return cls(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), n_cols)
         indptr = _indptr(np.concatenate([np.diff(p.indptr) for p in parts]))
         data = np.empty(int(indptr[-1]), dtype=np.result_type(*[p.data.dtype for p in parts]))
         indices = np.empty(len(data), dtype=np.result_type(*[p.indices.dtype for p in parts]))
-        at = let_go = 0
+        at = 0
         for i in range(len(parts)):
             p, n = parts[i], int(parts[i].indptr[-1])
             data[at:at + n], indices[at:at + n] = p.data[:n], p.indices[:n]
             at += n
             if consume:
-                let_go += p.data.nbytes + p.indices.nbytes + p.indptr.nbytes
                 parts[i] = p = None
-                if freed is not None and let_go >= FREED_EVERY:
-                    freed()
-                    let_go = 0
         return cls(data, indices, indptr, n_cols)
 
     @property
@@ -127,7 +120,7 @@ class Rows:
         """The rows a boolean mask or an array of row numbers selects."""
         rows = np.asarray(rows)
         if rows.dtype == bool and len(rows) == self.shape[0]:
-            # (a mask per entry: calibration's folds took two int64 arrays per entry, 5 MB each)
+            # (a mask per entry: row numbers, below, make two int64 arrays per entry)
             lengths = np.diff(self.indptr)
             entries = np.repeat(rows, lengths)
             return Rows(self.data[entries], self.indices[entries], _indptr(lengths[rows]), self.shape[1])
@@ -140,8 +133,8 @@ class Rows:
         """The rows a boolean mask or an array of row numbers selects, as float64 values over
         the columns they hold: (those rows, their columns renumbered 0, 1, ...; the columns,
         sorted). Calibration takes each fold so. By the compiled kernel where it applies (one
-        pass a step, no selected copy converted again: a fold of spamassassin-2002's sample,
-        in-process, 8 -> 3.6 ms), else numpy; the same arrays either way (tests/test_rows.py)."""
+        pass a step, no selected copy converted again: measured faster on calibration's folds,
+        docs/bench.md), else numpy; the same arrays either way (tests/test_rows.py)."""
         rows = np.asarray(rows)
         rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
         if len(rows) and (rows.min() < 0 or rows.max() >= self.shape[0]):
@@ -184,8 +177,8 @@ class Rows:
         row are added up, and each row's columns come out sorted. ``distinct``: the caller
         knows that no column is dropped and no two land on one (a chunk's columns onto their
         ids, as train's sample takes them): then the compiled kernel moves each row, to the
-        same arrays (tests/test_kernel.py); numpy's sort of every entry here was 62 ms of
-        train's parent on spamassassin-2002."""
+        same arrays (tests/test_kernel.py), without numpy's sort of every entry on train's
+        parent."""
         if distinct:
             out = self._moved_by_kernel(mapping, n_cols)
             if out is not None:
@@ -240,7 +233,7 @@ class Rows:
         """Per row, the sum of its entries (or of ``values``, one per entry), added as
         scipy's sum(axis=1) adds them (np.add.reduceat, row by row); ``dtype``: the type they
         are added in. A piece of rows at a time: reduceat converts all it is given first (a
-        float64 copy of a 16-bit sample: 16 MB of train's peak at 16 copies of spamassassin-2002);
+        float64 copy of a 16-bit sample would sit on train's peak memory);
         each row's sum is the same, of its own entries."""
         v = self.data if values is None else values
         out = np.zeros(self.shape[0])
@@ -279,8 +272,9 @@ class Rows:
     def _dot_by_kernel(self, W: np.ndarray, out: np.ndarray) -> bool:
         """self @ W into out by the compiled kernel's rows_dot, the same bits as below (each
         product rounded, a row's added in order from 0.0: tests/test_kernel.py), without the
-        temporaries of one value per entry and class: a calibration fold's scores 4.2 ->
-        0.6 ms. False where it does not apply (no kernel, other dtypes, a column past W)."""
+        temporaries of one value per entry and class (measured faster on a calibration fold's
+        scores: docs/bench.md). False where it does not apply (no kernel, other dtypes, a
+        column past W)."""
         from .kernel import compiled
 
         kernel = compiled()
@@ -300,7 +294,7 @@ class Rows:
         n = self.shape[1]
         cells = np.repeat(np.asarray(group, dtype=np.int64), np.diff(self.indptr))
         cells *= n
-        cells += self.indices  # (in place: each temporary is one per entry, 2.5 MB a fold)
+        cells += self.indices  # (in place: each temporary is one value per entry)
         sums = np.bincount(cells, weights=self._weighted(weights), minlength=k * n).astype(np.float64, copy=False)
         return sums.reshape(k, n)  # (bincount's sums are int when there is nothing to add)
 

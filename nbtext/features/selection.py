@@ -9,9 +9,8 @@ chi-squared, the documents per class), so selecting costs one pass over those ar
 - mi: the mutual information between the class and "this token occurrence is the token", over
   all token occurrences (the multinomial event model's criterion, McCallum and Nigam 1998).
 
-At equal sizes mi keeps better tokens than frequency does (docs/feature_selection.md): with
-10,000 tokens, spamassassin-2002's 5-fold accuracy is 98.12% by frequency, 98.34% by chi2 and
-98.40% by mi; fortune-lang's macro-F1 98.69%, 98.86% and 98.84%.
+At equal sizes mi keeps better tokens than frequency does: at 10,000 tokens, 5-fold accuracy
+98.40% against 98.12% on spamassassin-2002 (docs/feature_selection.md).
 """
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 The Vocabulary holds no Python string per token:
 its tokens live in one UTF-8 byte string, found by a 64-bit hash of their bytes in an index (a
 hash table in the compiled kernel, or sorted numpy arrays, the reference). That is about 30 bytes
-a token where a dict of strings took about 200 (spamassassin's 441,690 tokens: 89 MB as a dict,
-13 MB here), and a model file's vocabulary loads without creating one string.
+a token where a dict of strings takes about 200, and a model file's vocabulary loads without
+creating one string.
 """
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ def token_keys(blob: bytes | np.ndarray) -> np.ndarray:
     SplitMix64 finalizer. Two of a million distinct tokens share a key with probability
     about 3e-8; the vocabulary takes a token's key for the token.
 
-    With the compiled kernel, its `keys` (the loop the kernel keys every token with): loading
-    spamassassin-2002's model keys 441,690 tokens in 9 ms where numpy takes 40; the numpy
-    code below is the reference (tests/test_kernel.py holds them equal on any bytes)."""
+    With the compiled kernel, its `keys` (the loop the kernel keys every token with), which
+    loads a model several times faster than numpy (docs/kernel.md); the numpy code below is
+    the reference (tests/test_kernel.py holds them equal on any bytes)."""
     from .kernel import compiled
 
     kernel = compiled()
@@ -97,7 +97,7 @@ class _Level:
 
     def find_sorted(self, keys: np.ndarray) -> np.ndarray:
         """Ids of sorted keys (-1: absent). Probing in sorted order walks the keys forwards,
-        which took half the time of random probes into spamassassin's 441,690 keys."""
+        which measures faster than random probes (docs/bench.md)."""
         if not len(self.keys):
             return np.full(len(keys), -1, dtype=np.int64)
         pos = np.searchsorted(self.keys, keys)
@@ -256,16 +256,16 @@ class Vocabulary:
 
     def _token_starts(self) -> np.ndarray:
         """Byte offset of each token in the blob. Not kept while the vocabulary grows: the
-        index holds the keys and the blob the tokens, and each copy more was 3.5 MB of
-        train's peak on spamassassin-2002."""
+        index holds the keys and the blob the tokens, and each copy more adds to train's
+        peak memory."""
         if self._starts is None or len(self._starts) != self._n:
             self._starts = token_spans(self._blob)[0]  # (the view on the blob ends with the call)
         return self._starts
 
     def drop_index(self) -> None:
         """Free the key -> id index (the tokens stay): train is done finding tokens once it
-        has counted, and the index was 7 MB of its peak, held through calibration and saving,
-        which read only the tokens (spamassassin-2002 x4: 108-112 -> 101-103 MB). Built again
+        has counted, and the index is a sizeable part of its peak memory, held through
+        calibration and saving, which read only the tokens. Built again
         from the tokens when it is next needed, with the same ids: for a vocabulary whose
         keys are its tokens' token_keys, as counting makes them (not one given other keys)."""
         self._index = None

@@ -6,9 +6,8 @@ a document has, the more sure it looks. The calibration map (fit_calibration) di
 log-likelihood by a temperature times a power of the document's length, softens the largest
 margins and mixes in a floor, each fitted by the log-loss of out-of-fold predictions; it never
 changes which class scores highest, only how sure it is. Why this map and not a plain
-temperature fitted by Brier score (nbtext before issue 19): docs/calibration.md, made by
-scripts/calibration_study.py: on all three development corpora it printed P >= 0.99999 for
-documents that were wrong, and tied half of spamassassin-2002's documents at 1.000000.
+temperature fitted by Brier score: docs/calibration.md (scripts/calibration_study.py): on all
+three development corpora the plain temperature prints P >= 0.99999 for wrong documents.
 """
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from ..errors import SettingError, literal
 from ..features.rows import Rows, distinct
 from ..settings import DecisionOptions
 from .counts import Counts
+from .decision import MAX_SCALE, MIN_SCALE
 from .estimators import log_posteriors, logsumexp_rows, make_estimator
 
 
@@ -50,7 +50,7 @@ def check_folds(y: np.ndarray, k: int, what: str = "documents") -> None:
 
 
 def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, seed: int = 0,
-                    full=None, unseen: str = "keep", release=None):
+                    full=None, unseen: str = "keep"):
     """Joint log-likelihoods of every document from a model that did not see it.
 
     Each fold's model is ``full`` with the fold's counts taken out again (sample_weight -1):
@@ -63,24 +63,20 @@ def out_of_fold_jll(X, y: np.ndarray, classes: list[str], settings, k: int = 5, 
     ``unseen`` says what becomes of a fold's tokens that its model never saw: "keep" scores
     them as zero counts, "drop" leaves them out as scoring new mail does, "both" returns the
     pair (kept, dropped) from one pass. Kept, they favour the class with fewer tokens in all
-    (alpha / (N_c + alpha V) is larger for smaller N_c): on spamassassin-2002's split, 7 of the
-    2,200 training ham (newsletters full of rare words) scored P(spam) = 1 out of fold, so
-    --max-fpr, which must foresee how new ham scores, refused any rate under 0.32% and at 0.5%
-    chose P = 1.000000, missing 55% of spam. Dropped, 0.2% chooses P = 0.998 (4 ham out of
-    fold, 23% of spam missed), which calls no held-out ham spam. The temperature is still
-    fitted to the kept scores, because that measured better: fitted to the dropped ones, 5-fold
-    `nbtext cv` log-loss went from 0.072 to 0.083 (spamassassin-2002) and 0.101 to 0.116
-    (fortune-lang), Brier score 0.0147 -> 0.0149 and 0.0162 -> 0.0161, calibration error
-    0.0059 -> 0.0073 and 0.0077 -> 0.0076. Dropping is only right when each fold's model is the
+    (alpha / (N_c + alpha V) is larger for smaller N_c): ham full of rare words (newsletters)
+    scores P(spam) = 1 out of fold, so --max-fpr, which must foresee how new ham scores, would
+    refuse low rates or choose P = 1.000000 and miss much of the spam; dropped, it chooses a
+    threshold that calls no held-out ham spam. The temperature is still fitted to the kept
+    scores, because that measures better (5-fold `nbtext cv` log-loss 0.072 against 0.083 on
+    spamassassin-2002: docs/bench.md). Dropping is only right when each fold's model is the
     whole model less the fold: a sample's fold models know few of the whole corpus's tokens, and
-    a token new to them is more like a rare one than an unknown one (dropped, the bundled
-    sample's 120-document sample gave T = 0.02 instead of above 1). ``release`` is called after
-    each fold (train returns freed memory to the system there)."""
-    return out_of_fold_jlls(X, y, classes, [(settings, full)], k, seed, unseen, release)[0]
+    a token new to them is more like a rare one than an unknown one (dropped, a small sample's
+    temperature comes out far too low)."""
+    return out_of_fold_jlls(X, y, classes, [(settings, full)], k, seed, unseen)[0]
 
 
 def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: int = 5, seed: int = 0,
-                     unseen: str = "keep", release=None, mapper=map) -> list:
+                     unseen: str = "keep", mapper=map) -> list:
     """out_of_fold_jll of each (settings, full) candidate, on the same folds, each fold's rows
     and columns made once for all of them (and its counts taken out once for the variants
     that count a document alike: estimators._taken): auto's candidates, scored in one pass.
@@ -89,8 +85,7 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
     one fold after another here; train passes one that runs folds in worker processes forked
     from this one (nbtext.batch.train), which see X and the candidates' counts as they are when
     it is called and send back only each fold's scores (a fold's rows: its documents x classes
-    per candidate). Each fold's numbers are the same whichever process makes them. A mapper
-    whose ``forgets`` is true takes ``forget=``, to call once the folds are the workers' alone."""
+    per candidate). Each fold's numbers are the same whichever process makes them."""
     if unseen not in ("keep", "drop", "both"):
         raise ValueError(f"unseen must be keep, drop or both, not {unseen!r}")
     X = Rows.of(X)
@@ -100,8 +95,8 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
     for settings, full in candidates:
         if full is None:
             full = make_estimator(settings, Counts(classes, X.shape[1]))
-            if full.same_features in fitted:  # (one copy of X's counts for them all: 2 x 11 MB
-                full = make_estimator(settings, fitted[full.same_features])  # on spamassassin x4)
+            if full.same_features in fitted:  # (one copy of X's counts for them all, not one
+                full = make_estimator(settings, fitted[full.same_features])  # a candidate)
             else:
                 if not full.add_whole(X, y):  # (the kernel, for a sample's 16-bit counts: in place)
                     for f in range(k):  # (at each fold's own columns: estimators.add_at)
@@ -110,17 +105,14 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
                         del Xf
                 if full.same_features:
                     fitted[full.same_features] = full.counts_
-                if release:
-                    release()  # (the fits' temporaries, before the folds' workers copy this process)
         fulls.append(full)
-    full = None  # (held by fulls alone: see forget)
 
     def fold_scores(f: int) -> list:
         """Per candidate, (kept, dropped) scores of fold f's documents (None where not asked)."""
         test = folds == f
         yf = y[test]
         # The fold's model at the fold's own columns (what scoring it reads): its whole counts
-        # and weights took 25-40 MB of train's peak on spamassassin-2002, for the same numbers.
+        # and weights would sit on train's peak memory, for the same numbers.
         Xf, cols = X.own_columns(test)
         memo: dict = {}
         scores = []
@@ -130,23 +122,11 @@ def out_of_fold_jlls(X, y: np.ndarray, classes: list[str], candidates: list, k: 
             scores.append((linear.jll(Xf) if unseen != "drop" else None,
                            linear.jll(Xf.with_data(Xf.data * seen[Xf.indices])) if unseen != "keep" else None))
             del linear
-        del Xf, memo
-        if release:
-            release()  # (a fold's arrays under glibc's mapping threshold left their pages behind)
         return scores
-
-    def forget():
-        """Where forked workers score every fold and this process waits for their scores (train's
-        mapper: batch.train.FoldWorkers), the counts fitted here for them are theirs alone: this
-        process's copy goes (16 copies of spamassassin-2002: 8.8 MB of train's peak, which came
-        as it coded the vocabulary meanwhile)."""
-        fitted.clear()
-        fulls[:] = [None] * len(fulls)
 
     outs = [(np.zeros((X.shape[0], len(classes))) if unseen != "drop" else None,
              np.zeros((X.shape[0], len(classes))) if unseen != "keep" else None) for _ in fulls]
-    scored = mapper(fold_scores, range(k), forget=forget) if getattr(mapper, "forgets", False) \
-        else mapper(fold_scores, range(k))
+    scored = mapper(fold_scores, range(k))
     for f, scores in zip(range(k), scored):
         test = folds == f
         for (kept, dropped), (kept_f, dropped_f) in zip(outs, scores):
@@ -164,17 +144,23 @@ LENGTH_POWERS = (0.0, 0.25, 0.5, 0.75, 1.0)
 def lengths_of(X) -> np.ndarray:
     """Each document's length as the calibration map reads it: its known tokens' occurrences."""
     X = Rows.of(X)
-    # (summed in float64: a sample's 16-bit counts summed in 16 bits wrapped past 65,535 tokens;
-    # converted as they are added: a float64 copy of spamassassin-2002's sample, 12.5 MB of new
-    # pages, took 2-24 ms of train's calibration, the sums 0.6)
+    # (summed in float64: a sample's 16-bit counts summed in 16 bits would wrap past 65,535
+    # tokens; converted as they are added: a float64 copy of the whole sample is new pages on
+    # train's calibration, for nothing the sums need)
     return X.row_sums(dtype=np.float64)
+
+
+def scales(temperature: float, length_power: float, lengths: np.ndarray) -> np.ndarray:
+    """What the map divides each document's jll by: T * length ** b, and 1 for a document with
+    no known tokens (its jll is the bias alone: nbtext.nb.decision.calibrated says why)."""
+    lengths = np.asarray(lengths, dtype=np.float64)
+    return np.where(lengths > 0, temperature * np.maximum(lengths, 1.0) ** length_power, 1.0)
 
 
 def calibrated_log(decision, jll: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Log-posteriors of many documents through the decision's calibration map: the same map as
     nbtext.nb.decision.calibrated (one document, pure Python), with numpy."""
-    scale = decision.temperature * np.maximum(np.asarray(lengths, dtype=np.float64), 1.0) ** decision.length_power
-    z = jll / scale[:, None]
+    z = jll / scales(decision.temperature, decision.length_power, lengths)[:, None]
     g = z - z.max(axis=1, keepdims=True)
     if decision.soft:
         g = -decision.soft * np.arcsinh(-g / decision.soft)
@@ -193,7 +179,8 @@ def brier_of(logp: np.ndarray, t_idx: np.ndarray) -> float:
 
 def picked(a: np.ndarray, t_idx: np.ndarray) -> np.ndarray:
     """Each row's entry at its true class (t_idx), as a[np.arange(len(a)), t_idx] gives it: two
-    classes by np.where (3 us, where indexing by two arrays took 10, some 300 times a fit)."""
+    classes by np.where (faster than indexing by two arrays, and it runs hundreds of times a
+    fit)."""
     if a.ndim == 2 and a.shape[1] == 2:
         return np.where(t_idx == 1, a[:, 1], a[:, 0])
     return a[np.arange(len(a)), t_idx]
@@ -215,7 +202,8 @@ def brier_at(jll: np.ndarray, t_idx: np.ndarray, temperature: float) -> float:
 def median(a: np.ndarray) -> float:
     """np.median of a 1-d array, to the same bits (the middle value, or the mean of the two
     middle ones, which np.median takes as (x + y) / 2), without the import of numpy.ma that
-    np.median makes (numpy 2.4 checks for a masked array: 9 ms of train's calibration)."""
+    np.median makes (numpy 2.4 checks for a masked array), which would sit on train's
+    calibration."""
     a = np.asarray(a, dtype=np.float64).ravel()
     n = len(a)
     if not n or np.isnan(a).any():
@@ -234,7 +222,7 @@ def fit_temperature(jll: np.ndarray, t_idx: np.ndarray, objective=log_loss_at) -
     fits multinomial log-likelihoods (spreads in the hundreds) and Complement NB's normalized
     weights (spreads in the thousandths) alike."""
     spread = median(np.ptp(jll, axis=1)) if jll.size else 1.0
-    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
+    spread = float(np.clip(spread, 1e4 * MIN_SCALE, 1e-2 * MAX_SCALE)) if np.isfinite(spread) and spread > 0 else 1.0
     log_t = golden_section(lambda lt: objective(jll, t_idx, float(np.exp(lt))),
                            np.log(1e-4 * spread), np.log(1e2 * spread), xtol=1e-4)
     return float(np.exp(log_t))
@@ -247,26 +235,29 @@ def fit_calibration(jll: np.ndarray, lengths: np.ndarray, t_idx: np.ndarray) -> 
     1. temperature and length_power: z = jll / (T * length ** b), b the best of LENGTH_POWERS.
        Naive Bayes adds a term per token, so its margins grow with a document's length while
        its reliability does not; scaled by length, long documents stop being certain of
-       everything, and the log-loss no longer needs a huge T to pay for their few errors (the
-       reason a plain temperature was fitted by Brier score: docs/calibration.md).
+       everything, and the log-loss needs no huge T to pay for their few errors (a plain
+       temperature does, and so is fitted by Brier score: docs/calibration.md).
     2. soft: each class's gap below the best grows logarithmically past ``soft``
-       (-C asinh(-g / C)): the largest margins were the least honest, and a strictly increasing
+       (-C asinh(-g / C)): the largest margins are the least honest, and a strictly increasing
        map keeps their order instead of printing them all as 1.000000.
     3. floor: the posteriors are mixed with the uniform, (1 - floor) p + floor / K, the share of
        documents whose label their words do not tell (mislabelled, or unlike their class):
        what bounds the printed probability by the errors made out of fold.
     Each step keeps its parameter off (b = 0, soft = 0, floor = 0) unless it lowers the loss."""
-    lengths = np.maximum(np.asarray(lengths, dtype=np.float64), 1.0)
+    lengths = np.asarray(lengths, dtype=np.float64)
+    some = lengths > 0  # (a document without known tokens is not scaled: it says nothing of T or b)
     best = None
     for b in LENGTH_POWERS:
-        base = jll / (lengths ** b)[:, None]
-        t = fit_temperature(base, t_idx)
-        loss = log_loss_at(base, t_idx, t)
+        base = jll[some] / (np.maximum(lengths[some], 1.0) ** b)[:, None]
+        t = fit_temperature(base, t_idx[some]) if some.any() else 1.0
+        loss = log_loss_at(base, t_idx[some], t) if some.any() else 0.0
         if best is None or loss < best[0] - 1e-12:
             best = (loss, t, b)
     loss, t, b = best
     params = dict(temperature=t, length_power=b, soft=0.0, floor=0.0)
-    z = jll / (t * lengths ** b)[:, None]
+    z = jll / scales(t, b, lengths)[:, None]
+    if not some.all():
+        loss = log_loss_of(log_posteriors(z), t_idx)
     g = z - z.max(axis=1, keepdims=True)
 
     def soft_loss(c):
@@ -289,7 +280,7 @@ def fit_calibration(jll: np.ndarray, lengths: np.ndarray, t_idx: np.ndarray) -> 
 def golden_section(f, lo: float, hi: float, xtol: float) -> float:
     """The x in [lo, hi] minimizing a unimodal f, to within xtol: golden-section search
     (Kiefer 1953), one evaluation per step. Our own because scipy.optimize, for this one
-    call, took 0.46 s to import and 28 MiB of train's memory."""
+    call, would add its import's time and memory to train."""
     shrink = (np.sqrt(5.0) - 1.0) / 2.0
     a, b = float(lo), float(hi)
     c, d = b - shrink * (b - a), a + shrink * (b - a)

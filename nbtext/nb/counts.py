@@ -10,7 +10,7 @@ a chunk counted elsewhere is added at the ids its tokens got in the vocabulary (
 
 The arrays are kept token by class and grow by a quarter at a time, in place (numpy's resize
 of the rows at the end): streamed training adds columns for every chunk, and a new array per
-chunk held the old and the new at once (spamassassin-2002: 10 MB of train's peak).
+chunk would hold the old and the new at once.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from ..errors import NbtextError
 from ..features.rows import Rows
 
 # The numbers a model's counts may hold (1 GiB of float64; growth copies them once): they are
-# dense, a class by every token, and a TSV of 20,000 labels (one a line) took 6.5 GB and was
-# still growing after two minutes.
+# dense, a class by every token, and without a bound a file of many distinct labels (a TSV of
+# one label a line) fills the memory before anything refuses it.
 MAX_NUMBERS = 1 << 27
 
 
@@ -42,7 +42,7 @@ def add_rows_at(a: np.ndarray, rows: np.ndarray, values: np.ndarray, columns: np
     distinct: each element one addition, as numpy's fancy-indexed += makes it, so the same
     bits, without its element-by-element 2-d indexing: a column at a time, or two as one
     complex number (both parts added as two floats are). train's reduce adds each chunk's sums
-    this way: spamassassin-2002, 40,000 rows of two a chunk, 0.9 -> 0.14 ms."""
+    this way (measured faster than fancy indexing: docs/bench.md)."""
     k = values.shape[1]
     if (columns is None and k == 2 and a.dtype == values.dtype == np.float64 and a.shape[1] == 2
             and a.flags.c_contiguous and values.flags.c_contiguous):
@@ -56,8 +56,8 @@ def add_rows_at(a: np.ndarray, rows: np.ndarray, values: np.ndarray, columns: np
 def take_rows(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """np.take(a, rows, axis=0) of a 2-d array: the same array. Two float64 columns (mail's
     classes) are gathered as one complex128 each, one element a row, where numpy's take along
-    the rows copies each row with its own small copy: spamassassin-2002's 441,690 counts put
-    in the file's order, 1.65 -> 0.48 ms apart (a calibration fold's columns alike)."""
+    the rows copies each row with its own small copy (measured faster at putting a model's
+    counts in the file's order, and a calibration fold's columns alike: docs/bench.md)."""
     if a.ndim == 2 and a.shape[1] == 2 and a.dtype == np.float64 and a.flags.c_contiguous:
         return np.take(a.view(np.complex128)[:, 0], rows).view(np.float64).reshape(-1, 2)
     return np.take(a, rows, axis=0)
@@ -177,7 +177,7 @@ class Counts:
     def compacted(summed: tuple) -> tuple:
         """summed()'s tuple with its sums and document frequencies as 16-bit whole numbers where
         they all are (add_summed takes them back exactly): what train's workers send for a chunk,
-        a quarter of its float64 and int64 (spamassassin-2002: 14.7 -> 3.7 MB in all)."""
+        a quarter of its float64 and int64."""
         classes, sums, df, cc = summed
         return classes, _as_uint16(sums), _as_uint16(df), cc
 
@@ -225,7 +225,7 @@ class Counts:
         elif distinct if distinct is not None else self._distinct(cols):
             add_rows_at(self._fc, cols, sums, None if every else rows)
             self._df[cols] += df
-        else:  # two tokens shared a 64-bit key: add.at sums them (4x slower than the above)
+        else:  # two tokens shared a 64-bit key: add.at sums them (slower than the above)
             np.add.at(self._fc, (cols[:, None], rows[None, :]), sums)
             np.add.at(self._df, cols, df)
         self._cc[rows] += cc
@@ -234,9 +234,8 @@ class Counts:
     def add_whole(self, X, labels: Sequence[str]) -> bool:
         """add(X, labels) for documents whose values are 16-bit whole numbers (train's
         calibration sample: Reservoir.compact), by the compiled kernel's group_sums straight
-        into these counts, without the sums per token made apart first (add_summed): at 16
-        copies of spamassassin-2002, calibration fitted its sample's counts a fold at a time
-        for that, and a fold's sums and copies were 15 MB of train's peak. The same numbers as
+        into these counts, without the sums per token made apart first (add_summed), which with
+        their copies would sit on train's peak memory. The same numbers as
         add() and as adding X a part at a time (tests/test_kernel.py): whole numbers add exactly
         in any order. False, with nothing changed, where it does not apply (no kernel, other
         values, document frequencies no longer whole numbers here)."""
@@ -283,7 +282,7 @@ class Counts:
         document frequencies at cols, or None without ``doc_freq``; class counts), the same
         numbers bit for bit (every other column keeps this model's counts); and this model's
         feature counts at cols, as they were. Calibration's folds take each fold out of the model
-        this way: a fold's whole counts were 10 MB of train's peak on spamassassin-2002."""
+        this way, without a copy of the whole counts per fold on train's peak memory."""
         self.check_labels(labels)
         cols = np.asarray(cols, dtype=np.int64)
         X = Rows.of(X)
@@ -332,11 +331,11 @@ class Counts:
         frequencies float64, as a finished model keeps them."""
         k = len(self.classes)
         if self._fc.shape != (self.width, k):  # (a slice would keep the spare rows)
-            try:  # (cut off in place, where nothing else holds the array: a 7 MB copy was 3 ms of
-                if self._fc.shape[1] != k:  # train's serial work)
+            try:  # (cut off in place, where nothing else holds the array: a copy of the whole
+                if self._fc.shape[1] != k:  # counts would sit on train's serial path)
                     raise ValueError
                 self._fc.resize((self.width, k), refcheck=True)
-            except ValueError:  # (a view of it held elsewhere, another layout: a copy, as before)
+            except ValueError:  # (a view of it held elsewhere, another layout: a copy)
                 self._fc = self._fc[:self.width, :k].copy()
         self._cc = self._cc[:k].copy()
         self._df = self._df[:self.width].astype(np.float64)
@@ -345,10 +344,10 @@ class Counts:
         """The counts of the tokens ``keep`` (sorted ids), renumbered 0, 1, ...; without
         ``doc_freq``, a copy for reading its feature and class counts alone (its document
         frequencies are left out: reading them is an error), as the model file's coding
-        takes one (store.codec: 3.5 MB less on spamassassin-2002)."""
+        takes one (store.codec), sparing the memory of the document frequencies."""
         out = Counts(self.classes, 0)
-        # (np.take: the rows gathered by a loop that copies each row whole, where indexing
-        # went element by element: spamassassin-2002's save, 27 -> ~5 ms; the same values)
+        # (take_rows: the rows gathered by a loop that copies each row whole, where indexing
+        # goes element by element: the same values, measured faster at save: docs/bench.md)
         out._fc = take_rows(self.token_major, np.asarray(keep))
         out._cc = self.class_count.copy()
         out._df = self.doc_freq[keep].astype(np.float64) if doc_freq else None

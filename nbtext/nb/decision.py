@@ -13,6 +13,15 @@ from ..record import Record
 from ..settings import check_unsure, number
 
 
+# The calibration map's parameters, from a model file a stranger's: a temperature of 5e-324
+# divided every score to infinity (posteriors NaN), a soft of 5e-324 made log-posteriors
+# -Infinity. Past MIN_SCALE the map stays finite for any score a model can give (at most
+# 1e100 in size: store.codec.MAX_SCORE): z = jll / scale and -g / soft stay below 1e200 and
+# 1e260, and below MAX_SCALE the scale (times a length ** 2 under 1e16) stays below float64's
+# largest. Fitting reaches neither bound (nbtext.nb.calibrate keeps its search inside them).
+MIN_SCALE, MAX_SCALE = 1e-30, 1e250
+
+
 class Decision(Record, frozen=False):
     """How posteriors become a verdict (two-class models use positive/threshold/unsure)."""
 
@@ -30,10 +39,10 @@ class Decision(Record, frozen=False):
         if self.positive is not None and not isinstance(self.positive, str):
             raise SettingError("positive", self.positive, "must be a class name")
         number("threshold", self.threshold, 0, 1)
-        number("temperature", self.temperature, 0, 1e300, lo_open=True)
+        number("temperature", self.temperature, MIN_SCALE, MAX_SCALE)
         number("length_power", self.length_power, 0, 2)
-        number("soft", self.soft, 0, 1e300)
-        number("floor", self.floor, 0, 0.5)
+        for name, hi in (("soft", MAX_SCALE), ("floor", 0.5)):
+            number(name, getattr(self, name), MIN_SCALE, hi, zero=True)  # (0: that step of the map is off)
         if self.unsure is not None:
             check_unsure(self.unsure)
 
@@ -77,8 +86,11 @@ def calibrated(decision: Decision, jll: Sequence[float], length: float) -> list[
     """One document's posteriors from its joint log-likelihoods and length (its known tokens'
     occurrences), through the decision's calibration map. Pure Python for classify's sake
     (importing numpy takes longer than a whole classify); nbtext.nb.calibrate.calibrated_log
-    is the same map over many documents with numpy, and tests hold the two to 1e-9."""
-    scale = decision.temperature * max(length, 1.0) ** decision.length_power
+    is the same map over many documents with numpy, and tests hold the two to 1e-9.
+    A document with no known tokens has no evidence to temper: its jll is the bias alone (the
+    prior), taken as it is (scale 1), so an empty message gets the prior, not the prior's
+    log-odds divided by a temperature fitted to how words over-count."""
+    scale = decision.temperature * max(length, 1.0) ** decision.length_power if length > 0 else 1.0
     z = [x / scale for x in jll]
     top = max(z)
     c = decision.soft

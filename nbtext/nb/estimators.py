@@ -300,7 +300,8 @@ class MultinomialNB(_BaseNB):
         return np.array([(row + self.alpha).sum() for row in self.feature_count_])
 
     def _log_den(self) -> np.ndarray:
-        return np.log(self._den_sums())
+        with np.errstate(divide="ignore"):  # (no token at all: log 0, which no token's weight then uses)
+            return np.log(self._den_sums())
 
     def summary(self) -> dict:
         return {"log_den": self._log_den().tolist()}
@@ -427,7 +428,8 @@ class ComplementNB(_BaseNB):
         """(log P(t | not c) per class and token, its log_den per class)."""
         fc = self.weighted_counts()
         all_t = fc.sum(axis=0)
-        log_den = np.log((all_t + self.alpha - fc).sum(axis=1, keepdims=True))
+        with np.errstate(divide="ignore"):  # (no token at all: log 0, which no token's weight then uses)
+            log_den = np.log((all_t + self.alpha - fc).sum(axis=1, keepdims=True))
         return F.complement_logged(all_t, fc, log_den, self.alpha, np.log), log_den[:, 0]
 
     @staticmethod

@@ -94,7 +94,9 @@ class Bernoulli(Variant):
 
     @staticmethod
     def bias_terms(n_classes: int, prior, summary) -> tuple:
-        return (summary["neg_sum"], prior)  # (absent tokens' log(1 - p), added before the prior)
+        # (absent tokens' log(1 - p), added before the prior; a model of no token stores no
+        # sums, and over no token that sum is 0)
+        return (summary.get("neg_sum", [0.0] * n_classes), prior)
 
     @staticmethod
     def values(settings, counts: dict) -> dict:

@@ -22,7 +22,7 @@ import math
 from array import array
 from dataclasses import dataclass
 
-from ..errors import NbtextError
+from ..errors import ModelFileError, NbtextError
 from ..fastscore import FastScorer
 from ..nb.decision import positive_of
 
@@ -74,14 +74,18 @@ class ServedModel(FastScorer):
         """The vocabulary's key -> id index, or None where two tokens share a key (then the
         in-place search of the file is used, as classify's)."""
         from ..features.vocabulary import Vocabulary, token_spans
-        from ..store.vocabfile import SortedVocabulary, front_decode
+        from ..store.vocabfile import SortedVocabulary, VocabularyError, check_tokens, front_decode
 
         if isinstance(self.vocab, SortedVocabulary):
             blob = front_decode(self.vocab.fc, self.vocab.block)
         else:  # (format 1: the tokens in id order)
             blob = bytes(self.vocab.blob)
         if blob.count(0) != self.n_features:
-            raise NbtextError(f"{self.path}: corrupt model file (the vocabulary does not match its size)")
+            raise ModelFileError(f"{self.path}: corrupt model file (the vocabulary does not match its size)")
+        try:  # (read whole here, it is checked whole, as store.load checks it)
+            check_tokens(blob, ordered=isinstance(self.vocab, SortedVocabulary))
+        except VocabularyError as e:
+            raise ModelFileError(f"{self.path}: corrupt model file ({e})") from None
         index = Vocabulary.from_encoded(blob)
         if len(index) != self.n_features:
             return None

@@ -358,7 +358,8 @@ class Worker:
         if req.method in ("PROCESS", "HEADERS"):
             from ..quick import with_headers
 
-            processed = with_headers(req.body, v.shown_label, v.probability, spamd.spamassassin_headers(v))
+            processed = with_headers(req.body, v.shown_label, v.probability, v.p_positive,
+                                     spamd.spamassassin_headers(v))
         return spamd.check_reply(req, v, name, processed)
 
     def _http(self, c: Conn):

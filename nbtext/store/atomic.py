@@ -20,6 +20,8 @@ from ..errors import NbtextError
 def target(path: str) -> str:
     """The file a write to ``path`` replaces: symlinks followed; refused when it exists and is
     not a regular file."""
+    if not path:  # (realpath would make it the current directory)
+        raise NbtextError("'': an empty file name names no file to write")
     real = os.path.realpath(path)
     try:
         st = os.stat(path)  # (the name given: /dev/stdout is a pipe, whatever realpath says)
@@ -73,23 +75,77 @@ def locked(path: str) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def _temporary(directory: str, base: str, mode: int) -> tuple[str, int]:
+    """A new temporary file beside the target, open for writing and flock-ed for as long as it
+    is open: its name is unique (pid and random part, O_EXCL), so no stale file, even one left
+    by a dead writer whose pid is now ours (pid 1 in every container), ever stands in its way;
+    the lock is what tells the living writers' temporaries from the dead ones'."""
+    import fcntl
+    import secrets
+
+    while True:
+        tmp = os.path.join(directory, f".{base}.{os.getpid()}-{secrets.token_hex(8)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:  # (a cleaner may have taken it between the open and the lock: then take another)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.path.samestat(os.fstat(fd), os.stat(tmp)):
+                return tmp, fd
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            _unlink_quietly(tmp)
+            raise
+        os.close(fd)
+
+
 def _remove_stale_temporaries(directory: str, base: str) -> None:
-    """Temporary files of writers that were killed (kill -9 leaves them behind)."""
+    """Temporary files of writers that were killed (kill -9 leaves them behind), removed only
+    when provably stale: nobody holds its lock (a writer holds it until its rename, and the
+    kernel drops it when the writer dies, whatever its pid became since). A temporary named by
+    a pid alone (older nbtext, which did not lock it) is stale when that pid is gone."""
+    import fcntl
     import glob
 
+    prefix = os.path.join(directory, f".{base}.")
     for tmp in glob.glob(os.path.join(glob.escape(directory), f".{glob.escape(base)}.*.tmp")):
-        pid = tmp[len(os.path.join(directory, f".{base}.")):-len(".tmp")]
-        if not pid.isdigit():
+        name = tmp[len(prefix):-len(".tmp")]
+        pid, _, unique = name.partition("-")
+        if not pid.isdigit() or (unique and not unique.isalnum()):
+            continue
+        if not unique:
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                _unlink_quietly(tmp)
+            except (PermissionError, OverflowError):
+                pass  # alive, and someone else's
+            continue
+        try:  # (O_NONBLOCK, O_NOFOLLOW: only a regular file of ours, never a hang on a FIFO)
+            fd = os.open(tmp, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:
             continue
         try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
             try:
-                os.unlink(tmp)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
+                continue  # its writer is alive
+            try:
+                if os.path.samestat(os.fstat(fd), os.stat(tmp)):
+                    _unlink_quietly(tmp)
+            except FileNotFoundError:
                 pass
-        except PermissionError:
-            pass  # alive, and someone else's
+        finally:
+            os.close(fd)
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def save(model, path: str) -> None:
@@ -104,19 +160,18 @@ def write_atomically(pieces: list, path: str) -> None:
     fsync, rename over; the old file's mode and owner kept (a new file: 0666 less the umask)."""
     real = target(path)
     directory, base = os.path.dirname(real), os.path.basename(real)
-    tmp = os.path.join(directory, f".{base}.{os.getpid()}.tmp")
     try:
         old = os.stat(real)
     except FileNotFoundError:
         old = None
     _remove_stale_temporaries(directory, base)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if old is None else 0o600)
+        tmp, fd = _temporary(directory, base, 0o666 if old is None else 0o600)
     except FileNotFoundError:
         raise NbtextError(f"{path}: directory {directory} does not exist") from None
     except OSError as e:
         raise NbtextError(f"{path}: cannot write: {e.strerror}") from None
-    try:
+    try:  # (open, so locked, until renamed: an open temporary is never taken for a stale one)
         with os.fdopen(fd, "wb") as f:
             if old is not None:
                 _keep_owner_and_mode(f.fileno(), old)
@@ -124,12 +179,9 @@ def write_atomically(pieces: list, path: str) -> None:
                 f.write(piece)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, real)
+            os.replace(tmp, real)
     except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink_quietly(tmp)
         if isinstance(e, OSError):
             raise NbtextError(f"{path}: cannot write: {e.strerror or e}") from None
         raise

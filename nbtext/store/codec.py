@@ -17,10 +17,11 @@ numpy only inside decode.
 from __future__ import annotations
 
 import math
+import re
 
-from ..errors import BAD_NAME_CHAR, ModelFileError, NbtextError
+from ..errors import BAD_NAME_CHAR, ModelFileError, NbtextError, shown
 from .container import frame, read_container, section
-from .vocabfile import BLOCK, SortedVocabulary, front_code, front_decode
+from .vocabfile import BLOCK, SortedVocabulary, VocabularyError, check_tokens, front_code, front_decode
 
 
 MAX_BLOCK = 4096  # tokens per front-coded block at most (nbtext writes vocabfile.BLOCK)
@@ -48,6 +49,10 @@ def meta(d: dict) -> tuple:
 
 
 MAX_COUNT = 2.0 ** 53  # (a count beyond it is no longer a whole number in a float64)
+# A stored sum over the vocabulary (derived) at most this in size: nbtext's own are logarithms
+# and their sums over at most 2**40 tokens (below 1e15); a model's scores stay below 1e107,
+# where nbtext.nb.decision's calibration map is finite (NaN came of a stored Infinity).
+MAX_SCORE = 1e100
 
 
 def names(value, what: str) -> list:
@@ -62,13 +67,44 @@ def names(value, what: str) -> list:
     return value
 
 
+# A count as the text dump writes it (store.dump._num): digits, or a float's repr (1.5, 1e-05).
+# Nothing else: float() would take '1_000', ' 7', '+3' and '1e300' too.
+COUNT_TEXT = r"[0-9]{1,17}(?:\.[0-9]{1,17})?(?:e[+-][0-9]{1,3})?"
+_COUNT = re.compile(COUNT_TEXT)
+
+
+def count_of(value) -> float:
+    """A count of a model file or dump (a JSON number, or text as the dump writes it) as a
+    float; ValueError unless it is a number from 0 to 2**53, exactly: 9007199254740993 is no
+    count, though float() makes it 2**53."""
+    if type(value) is str and _COUNT.fullmatch(value):
+        x = float(value)
+        if x == MAX_COUNT:  # (only there can rounding bring a larger number in)
+            from fractions import Fraction
+
+            exact = Fraction(value)
+        else:
+            exact = x
+    elif type(value) in (int, float):
+        x = exact = float(value) if type(value) is float else value
+        x = float(x) if 0 <= exact <= MAX_COUNT else math.nan
+    else:
+        raise ValueError(f"{shown(str(value))[:40]!r} is not a count")
+    if not 0 <= exact <= MAX_COUNT:
+        raise ValueError(f"{shown(str(value))[:40]!r} is not a count from 0 to 2**53")
+    return x
+
+
 def whole_counts(value, n: int, what: str, whole: bool = True) -> list:
     """A list of ``n`` counts: numbers from 0 to 2**53 (JSON numbers, or strings of them as the
     text dump writes them; not true or false), whole ones unless ``whole`` is false (a text
     model learned with fractional sample weights, as scikit-learn's partial_fit takes them)."""
     if not isinstance(value, list) or len(value) != n:
         raise ValueError(f"{what} must hold one count per class ({n})")
-    counts = [float(x) if type(x) in (int, float, str) else math.nan for x in value]
+    try:
+        counts = [count_of(x) for x in value]
+    except ValueError:
+        counts = [math.nan]
     if not all(0 <= x <= MAX_COUNT and (x.is_integer() or not whole) for x in counts):
         raise ValueError(f"{what} must hold {'whole ' if whole else ''}numbers from 0 to 2**53")
     return counts
@@ -110,6 +146,8 @@ def summary(header: dict) -> dict:
         if not (isinstance(values, list) and len(values) == k
                 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values)):
             raise ValueError(f"derived {key} must hold a number per class")
+        if not all(abs(x) <= MAX_SCORE for x in values):  # (also NaN, and JSON's Infinity)
+            raise ValueError(f"derived {key} must hold numbers from -{MAX_SCORE:g} to {MAX_SCORE:g}")
     return out
 
 
@@ -156,33 +194,6 @@ def encode(model) -> bytes:
     return b"".join(encode_pieces(model))
 
 
-def code_ahead(model) -> None:
-    """Make now what the model's file needs of its vocabulary and counts, kept on the model
-    (``coded_ahead``) until save takes it, or until the vocabulary grows or the counts change:
-    the vocabulary's coding (vocabfile.front_code) and the counts in its order (a copy, held
-    until then). Train makes them while calibration's worker processes score their folds and
-    this process would wait."""
-    idf = model.settings.idf  # (the document frequencies only where the file holds them)
-    model.coded_ahead = (_grown_to(model.vocab), model.counts, model.counts.version, idf, *_coded(model))
-
-
-def _grown_to(vocab) -> tuple[int, int]:
-    return len(vocab), vocab.buffer().nbytes  # (a vocabulary only ever appends)
-
-
-def _coding(model) -> tuple:
-    """((front-coded tokens, block heads), the counts in the tokens' order): code_ahead's,
-    taken (not kept), while the vocabulary and the counts are as they were then; else made
-    now. (The columns in the file's sorted order, so that the summary, too, depends only on the
-    counts per token and not on the order tokens were first seen in.)"""
-    held, model.coded_ahead = model.coded_ahead, None
-    idf = model.settings.idf
-    if held is not None and held[0] == _grown_to(model.vocab) and held[1] is model.counts \
-            and held[2] == model.counts.version and held[3] == idf:
-        return held[4], held[5]
-    return _coded(model)
-
-
 def _coded(model) -> tuple:
     """((front-coded tokens, block heads), the counts in the tokens' sorted order): the sorting
     permutation (8 bytes a token) is not kept once the counts are put in it."""
@@ -199,7 +210,7 @@ def encode_pieces(model) -> list:
         from .tables import encode_table
 
         return encode_table(model)
-    (fc, heads), counts = _coding(model)
+    (fc, heads), counts = _coded(model)
     head_dtype = "<u4" if len(fc) < 2**32 else "<u8"
     ledger = b"".join(sorted(model.ledger))
     sections = [
@@ -251,6 +262,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
             raise ValueError("vocabulary does not end with a NUL")
         if blob.count(0) != n_tokens:
             raise ValueError(f"the vocabulary holds {blob.count(0)} tokens, the header says {n_tokens}")
+        check_tokens(blob, ordered="vocab_fc" in header["sections"])  # (format 1: in id order)
         counts = np.asarray(section(header, payload, "counts"), dtype=np.float64).reshape(len(classes), n_tokens)
         doc_freq = None
         if "doc_freq" in header["sections"]:
@@ -260,14 +272,16 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
         elif settings.idf:
             raise ValueError("an idf model without document frequencies")
         for name, a in (("counts", counts), ("document frequencies", doc_freq)):
-            if a is not None and not (np.isfinite(a).all() and (a >= 0).all()):
-                raise ValueError(f"{name} must be finite and not negative")
+            if a is not None and not ((a >= 0).all() and (a <= MAX_COUNT).all()):
+                raise ValueError(f"{name} must be numbers from 0 to 2**53")
         ledger_raw = bytes(section(header, payload, "ledger"))
         if len(ledger_raw) % 16:
             raise ValueError("the ledger is not a whole number of 16-byte digests")
         model = Model(tokenizer, settings, Vocabulary.from_encoded(blob),
                       Counts.of_arrays(classes, counts, class_count, doc_freq), decision,
                       {ledger_raw[i:i + 16] for i in range(0, len(ledger_raw), 16)})
+    except VocabularyError as e:
+        raise ModelFileError(f"{path}: corrupt model file ({e})") from None
     except (KeyError, TypeError, ValueError) as e:
         raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
     except ModelFileError:

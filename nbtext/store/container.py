@@ -82,7 +82,7 @@ def read_container(path: str, header_only: bool = False) -> tuple[dict, memoryvi
         with open(path, "rb") as f:
             return _read(f, os.fstat(f.fileno()).st_size, path, header_only)
     except FileNotFoundError:
-        raise ModelFileError(f"{path}: no such model file") from None
+        raise ModelFileError(f"{path}: no such model file" if path else "'': an empty file name names no model file") from None
     except IsADirectoryError:
         raise ModelFileError(f"{path}: is a directory, not a model file") from None
     except OSError as e:

@@ -7,11 +7,12 @@ models, a tab and its document frequency).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from ..errors import NbtextError
+from ..errors import NbtextError, shown
 
 DUMP_MAGIC = "# nbtext dump 1"
 
@@ -42,7 +43,10 @@ def import_lines(lines: Iterable[str], source: str):
     from ..features.vocabulary import Vocabulary
     from ..model import Model
     from ..nb.counts import Counts
-    from .codec import meta
+    from .codec import COUNT_TEXT, MAX_COUNT, count_of, meta
+
+    count_text = re.compile(COUNT_TEXT)
+    counts_text = re.compile(f"(?:\t{COUNT_TEXT})+")
 
     from .tables import TABLE_DUMP_MAGIC, import_table
 
@@ -70,14 +74,22 @@ def import_lines(lines: Iterable[str], source: str):
             tok, *counts = line.split("\t")
             if len(counts) != width:
                 raise NbtextError(f"{source}:{n}: expected {width} counts, found {len(counts)}")
+            if not counts_text.fullmatch(line, len(tok)):
+                bad = next(c for c in counts if not count_text.fullmatch(c))
+                raise NbtextError(f"{source}:{n}: a count must be written as the dump writes it "
+                                  f"(digits, or a float's digits), not {shown(bad)[:40]!r}")
             tok = json.loads(tok)
             if not isinstance(tok, str) or not tok or "\x00" in tok:
                 raise NbtextError(f"{source}:{n}: a token must be a non-empty JSON string without NUL")
             tokens.append(tok)
-            rows.append([float(c) for c in counts])
+            row = [float(c) for c in counts]
+            if MAX_COUNT in row or max(row) > MAX_COUNT:  # (exactly: 9007199254740993 floats to 2**53)
+                try:
+                    row = [count_of(c) for c in counts]
+                except ValueError as e:
+                    raise NbtextError(f"{source}:{n}: {e}") from None
+            rows.append(row)
         table = np.asarray(rows, dtype=np.float64).reshape(len(tokens), width).T.copy()
-        if not (np.isfinite(table).all() and (table >= 0).all()):
-            raise NbtextError(f"{source}: malformed dump (counts must be finite and not negative)")
         counts = Counts.of_arrays(classes, table[:len(classes)], class_count,
                                   table[len(classes)] if settings.idf else None)
         model = Model(tokenizer, settings, Vocabulary(tokens), counts, decision, ledger)

@@ -83,26 +83,41 @@ class SortedVocabulary:
 
     def _block_of(self, key: bytes, lo: int = 0) -> int:
         """The last block whose head is <= key (from block ``lo`` on), -1 when none is."""
-        hi = len(self.heads)
+        hi, below, above = len(self.heads), None, None
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._head(mid) <= key:
-                lo = mid + 1
+            head = self._head(mid)  # (between the heads compared before it, as in sorted order)
+            if (below is not None and not below < head) or (above is not None and not head < above):
+                raise VocabularyError(f"vocabulary block {mid}'s first token is out of byte order")
+            if head <= key:
+                lo, below = mid + 1, head
             else:
-                hi = mid
+                hi, above = mid, head
         return lo - 1
 
     def _block(self, b: int) -> dict[bytes, int]:
-        """Block b's tokens and ids, decoded."""
+        """Block b's tokens and ids, decoded and checked: each UTF-8 and after the one before
+        it, the last before the next block's head (what classify reads of a vocabulary is
+        checked as it is read, at a cost of the blocks it decodes; store.load checks it whole:
+        tokens out of order made the binary search and predict's dictionary disagree)."""
         heads, fc = self.heads, self.fc
         pos, end, tid, prev = heads[b], heads[b + 1] if b + 1 < len(heads) else len(fc), b * self.block, b""
         stop = min(tid + self.block, self.n)  # (a block never holds more: a crafted one may)
         out = {}
         while pos < end and tid < stop:
             nul = fc.index(b"\x00", pos)
-            prev = prev[:fc[pos] - 1] + fc[pos + 1:nul]
-            out[prev] = tid
+            token = prev[:fc[pos] - 1] + fc[pos + 1:nul]
+            if tid > b * self.block and not prev < token:
+                raise VocabularyError(f"vocabulary tokens {tid - 1} and {tid} are not in byte order")
+            out[token], prev = tid, token
             pos, tid = nul + 1, tid + 1
+        try:
+            b"\x00".join(out).decode("utf-8", "surrogatepass")  # (NULs between: no sequence spans two)
+        except UnicodeDecodeError:
+            for token, t in out.items():
+                _utf8(token, t)
+        if b + 1 < len(heads) and out and not prev < self._head(b + 1):
+            raise VocabularyError(f"vocabulary tokens {tid - 1} and {tid} are not in byte order")
         return out
 
     def token_id(self, key: bytes) -> int | None:
@@ -123,6 +138,51 @@ class SortedVocabulary:
             if key in block:
                 out[key] = block[key]
         return out
+
+
+class VocabularyError(ValueError):
+    """A model file's vocabulary that is not what nbtext writes (the message says how)."""
+
+
+def _utf8(token: bytes, i: int) -> None:
+    try:
+        token.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        raise VocabularyError(f"vocabulary token {i} is not UTF-8") from None
+
+
+def check_tokens(blob: bytes, ordered: bool) -> None:
+    """VocabularyError naming the first NUL-terminated token of ``blob`` that is not UTF-8 (a
+    lone surrogate passes, as nbtext encodes one: surrogatepass), and with ``ordered`` one not
+    after the token before it in byte order. Linear in the blob's size: the order is compared
+    eight bytes at a time, deeper only for the pairs of tokens still equal."""
+    import numpy as np
+
+    from ..features.vocabulary import token_spans
+
+    try:
+        blob.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as e:
+        raise VocabularyError(f"vocabulary token {blob.count(0, 0, e.start)} is not UTF-8") from None
+    if not ordered:
+        return
+    b = np.frombuffer(blob, dtype=np.uint8)
+    starts, lengths = token_spans(b)
+    pairs, depth = np.arange(1, len(starts)), 0  # (token i - 1 and token i)
+    while len(pairs):
+        if depth:
+            before = _words(b, starts[pairs - 1], lengths[pairs - 1], depth)
+            after = _words(b, starts[pairs], lengths[pairs], depth)
+        else:  # (every pair: each token's first word once)
+            words = _words(b, starts, lengths, 0)
+            before, after = words[:-1], words[1:]
+        tied = before == after
+        longer = lengths[pairs] > depth + 8
+        bad = (after < before) | (tied & ~longer)  # (tied to their ends: the same token twice)
+        if bad.any():
+            i = int(pairs[bad].min())
+            raise VocabularyError(f"vocabulary tokens {i - 1} and {i} are not in byte order")
+        pairs, depth = pairs[tied & longer], depth + 8
 
 
 def _words(b, starts, lengths, depth: int):

@@ -157,7 +157,12 @@ def _products(a1, b1, c1, a2, b2, c2, sign):
 def _joined(cells: int, R: int, key: np.ndarray, pieces: list, step: int, base: int, scale: int):
     """Per cell, the exact sum of the bins' pieces: pieces[t] weighs 2**(step * t), bin b of a
     cell at exponent base + scale * b. Returns (mantissas, the common exponent)."""
-    sums = [np.bincount(key, weights=w, minlength=cells * R) for w in pieces]
+    if cells * R <= 4 * len(key) + 4096:
+        bins = None
+        sums = [np.bincount(key, weights=w, minlength=cells * R) for w in pieces]
+    else:  # (many cells, few of them used: a bin for each key present, not for every one possible)
+        bins, where = np.unique(key, return_inverse=True)
+        sums = [np.bincount(where, weights=w, minlength=len(bins)) for w in pieces]
     out = np.zeros(cells, dtype=np.int64).astype(object)
     nz = np.flatnonzero(np.any([s != 0 for s in sums], axis=0))
     if len(nz):
@@ -165,18 +170,22 @@ def _joined(cells: int, R: int, key: np.ndarray, pieces: list, step: int, base: 
         v = digits[-1]
         for d in digits[-2::-1]:
             v = (v << step) + d
-        v = v << (scale * (nz % R))
-        cols = nz // R  # (ascending: the bins of a cell are neighbours)
+        at = nz if bins is None else bins[nz]
+        v = v << (scale * (at % R))
+        cols = at // R  # (ascending: the bins of a cell are neighbours)
         first = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
         out[cols[first]] = np.add.reduceat(v, first)
     return out, base
 
 
-def column_sums(Z: np.ndarray, squares: bool = True) -> tuple[Exact, Exact]:
+def column_sums(Z: np.ndarray, squares: bool = True, groups: np.ndarray | None = None, n_groups: int = 1
+                ) -> tuple[Exact, Exact]:
     """Each column's exact sum and sum of squares (Z: rows x columns; a missing value as 0;
-    ``squares`` False: the sums alone, the squares left 0)."""
+    ``squares`` False: the sums alone, the squares left 0); with ``groups`` (each row's group,
+    0 .. n_groups - 1), each group's: (n_groups, columns), in one pass whatever the groups."""
     n, p = Z.shape
-    total, sq = Exact.zeros(p), Exact.zeros(p)
+    cells = p * (1 if groups is None else n_groups)
+    total, sq = Exact.zeros(cells), Exact.zeros(cells)
     for s in range(0, n, BLOCK):
         M, x = _split(Z[s:s + BLOCK])
         nz = M != 0
@@ -184,16 +193,20 @@ def column_sums(Z: np.ndarray, squares: bool = True) -> tuple[Exact, Exact]:
             continue
         lo, hi = int(x[nz].min()), int(x[nz].max())
         R = hi - lo + 1
-        key = ((np.arange(p) * R)[None, :] + np.where(nz, x - lo, 0)).reshape(-1)
+        cell = np.arange(p)[None, :] if groups is None else groups[s:s + BLOCK, None] * p + np.arange(p)[None, :]
+        key = (cell * R + np.where(nz, x - lo, 0)).reshape(-1)
         Mf = M.reshape(-1)
-        sm, se = _joined(p, R, key, [(Mf & HALF_MASK).astype(np.float64), (Mf >> HALF).astype(np.float64)],
+        sm, se = _joined(cells, R, key, [(Mf & HALF_MASK).astype(np.float64), (Mf >> HALF).astype(np.float64)],
                          HALF, lo - 53, 1)
-        total = total.plus(Exact(sm, np.full(p, se, dtype=np.int64)))
+        total = total.plus(Exact(sm, np.full(cells, se, dtype=np.int64)))
         if squares:
             a, b, c = _limbs(np.abs(Mf))
-            qm, qe = _joined(p, R, key, _products(a, b, c, a, b, c, 1.0), LIMB, 2 * (lo - 53), 2)
-            sq = sq.plus(Exact(qm, np.full(p, qe, dtype=np.int64)))
-    return total, sq
+            qm, qe = _joined(cells, R, key, _products(a, b, c, a, b, c, 1.0), LIMB, 2 * (lo - 53), 2)
+            sq = sq.plus(Exact(qm, np.full(cells, qe, dtype=np.int64)))
+    if groups is None:
+        return total, sq
+    return (Exact(total.m.reshape(n_groups, p), total.e.reshape(n_groups, p)),
+            Exact(sq.m.reshape(n_groups, p), sq.e.reshape(n_groups, p)))
 
 
 def cross_products(X: np.ndarray) -> Exact:

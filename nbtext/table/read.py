@@ -327,8 +327,9 @@ def frames(header: Header, blocks: Blocks, kinds: list[str], chunk_rows: int, la
         labels = None
         if labelled:
             raw = cols[header.label]
-            for cell in set(raw) - checked.keys():
-                n = lines[raw.index(cell)]
+            for n, cell in zip(lines, raw):  # (each label checked once, at its first line)
+                if cell in checked:
+                    continue
                 label = cell.strip()
                 if label in _MISSING:
                     raise NbtextError(f"{path}:{n}: column {label_name!r}: the label is missing")

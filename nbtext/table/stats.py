@@ -53,6 +53,8 @@ class TableStats:
         self.class_count = np.zeros(0)
         self.values: list[list[str]] = [[] for _ in range(n_categorical)]
         self._ids: list[dict] = [{} for _ in range(n_categorical)]
+        self._spare: list = [None] * n_categorical  # (per column: what its cat array is a view of)
+        self._sorted: tuple = (None, None)  # (a classes list and the same as an array)
         self.cat = [np.zeros((0, 0)) for _ in range(n_categorical)]
         p = n_numeric
         q = self.q = p if joint else 0  # the joint statistics' width: p x p per class only when kept
@@ -139,17 +141,27 @@ class TableStats:
 
     # -- classes and values ----------------------------------------------------------------
     def _class_rows(self, labels: Sequence[str]) -> np.ndarray:
-        new = sorted(set(labels) - set(self.classes))
-        if new:
+        """Each label's class row, the labels new to the model added (the classes sorted), in
+        time linear in the labels and, when some are new, in the classes (numpy's loops: no
+        Python loop over the classes a block, which a label column of ids made quadratic)."""
+        have = self._sorted_classes()
+        labs = np.empty(len(labels), dtype=object)
+        labs[:] = labels
+        at = np.searchsorted(have, labs)
+        known = (at < len(have)) & (have[np.minimum(at, len(have) - 1)] == labs) if len(have) else at < 0
+        if not known.all():
+            new = np.array(sorted(set(labs[~known].tolist())), dtype=object)
+            k = len(have) + len(new)
+            self.room(k, self.n_values)
             self._exact()
-            classes = sorted(self.classes + new)
-            self.room(len(classes), self.n_values)
-            where = np.asarray([classes.index(c) for c in self.classes], dtype=np.int64)
+            shift = np.zeros(len(have) + 1, dtype=np.int64)
+            np.add.at(shift, np.searchsorted(have, new), 1)
+            where = np.arange(len(have)) + np.cumsum(shift)[:len(have)]  # (old rows' new places)
 
             def grown(a):
                 if isinstance(a, Exact):
-                    return a.grown((len(classes),) + a.shape[1:], where)
-                out = np.zeros((len(classes),) + a.shape[1:])
+                    return a.grown((k,) + a.shape[1:], where)
+                out = np.zeros((k,) + a.shape[1:])
                 out[where] = a
                 return out
 
@@ -157,10 +169,22 @@ class TableStats:
             self.cat = [grown(a) for a in self.cat]
             self.n, self.S, self.S2 = grown(self.n), grown(self.S), grown(self.S2)
             self.jn, self.jS, self.jP = grown(self.jn), grown(self.jS), grown(self.jP)
-            self.classes = classes
+            have = np.insert(have, np.searchsorted(have, new), new)
+            self.classes = have.tolist()
+            self._sorted = (self.classes, have)
             self.version += 1
-        index = {c: i for i, c in enumerate(self.classes)}
-        return np.fromiter((index[lab] for lab in labels), dtype=np.int64, count=len(labels))
+            at = np.searchsorted(have, labs)
+        return at.astype(np.int64)
+
+    def _sorted_classes(self) -> np.ndarray:
+        """self.classes as an array (made again when self.classes is another list: of_arrays,
+        copy)."""
+        of, array = self._sorted
+        if of is not self.classes:
+            array = np.empty(len(self.classes), dtype=object)
+            array[:] = self.classes
+            self._sorted = (self.classes, array)
+        return array
 
     def _value_ids(self, j: int, cells: Sequence) -> np.ndarray:
         """Each cell's value id in column j (-1: missing), new values added."""
@@ -175,13 +199,15 @@ class TableStats:
                 v = ids[c] = len(values)
                 values.append(c)
             out[i] = v
-        d = len(values)
-        if self.cat[j].shape[1] < d:
-            self.n_values += d - self.cat[j].shape[1]
+        d, a = len(values), self.cat[j]
+        if a.shape[1] < d:
+            self.n_values += d - a.shape[1]
             self.room(len(self.classes), self.n_values)
-            a = np.zeros((len(self.classes), d))
-            a[:, :self.cat[j].shape[1]] = self.cat[j]
-            self.cat[j] = a
+            spare = self._spare[j]  # (columns to grow into: a block's new values are not a copy of all)
+            if spare is None or a.base is not spare or spare.shape[1] < d:
+                spare = self._spare[j] = np.zeros((a.shape[0], d + d // 4))
+                spare[:, :a.shape[1]] = a
+            self.cat[j] = spare[:, :d]
         return out
 
     def room(self, k: int, n_values: int) -> None:
@@ -223,48 +249,64 @@ class TableStats:
             raise NbtextError(f"need rows of at least two classes to train, got {present or 'none'}")
 
     # -- a chunk's statistics ---------------------------------------------------------------
+    def _rows_of(self, frame: Frame, labels: Sequence[str] | None) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Each row's class row and each categorical cell's value id, the frame's new classes
+        and values added (refused by room before they are: a label column of ids is refused
+        in the block that passes the limit)."""
+        idx = self._class_rows(frame.labels if labels is None else labels)
+        return idx, [self._value_ids(j, cells) for j, cells in enumerate(frame.cat)]
+
+    def _count(self, idx: np.ndarray, ids: list[np.ndarray], X: np.ndarray) -> None:
+        """Add rows (their class rows, value ids and numeric values) to these statistics, at a
+        cost of the rows' own size: every class and value in them already has its place."""
+        self.class_count += np.bincount(idx, minlength=len(self.classes))
+        for a, v in zip(self.cat, ids):
+            ok = v >= 0
+            np.add.at(a, (idx[ok], v[ok]), 1.0)
+        if not self.n_numeric:
+            return
+        present, group = np.unique(idx, return_inverse=True)
+        obs = ~np.isnan(X)
+        n = np.zeros((len(present), self.n_numeric))
+        np.add.at(n, group, obs)
+        self.n[present] += n
+        S, S2 = column_sums(np.where(obs, X, 0.0), groups=group, n_groups=len(present))
+        self.S[present], self.S2[present] = self.S[present].plus(S), self.S2[present].plus(S2)
+        if self.joint:
+            complete = obs.all(axis=1)
+            order = np.argsort(group, kind="stable")
+            bounds = np.searchsorted(group[order], np.arange(len(present) + 1))
+            for g, c in enumerate(present):
+                rows = order[bounds[g]:bounds[g + 1]]
+                Xf = X[rows[complete[rows]]]
+                if len(Xf):
+                    self.jn[c] += len(Xf)
+                    self.jS[c] = self.jS[c].plus(column_sums(Xf, squares=False)[0])
+                    self.jP[c] = self.jP[c].plus(cross_products(Xf))
+
     def of_frame(self, frame: Frame, labels: Sequence[str] | None = None) -> "TableStats":
         """The statistics of a frame's rows alone, with this model's classes and values (which
         grow by those the frame brings), so that they add column for column."""
-        labels = frame.labels if labels is None else labels
-        idx = self._class_rows(labels)
-        k, p = len(self.classes), self.n_numeric
+        idx, ids = self._rows_of(frame, labels)
+        k, p, q = len(self.classes), self.n_numeric, self.q
         part = TableStats(len(self.values), p, self.joint)
-        part.classes = list(self.classes)
-        part.class_count = np.bincount(idx, minlength=k).astype(np.float64)
-        for j, cells in enumerate(frame.cat):
-            ids = self._value_ids(j, cells)
-            d = len(self.values[j])
-            ok = ids >= 0
-            part.cat[j] = np.bincount(idx[ok] * d + ids[ok], minlength=k * d).astype(np.float64).reshape(k, d)
-            part.values[j] = list(self.values[j])
-        q = self.q  # (a diagonal model allocated k p p floats a chunk: 144 MB at 3,000 columns)
+        part.classes, part.class_count = list(self.classes), np.zeros(k)
+        part.values = [list(v) for v in self.values]
+        part.cat = [np.zeros(a.shape) for a in self.cat]
+        # (q: a diagonal model allocated k p p floats a chunk: 144 MB at 3,000 columns)
         part.n, part.S, part.S2 = np.zeros((k, p)), Exact.zeros((k, p)), Exact.zeros((k, p))
         part.jn, part.jS, part.jP = np.zeros(k), Exact.zeros((k, q)), Exact.zeros((k, q, q))
-        if p:
-            return self._numeric_part(part, idx, frame.num)
-        return part
-
-    def _numeric_part(self, part: "TableStats", idx: np.ndarray, X: np.ndarray) -> "TableStats":
-        obs = ~np.isnan(X)
-        complete = obs.all(axis=1)
-        for c in np.unique(idx):
-            rows = idx == c
-            Xc, oc = X[rows], obs[rows]
-            part.n[c] = oc.sum(axis=0)
-            part.S[c], part.S2[c] = column_sums(np.where(oc, Xc, 0.0))
-            if self.joint:
-                Xf = Xc[complete[rows]]
-                if len(Xf):
-                    part.jn[c] = len(Xf)
-                    part.jS[c] = column_sums(Xf, squares=False)[0]
-                    part.jP[c] = cross_products(Xf)
+        part._count(idx, ids, frame.num)
         return part
 
     # -- adding -------------------------------------------------------------------------------
     def add(self, frame: Frame, labels: Sequence[str] | None = None) -> None:
-        """Add a frame's rows in place."""
-        self.merge(self.of_frame(frame, labels))
+        """Add a frame's rows in place, in time linear in them (beyond room for new classes
+        and values): the statistics of all the rows so far are not walked again."""
+        self._exact()
+        idx, ids = self._rows_of(frame, labels)
+        self._count(idx, ids, frame.num)
+        self.version += 1
 
     def merge(self, other: "TableStats") -> None:
         """Add another model's statistics (same columns; its values matched by name)."""

@@ -1,0 +1,272 @@
+"""What a user meets at the inputs and outputs (issue 32): a label left in a scored line, inputs
+given twice, empty input, P(spam) for bogofilter's users, the mail-filter recipes as the
+README writes them, and the messages of a mistaken command line."""
+import json
+
+import pytest
+
+from conftest import DATA, IIR_TEST
+
+
+def test_predict_tsv_scores_the_text_field_alone(run, sample_model):
+    """A label in the first field of a TSV line was scored as a word of the text: the answer
+    leaked into predict (issue 32: debian-sections' accuracy rose from 86.0% to 88.3%)."""
+    rows = {}
+    for label in ("zzzz", "spam", "ham"):
+        r = run("predict", "-m", sample_model, "--input-format", "tsv", "-", "--format", "jsonl",
+                input=f"{label}\tHello world, buy now\n")
+        assert r.exit_code == 0, r.output
+        rows[label] = json.loads(r.stdout)
+    assert rows["zzzz"]["log_scores"] == rows["spam"]["log_scores"] == rows["ham"]["log_scores"]
+    r = run("predict", "-m", sample_model, "--lines", "-", "--format", "jsonl", input="Hello world, buy now\n")
+    assert json.loads(r.stdout)["log_scores"] == rows["spam"]["log_scores"]
+    # a header row is skipped as train skips it; a line without a tab is all text
+    r = run("predict", "-m", sample_model, "--input-format", "tsv", "-",
+            input="label\ttext\nspam\tHello world, buy now\nHello world, buy now\n")
+    ids = [ln.split("\t")[0] for ln in r.stdout.splitlines()]
+    probs = {ln.split("\t")[2] for ln in r.stdout.splitlines()}
+    assert ids == ["-:2", "-:3"] and len(probs) == 1
+
+
+def test_a_folder_given_twice_is_refused_not_counted_twice(run, sample_model, tmp_path):
+    """The same folder listed twice was counted twice while the ledger listed each message once,
+    so `learn --forget` took out one copy and then refused the other (issue 32)."""
+    spam, ham, model = DATA / "corpus" / "spam", DATA / "corpus" / "ham", tmp_path / "m.nbm"
+    for args, message in [
+        (("--label", "spam", spam, "--label", "spam", f"{spam}/"), f"{spam}/: given twice (also as {spam})"),
+        ((DATA / "corpus", "--label", "spam", spam), f"{spam}: inside {DATA / 'corpus'}, also given"),
+    ]:
+        r = run("train", *args, "--label", "ham", ham, "-o", model)
+        assert r.exit_code == 1 and not model.exists()
+        assert r.stderr == (f"nbtext: error: {message}; its documents would be counted twice (and a "
+                            "model's ledger lists each once)\n")
+    r = run("eval", "-m", sample_model, DATA / "corpus", DATA / "corpus")
+    assert r.exit_code == 1 and "given twice" in r.stderr
+
+
+def test_learn_refuses_an_empty_stdin_and_leaves_the_model(run, sample_copy):
+    before = sample_copy.read_bytes()
+    r = run("learn", "-m", sample_copy, "--label", "spam", input=b"")
+    assert r.exit_code == 1 and r.stderr == "nbtext: error: -: standard input is empty: no message to learn\n"
+    assert sample_copy.read_bytes() == before
+    r = run("learn", "-m", sample_copy, "--label", "spam", input=b"Subject: hi\n\nbuy now\n")
+    assert r.exit_code == 0 and sample_copy.read_bytes() != before
+
+
+@pytest.mark.parametrize("message", ["", "qqqzzzunknownword xxyyzzqq"])
+def test_a_document_without_known_tokens_gets_the_prior(run, sample_model, message):
+    """An empty message classified ham 0.9987 though the prior was 0.85: the calibration map
+    divided the prior's log-odds by its temperature (fitted to how words over-count) as if
+    it were evidence. With no known token there is none: the posterior is the prior (through
+    the map's floor). Both paths: classify's pure Python, predict's numpy."""
+    d = json.loads(run("info", "-m", sample_model, "--format", "json").stdout)
+    n = d["classes"]
+    assert d["decision"]["soft"] == 0  # (the map's other part, which would bend the prior a little)
+    floor = d["decision"]["floor"]
+    expected = (1 - floor) * n["ham"] / (n["ham"] + n["spam"]) + floor / 2
+    assert run("classify", "-m", sample_model, input=message).stdout == f"ham\t{expected:.6f}\n"
+    r = run("predict", "-m", sample_model, "--format", "jsonl", input=message)
+    assert json.loads(r.stdout)["scores"]["ham"] == round(expected, 6)
+
+
+@pytest.mark.parametrize("command", [("train", DATA / "corpus", "-o", ""), ("info", "-m", ""),
+                                     ("cv", DATA / "corpus", "--predictions", "")])
+def test_an_empty_file_name_is_named(run, command):
+    """`-o ''` said `: cannot write: Is a directory`."""
+    r = run(*command)
+    assert r.exit_code == 1
+    assert r.stderr in ("nbtext: error: '': an empty file name names no file to write\n",
+                        "nbtext: error: '': an empty file name names no model file\n")
+
+
+def nbtext_process(*args, input=None):
+    """The `nbtext` command as procmail runs it (plain classify calls take the click-free path)."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "nbtext", *map(str, args)], input=input, capture_output=True,
+                          timeout=120)
+
+
+def test_spamicity_is_p_spam_and_unsure_shows_in_the_plain_outputs(run, sample_model):
+    """For a two-class model the TSV and X-Nbtext-Score give P(chosen label): a ham showed 0.96,
+    where bogofilter's users sort and threshold on P(spam) (its X-Bogosity's spamicity), and an
+    unsure verdict showed only in the exit status and JSONL. --spamicity adds P(positive) and
+    the verdict (the label, or unsure, as bogofilter -t's S/H/U) after the contract's columns;
+    --passthrough adds X-Nbtext-Spamicity. Without the flag the rows are as the contract says."""
+    ham, spam = DATA / "example-ham.eml", DATA / "example-spam.eml"
+    scores = [json.loads(ln)["scores"] for ln in
+              run("predict", "-m", sample_model, ham, spam, "--format", "jsonl").stdout.splitlines()]
+    p_spam = [f"{s['spam']:.6f}" for s in scores]
+    p_ham = f"{scores[0]['ham']:.6f}"
+    assert float(p_spam[0]) < 0.5 < float(p_spam[1])
+    plain = run("predict", "-m", sample_model, ham, spam).stdout
+    assert plain == f"{ham}\tham\t{p_ham}\n{spam}\tspam\t{p_spam[1]}\n"
+    r = run("predict", "-m", sample_model, ham, spam, "--spamicity", "--header")
+    assert r.stdout == (f"id\tlabel\tprobability\tspamicity\tverdict\n{ham}\tham\t{p_ham}\t{p_spam[0]}\tham\n"
+                        f"{spam}\tspam\t{p_spam[1]}\t{p_spam[1]}\tspam\n")
+    band = ("--unsure", f"0.000001,{float(p_spam[0]) + 0.001}")
+    r = run("predict", "-m", sample_model, ham, "--spamicity", "--format", "csv", *band)
+    assert r.stdout == f"{ham},ham,{p_ham},{p_spam[0]},unsure\n"
+    r = run("predict", "-m", sample_model, ham, "--spamicity", "--format", "jsonl", *band)
+    row = json.loads(r.stdout)
+    assert row["spamicity"] == float(p_spam[0]) and row["unsure"] is True and row["label"] == "ham"
+    for classify in (run, nbtext_process):  # (click's path and the click-free one print alike)
+        r = classify("classify", "-m", sample_model, "--spamicity", ham, *band)
+        out = r.stdout if isinstance(r.stdout, str) else r.stdout.decode()
+        assert out == f"ham\t{p_ham}\t{p_spam[0]}\tunsure\n"
+        r = classify("classify", "-m", sample_model, "--passthrough", ham, *band)
+        out = r.stdout if isinstance(r.stdout, str) else r.stdout.decode()
+        head = out.split("\n\n")[0].splitlines()
+        assert head[-3:] == ["X-Nbtext-Class: unsure", f"X-Nbtext-Score: {p_ham}", f"X-Nbtext-Spamicity: {p_spam[0]}"]
+        assert classify("classify", "-m", sample_model, ham).stdout in (f"ham\t{p_ham}\n", f"ham\t{p_ham}\n".encode())
+
+
+def test_spamicity_needs_two_classes(run, tmp_path):
+    lang = tmp_path / "lang.tsv"
+    lang.write_text("en\thello world\nde\thallo welt\nfr\tbonjour monde\n")
+    run("train", lang, "-o", tmp_path / "l.nbm", "--no-calibrate", "-q")
+    for args in (("predict", "-"), ("classify",)):
+        r = run(*args, "-m", tmp_path / "l.nbm", "--spamicity", input="hello")
+        assert r.exit_code == 1
+        assert r.stderr == (f"nbtext: error: --spamicity: {tmp_path / 'l.nbm'} has 3 classes (de, en, fr); "
+                            "P(positive) needs two\n")
+
+
+def readme_block(after: str) -> list[str]:
+    """The lines of the README's first code block after the line that starts with ``after``."""
+    from conftest import ROOT
+
+    text = (ROOT / "README.md").read_text()
+    rest = text[text.index("\n" + after) + 1:]
+    start = rest.index("```\n") + 4
+    return rest[start:rest.index("```", start)].splitlines()
+
+
+def test_the_readme_recipes_run_as_written_with_nbtext_installed_as_it_says(tmp_path):
+    """The procmail, maildrop and cron recipes ran `nbtext`, which the README installed into the
+    clone's .venv alone: from procmail, maildrop or cron, `nbtext: not found` (issue 32). Each
+    recipe's command lines run here as written, by sh, in the environment cron gives a job
+    (HOME, SHELL=/bin/sh, PATH=/usr/bin:/bin), with nbtext installed as the README says: pipx's
+    layout, a virtual environment's command (this one's) linked into ~/.local/bin.
+    (procmail and maildrop themselves need not be here: the commands they run are.)"""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    os.symlink(os.path.join(sys.prefix, "bin", "nbtext"), home / ".local" / "bin" / "nbtext")
+    (home / ".nbtext").mkdir()  # (the README's mkdir -p ~/.nbtext)
+    for folder, label in ((".Spam", "spam"), (".Archive", "ham")):
+        for sub in ("cur", "new", "tmp"):
+            (home / "Maildir" / folder / sub).mkdir(parents=True)
+        for f in sorted((DATA / "corpus" / label).iterdir())[:30]:
+            shutil.copy(f, home / "Maildir" / folder / "cur" / f"{f.name}:2,S")
+    env = {"HOME": str(home), "SHELL": "/bin/sh", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+    def sh(command: str, message: bytes = b""):
+        return subprocess.run(["/bin/sh", "-c", command], input=message, env=env, capture_output=True,
+                              timeout=300)
+
+    cron = [ln for ln in readme_block("A nightly retrain from cron") if ln and not ln.startswith("#")]
+    assert len(cron) == 1
+    r = sh(cron[0].split(None, 5)[5])  # (after the five time fields)
+    assert r.returncode == 0 and r.stdout == r.stderr == b"", r.stderr
+    assert (home / ".nbtext" / "spam.nbm").stat().st_size > 0
+
+    procmail = readme_block("A procmail recipe")
+    pipes = [ln[1:].strip() for ln in procmail if ln.startswith("|")]
+    condition = next(ln[1:].strip() for ln in procmail if ln.startswith("*"))
+    maildrop = readme_block("A maildrop recipe")
+    xfilter = next(re.fullmatch(r'xfilter "(.*)"', ln).group(1) for ln in maildrop if ln.startswith("xfilter"))
+    pattern = next(re.fullmatch(r"if \(/(.*)/\)", ln).group(1) for ln in maildrop if ln.startswith("if"))
+    assert len(pipes) == 1
+    for command, matches in ((pipes[0], condition), (xfilter, pattern)):
+        for name, label in (("example-spam.eml", "spam"), ("example-ham.eml", "ham")):
+            message = (DATA / name).read_bytes()
+            r = sh(command, message)
+            assert r.returncode == 0 and r.stderr == b"", r.stderr
+            assert r.stdout.replace(re.search(rb"(?m)^X-Nbtext-Class:(?:.*\n)+?(?=\n)", r.stdout).group(), b"") \
+                == message  # (the message as it came, with the headers added)
+            filed = re.search(matches.encode(), r.stdout, re.M) is not None
+            assert filed == (label == "spam")
+
+
+def test_a_csv_of_messages_without_text_column_is_not_taken_for_a_table(run, tmp_path):
+    """A CSV of labelled messages whose text column is not named `text` became a table model
+    (each message one category: accuracy 0 on new ones), without a word (issue 32)."""
+    import csv
+
+    rows = [("spam" if i % 2 else "ham", f"message number {i} says {'buy now' if i % 2 else 'see you at lunch'}")
+            for i in range(20)]
+    path = tmp_path / "msgs.csv"
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([("label", "message"), *rows])
+    for command in ("train", "cv"):
+        r = run(command, path, *(["-o", tmp_path / "m.nbm"] if command == "train" else []))
+        assert r.exit_code == 1 and not (tmp_path / "m.nbm").exists()
+        assert r.stderr == (f"nbtext: error: {path}: column 'message' looks like free text (20 of the first 20 "
+                            "values distinct, most of several words), which a table model reads as one category "
+                            "per value: for a text model, give --text-column message; for a table anyway, "
+                            "--variant table\n")
+    r = run("train", path, "--text-column", "message", "-o", tmp_path / "m.nbm", "-q")
+    assert r.exit_code == 0 and run("info", "-m", tmp_path / "m.nbm").stdout.count("tokens") >= 1
+    r = run("eval", "-m", tmp_path / "m.nbm", path)  # (the model keeps no columns: the message says so)
+    assert r.exit_code == 1 and r.stderr.startswith(
+        f"nbtext: error: {path}: no text column 'text' (columns: label, message; a text model does not keep "
+        "train's columns: name it with --text-column)\n")
+    assert run("eval", "-m", tmp_path / "m.nbm", path, "--text-column", "message").exit_code == 0
+    assert run("train", path, "--variant", "table", "-o", tmp_path / "t.nbm", "-q").exit_code == 0
+    golf = DATA.parent / "tests" / "fixtures" / "play_golf.csv"  # (a table of categories stays one)
+    r = run("train", golf, "--label-column", "Play", "-o", tmp_path / "g.nbm")
+    assert r.exit_code == 0 and "4 columns (4 categorical, 0 numeric)" in r.stderr
+
+
+def test_merge_refuses_models_that_share_no_class(run, sample_model, tmp_path):
+    """A spam model and a language model merged, silently, into one model of 14 classes."""
+    lang = tmp_path / "lang.tsv"
+    lang.write_text("en\thello world\nde\thallo welt\nen\tgood morning\nde\tguten morgen\n")
+    run("train", lang, "-o", tmp_path / "l.nbm", "--no-calibrate", "-q")
+    out = tmp_path / "out.nbm"
+    r = run("merge", "-o", out, sample_model, tmp_path / "l.nbm")
+    assert r.exit_code == 1 and not out.exists()
+    assert r.stderr == (f"nbtext: error: {sample_model}: its classes (ham, spam) share none with the other "
+                        "models' (de, en); merged, they would make one model of 4 classes: give --disjoint "
+                        "if that is meant\n")
+    r = run("merge", "-o", out, sample_model, tmp_path / "l.nbm", "--disjoint")
+    assert r.exit_code == 0 and json.loads(run("info", "-m", out, "--format", "json").stdout)["classes"] == {
+        "de": 2, "en": 2, "ham": 298, "spam": 134}
+
+
+def test_predict_says_when_a_line_file_is_scored_as_one_document(run, sample_model, tmp_path):
+    """`predict file.tsv` without --lines scored the whole file as one document, silently: the
+    contract makes a file one document, so it stays one, with a note naming the options."""
+    tsv = tmp_path / "mail.tsv"
+    tsv.write_text("spam\tbuy now\nham\tsee you at lunch\n")
+    r = run("predict", "-m", sample_model, tsv)
+    assert r.exit_code == 0 and r.stdout.startswith(f"{tsv}\t") and len(r.stdout.splitlines()) == 1
+    assert r.stderr == (f"nbtext: note: {tsv} is scored as one document; to score each of its lines, give "
+                        "--input-format tsv (its text field) or --lines (each whole line)\n")
+    assert run("predict", "-m", sample_model, tsv, "-q").stderr == ""
+    r = run("predict", "-m", sample_model, tsv, "--input-format", "tsv")
+    assert [ln.split("\t")[0] for ln in r.stdout.splitlines()] == [f"{tsv}:1", f"{tsv}:2"] and r.stderr == ""
+
+
+@pytest.mark.parametrize("variant", ["multinomial", "complement", "bernoulli"])
+def test_a_model_of_no_token_scores_without_warnings(variant, tmp_path):
+    """Documents without a token made a model of an empty vocabulary: numpy's RuntimeWarning
+    (log of 0) reached the user, and classify of a Bernoulli one failed with an internal error."""
+    tsv = tmp_path / "e.tsv"
+    tsv.write_text("a\t!!!\nb\t???\na\t...\nb\t,,,\n")
+    model = tmp_path / "e.nbm"
+    for args, out in [(("train", tsv, "-o", model, "--variant", variant, "-q"), b""),
+                      (("predict", "-m", model, "-"), b"-\ta\t0.500000\n"),
+                      (("classify", "-m", model), b"a\t0.500000\n"),
+                      (("classify", "-m", model, "--explain", "2"), b"a\t0.500000\nprior\t+0.0000\nunknown tokens\t16\n"),
+                      (("eval", "-m", model, tsv), None), (("cv", tsv, "--folds", "2", "--variant", variant), None)]:
+        r = nbtext_process(*args, input=b"hello")
+        assert r.returncode == 0 and r.stderr == b"", (args, r.stderr)
+        assert out is None or r.stdout == out
