@@ -586,7 +586,9 @@ def test_serve_refuses_bad_options(sample_model, tmp_path, run):
     r = run("serve", "-m", sample_model, "--spamd", f"unix:{not_socket}")
     assert r.exit_code == 1 and "exists and is not a socket" in r.stderr and not_socket.read_text() == "keep me"
     r = run("serve", "-m", sample_model, "--spamd", "127.0.0.1:0", "--max-size", "lots")
-    assert r.exit_code == 2 and "--max-size" in r.stderr
+    assert r.exit_code == 1 and "nbtext: error: --max-size: 'lots' is not a positive size" in r.stderr
+    r = run("serve", "-m", sample_model, "--spamd", "127.0.0.1:0", "--socket-mode", "99")
+    assert r.exit_code == 1 and "nbtext: error: --socket-mode: '99' is not an octal file mode" in r.stderr
 
 
 def test_unix_socket_with_mode(daemon, sample_model, tmp_path):

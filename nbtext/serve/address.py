@@ -86,6 +86,17 @@ def parse_size(text: str) -> int:
     return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
 
 
+def parse_mode(text: str) -> int:
+    """--socket-mode's octal permissions (000 to 777)."""
+    try:
+        mode = int(text, 8)
+    except ValueError:
+        mode = -1
+    if not 0 <= mode <= 0o777:
+        raise NbtextError(f"--socket-mode: {text!r} is not an octal file mode (e.g. 660)")
+    return mode
+
+
 def user_model_path(directory: str, user: str) -> str | None:
     """DIR/USER.nbm, or None for a name that could name something outside DIR."""
     if not USER_RE.match(user):
