@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BUILD  := build
 
-.PHONY: demo test check bench accuracy floor phases clean
+.PHONY: demo test check bench bench-serve accuracy floor phases clean
 
 # (setup.py builds the optional compiled kernel, nbtext/_kernel.c, in place: docs/kernel.md)
 $(STAMP): pyproject.toml setup.py nbtext/_kernel.c nbtext/_mail.c nbtext/_buf.h
@@ -41,6 +41,11 @@ bench: $(STAMP)
 	@mkdir -p $(BUILD)
 	$(BIN)/python -m compileall -q nbtext
 	$(BIN)/python scripts/bench.py > $(BUILD)/bench.md && cat $(BUILD)/bench.md
+
+## bench-serve: nbtext serve under 32 concurrent connections beside bogofilter and classify per message (docs/serve.md)
+bench-serve: $(STAMP)
+	@mkdir -p $(BUILD)
+	$(BIN)/python scripts/bench_serve.py > $(BUILD)/bench_serve.md && cat $(BUILD)/bench_serve.md
 
 ## floor: what tokenizing alone costs, against bench's peers in the same run (docs/floor.md)
 floor: $(STAMP)

@@ -18,10 +18,12 @@ from .nb.decision import Decision
 from .options import Classify, Engine, Inputs, Overrides, PredictOutput, Sources, TableRun, TableTraining
 from .quick import CLASSIFY_OPTIONS, MODEL_OPTION, QUIET_OPTION, THRESHOLD_OPTION, UNSURE_OPTION
 from .read import LineOptions
+from .serve.options import ServeOptions
 from .settings import (AUTO, COVARIANCES, CRITERIA, TABLE_VARIANTS, VARIANTS, DecisionOptions, FeatureOptions,
                        ModelSettings, TableSettings, TokenizerSettings)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+SERVE = ServeOptions(model="", listeners=())  # (serve's defaults)
 
 
 class Edge:
@@ -877,6 +879,49 @@ def refuse_empty_stdin(docs, forget: bool):
         if doc.id == "-" and not doc.data and not forget:
             raise NbtextError("-: standard input is empty: no message to learn")
         yield doc
+
+
+@cli.command(context_settings=CONTEXT)
+@model_option
+@click.option("--spamd", "spamd", multiple=True, metavar="ADDR",
+              help="Answer spamd's protocol (spamc, Exim, spamass-milter) on HOST:PORT or unix:PATH (repeatable).")
+@click.option("--http", "http", multiple=True, metavar="ADDR",
+              help="Answer HTTP/JSON (rspamd's /checkv2, /learnspam, /learnham, /forget, /ping, /metrics) on "
+                   "HOST:PORT or unix:PATH (repeatable).")
+@click.option("--workers", type=click.IntRange(1, 64), default=None, help="Worker processes (default: the cores).")
+@click.option("--allow", multiple=True, metavar="CIDR",
+              help="Also accept TCP clients from these networks (loopback always; as spamd's -A).")
+@click.option("--user-models", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="`User: alice` scores with and learns into DIR/alice.nbm.")
+@click.option("--min-learns", type=click.IntRange(min=0), default=SERVE.min_learns, show_default=True,
+              help="Messages of each class a user's model must have learned before it scores that user's mail "
+                   "(until then the global model does).")
+@click.option("--max-size", default=str(SERVE.max_size), show_default=True, metavar="SIZE",
+              help="Largest message accepted (K, M suffixes); a larger one gets an error reply.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=SERVE.timeout, show_default=True,
+              metavar="SECONDS", help="Time a client has to send its request (and to read the reply).")
+@click.option("--max-connections", type=click.IntRange(min=1), default=SERVE.max_connections, show_default=True,
+              help="Open connections per worker; more wait in the listen queue.")
+@click.option("--socket-mode", default=None, metavar="MODE",
+              help="Permissions of unix sockets, in octal (default: as the umask leaves them).")
+@quiet_option
+def serve(model_path, quiet, **kw):
+    """Run a filter daemon for mail servers: spamd's protocol (spamc) and HTTP/JSON (rspamd's).
+
+    Loads the model once and answers over sockets until SIGTERM; SIGHUP reads the models
+    again (a changed model file is read again by itself). Logs a line per request on stderr
+    (-q: errors only). docs/serve.md has the protocols, the recipes and the figures.
+
+    \b
+    Examples:
+      nbtext serve -m spam.nbm --spamd 127.0.0.1:783
+      spamc -c < message.eml; echo $?                 # 1: spam, 0: ham
+      nbtext serve -m spam.nbm --spamd unix:/run/nbtext/spamd.sock --http 127.0.0.1:11333 \\
+          --user-models /var/lib/nbtext/users
+    """
+    from .serve.command import run
+
+    return run(model_path, quiet=quiet, **kw)
 
 
 @cli.command(context_settings=CONTEXT)

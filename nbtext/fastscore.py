@@ -101,6 +101,12 @@ class FastScorer:
                 unknown += n
             else:
                 ids[tid], names[tid] = n, t
+        return self.contributions_of(ids, names, unknown)
+
+    def contributions_of(self, ids: dict[int, int], names: dict[int, str], unknown: int) -> tuple:
+        """contributions() of a document already counted: its known tokens' ids and occurrences
+        (in the order the tokens were first seen: the sums are taken in that order), their
+        names, and the count of unknown occurrences (nbtext.serve counts with the kernel)."""
         contrib = {names[tid]: [x * w for w in self.token_weights(tid)]
                    for tid, x in self.variant.values(self.settings, ids).items()}
         return self.bias(), contrib, unknown, sum(ids.values())
@@ -113,30 +119,39 @@ class FastScorer:
                 jll[c] += v
         return jll
 
-
     def explain(self, data: bytes | str, n: int) -> dict:
         """The verdict with the n tokens pushing hardest for and against it (nbtext.explain)."""
-        from .explain import explain_rows, explanation
-
         if len(data) > LARGE_DOCUMENT:
+            from .explain import explain_rows
+
             model, batch, probs = self.as_predict(data)
             label, unsure = decide(self.classes, self.decision, probs)
-            why = explain_rows(model, batch, [probs], [label], n)[0]
-        else:
-            bias, contrib, unknown, known = self.contributions(self.tokenizer(data))
-            probs = calibrated(self.decision, self._summed(bias, contrib), known)
-            label, unsure = decide(self.classes, self.decision, probs)
-            why = explanation(self.classes.index(label), bias, contrib, unknown, n)
-        return {"label": label, "probability": probs[self.classes.index(label)], "unsure": unsure, "scores": probs,
-                **why}
+            return {"label": label, "probability": probs[self.classes.index(label)], "unsure": unsure,
+                    "scores": probs, **explain_rows(model, batch, [probs], [label], n)[0]}
+        return self.explained(self.contributions(self.tokenizer(data)), n)
+
+    def explained(self, contributions: tuple, n: int) -> dict:
+        """explain() of a document's contributions()."""
+        from .explain import explanation
+
+        bias, contrib, unknown, _ = contributions
+        label, prob, unsure, probs = self.verdict(contributions)
+        k = self.classes.index(label)
+        return {"label": label, "probability": prob, "unsure": unsure, "scores": probs,
+                **explanation(k, bias, contrib, unknown, n)}
 
     def score(self, data: bytes | str) -> tuple[str, float, bool, list[float]]:
         """(label, probability of that label, unsure, all posteriors) for one document."""
         if len(data) > LARGE_DOCUMENT:
             probs = self.as_predict(data)[2]
-        else:
-            bias, contrib, _, known = self.contributions(self.tokenizer(data))
-            probs = calibrated(self.decision, self._summed(bias, contrib), known)
+            label, unsure = decide(self.classes, self.decision, probs)
+            return label, probs[self.classes.index(label)], unsure, probs
+        return self.verdict(self.contributions(self.tokenizer(data)))
+
+    def verdict(self, contributions: tuple) -> tuple[str, float, bool, list[float]]:
+        """score() of a document's contributions()."""
+        bias, contrib, _, known = contributions
+        probs = calibrated(self.decision, self._summed(bias, contrib), known)
         label, unsure = decide(self.classes, self.decision, probs)
         return label, probs[self.classes.index(label)], unsure, probs
 

@@ -102,14 +102,53 @@ def merge(models: list[tuple[str, Model]], disjoint: bool = False) -> Model:
 
 def learn_in_place(model_path: str, docs: Iterable[Document], label: str, forget: bool = False) -> tuple[int, int]:
     """Load, learn or forget, save: under the model's lock, so concurrent runs lose nothing."""
+    result = learn_each_in_place(model_path, [(docs, label, forget)])[0]
+    if isinstance(result, NbtextError):
+        raise result
+    return result
+
+
+def learned_as(model: Model, data: bytes | str) -> str | None:
+    """The class a document was learned as (by the ledger), or None."""
+    return next((c for c in model.classes if digest(c, data) in model.ledger), None)
+
+
+def learn_each_in_place(model_path: str, requests: list[tuple], new_model=None, relearn: bool = False) -> list:
+    """Several learns and forgets, each (docs, label, forget), in one load and one save under
+    the model's lock. Each gets (changed, skipped), or the NbtextError that refused it and
+    changed nothing (a forget of a document never learned), as learn() says; a label of None
+    with forget is the class the ledger has the document as (spamd's "Remove: local" names
+    none). ``new_model``: makes the model where the file does not exist yet (the daemon's
+    per-user models, created by their first learn); without it, a missing file is an error.
+    ``relearn``: a document learned under another class is first forgotten there (a user's
+    correction, as SpamAssassin's learning moves a message from spam to ham)."""
+    import os
+
     from . import store
 
     with store.locked(model_path):
-        model = store.load(model_path)
-        changed, skipped = learn(model, docs, label, forget)
-        if changed:
+        model = new_model() if new_model is not None and not os.path.exists(model_path) else store.load(model_path)
+        results: list = []
+        for docs, label, forget in requests:
+            try:
+                if label is None:
+                    docs = list(docs)
+                    label = learned_as(model, docs[0].data) if len(docs) == 1 else None
+                    if label is None:
+                        raise NbtextError(f"{docs[0].id if docs else 'the document'}: was never learned, "
+                                          "so it cannot be forgotten")
+                if relearn and not forget:
+                    docs = list(docs)
+                    for d in docs:
+                        other = learned_as(model, d.data)
+                        if other not in (None, label):
+                            learn(model, [d], other, forget=True)
+                results.append(learn(model, docs, label, forget))
+            except NbtextError as e:
+                results.append(e)
+        if any(isinstance(r, tuple) and r[0] for r in results):
             store.save(model, model_path)
-    return changed, skipped
+    return results
 
 
 def merge_files(output: str, paths: list[str], disjoint: bool = False) -> Model:

@@ -157,10 +157,13 @@ def quick_classify(argv: list[str], model_path: str | None = None) -> int | None
     return finish(lambda: run_classify(ask), 3 if ask.exit_code else 1)
 
 
-def with_headers(data: bytes, label: str, prob: float, spamicity: float | None = None) -> bytes:
+def with_headers(data: bytes, label: str, prob: float, spamicity: float | None = None,
+                 more: tuple[str, ...] = ()) -> bytes:
     """The message with X-Nbtext-Class/-Score headers added at the end of its header block
     (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail; and for a
-    two-class model X-Nbtext-Spamicity, P(positive), as bogofilter's X-Bogosity carries it.
+    two-class model X-Nbtext-Spamicity, P(positive), as bogofilter's X-Bogosity carries it;
+    ``more``: further header lines added after them, replacing fields of the same names (the
+    daemon's SpamAssassin-style X-Spam-* fields).
 
     The header block is every line before the first empty one, or the whole message when it
     has none (a blank line is then added); a line ends in LF, CRLF or a bare CR (mail from
@@ -183,13 +186,16 @@ def with_headers(data: bytes, label: str, prob: float, spamicity: float | None =
     if lines and not lines[-1].endswith((b"\n", b"\r")):
         lines[-1] += nl
     kept, skip = [], False
+    replaced = (b"x-nbtext-class:", b"x-nbtext-score:", b"x-nbtext-spamicity:") + tuple(
+        h.split(":")[0].lower().encode() + b":" for h in more)
     for ln in lines:
         if ln[:1] in (b" ", b"\t") and skip:
             continue  # a folded continuation of a header being replaced
-        skip = ln.lower().startswith((b"x-nbtext-class:", b"x-nbtext-score:", b"x-nbtext-spamicity:"))
+        skip = ln.lower().startswith(replaced)
         if not skip:
             kept.append(ln)
     kept += [f"X-Nbtext-Class: {label}".encode() + nl, f"X-Nbtext-Score: {prob:.6f}".encode() + nl]
     if spamicity is not None:
         kept.append(f"X-Nbtext-Spamicity: {spamicity:.6f}".encode() + nl)
+    kept += [h.encode() + nl for h in more]
     return b"".join(kept) + rest

@@ -1,0 +1,146 @@
+"""A model file as the daemon scores with it: `nbtext classify`'s scorer (nbtext.fastscore), kept.
+
+classify reads a model for one message; the daemon reads it once for many, so what classify
+does per message and could do once is done once here, and nothing else changes:
+
+- a message is counted as train and predict count it (nbtext.features.counting: the compiled
+  kernel where there is one), which gives its distinct tokens in the order classify's tokenizer
+  first yields them, each with its occurrences;
+- its tokens are found through the vocabulary's 64-bit key index (built once from the file's
+  vocabulary) and each hit is checked against the token's bytes, where classify searches the
+  front-coded vocabulary token by token;
+- a token's weights, computed by fastscore's own function, are kept (one float per class and
+  token, in an array made once), where classify computes them per message.
+
+The contributions then go through fastscore's own sums, calibration and decision in classify's
+order, so a verdict and its probability are classify's bit for bit (tests/test_serve.py holds
+them equal on real mail).
+"""
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass
+
+from ..errors import ModelFileError, NbtextError
+from ..fastscore import FastScorer
+from ..nb.decision import positive_of
+
+# spamd's and rspamd's clients read a score against a threshold on SpamAssassin's scale (a
+# required score of 5 by default; Exim's $spam_score_int is ten times the score): the
+# probability of the positive class times SCALE, against the model's threshold times SCALE.
+SCALE = 10.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str               # the verdict's class (classify's first column)
+    probability: float       # P(label) (classify's second column)
+    unsure: bool             # within the model's unsure band (classify --exit-code's 2)
+    spam: bool               # the positive class, and sure: what spamd's "Spam: True" says
+    p_positive: float        # P(positive class)
+    threshold: float         # the model's threshold on P(positive class)
+    explanation: dict | None = None  # nbtext.explain.explanation's, when asked for
+
+    @property
+    def score(self) -> float:
+        return self.p_positive * SCALE
+
+    @property
+    def required(self) -> float:
+        return self.threshold * SCALE
+
+    @property
+    def shown_label(self) -> str:
+        """The label as classify --passthrough writes it in X-Nbtext-Class."""
+        return "unsure" if self.unsure else self.label
+
+
+class ServedModel(FastScorer):
+    """FastScorer for a long-lived process: the same verdicts, without per-message lookups."""
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        if len(self.classes) != 2:
+            raise NbtextError(f"{path}: serve needs a model of two classes (spam and ham); this one has "
+                              f"{len(self.classes)} ({', '.join(self.classes)})")
+        self.path = path
+        self.positive = positive_of(self.classes, self.decision.positive)
+        self.index = self._key_index()
+        k = len(self.classes)
+        self._weights = array("d", [math.nan]) * (self.n_features * k)
+
+    def _key_index(self):
+        """The vocabulary's key -> id index, or None where two tokens share a key (then the
+        in-place search of the file is used, as classify's)."""
+        from ..features.vocabulary import Vocabulary, token_spans
+        from ..store.vocabfile import SortedVocabulary, VocabularyError, check_tokens, front_decode
+
+        if isinstance(self.vocab, SortedVocabulary):
+            blob = front_decode(self.vocab.fc, self.vocab.block)
+        else:  # (format 1: the tokens in id order)
+            blob = bytes(self.vocab.blob)
+        if blob.count(0) != self.n_features:
+            raise ModelFileError(f"{self.path}: corrupt model file (the vocabulary does not match its size)")
+        try:  # (read whole here, it is checked whole, as store.load checks it)
+            check_tokens(blob, ordered=isinstance(self.vocab, SortedVocabulary))
+        except VocabularyError as e:
+            raise ModelFileError(f"{self.path}: corrupt model file ({e})") from None
+        index = Vocabulary.from_encoded(blob)
+        if len(index) != self.n_features:
+            return None
+        self._blob = blob
+        self._starts, self._lengths = token_spans(blob)
+        return index
+
+    @property
+    def learned(self) -> dict[str, int]:
+        """Documents learned per class."""
+        return dict(zip(self.classes, (int(n) for n in self.class_count)))
+
+    def token_weights(self, tid: int) -> array:
+        k = len(self.classes)
+        w = self._weights[tid * k:(tid + 1) * k]
+        if w[0] != w[0]:  # (NaN: not computed yet)
+            w = array("d", super().token_weights(tid))
+            self._weights[tid * k:(tid + 1) * k] = w
+        return w
+
+    def counted_contributions(self, data: bytes) -> tuple:
+        """fastscore's contributions() of one message, counted by nbtext.features.counting."""
+        from ..features.counting import count_documents
+
+        batch = count_documents([data], self.tokenizer.settings)
+        tokens = batch.blob.split(b"\x00")
+        rows = batch.rows
+        cols = rows.indices[rows.indptr[0]:rows.indptr[1]].tolist()  # (sorted: first-seen order)
+        counts = rows.data[rows.indptr[0]:rows.indptr[1]].tolist()
+        if self.index is None:
+            found = self.vocab.token_ids(tokens[j] for j in cols)
+            tids = [found.get(tokens[j], -1) for j in cols]
+            starts = lengths = tids
+        else:
+            found = self.index.find_keys(batch.keys[cols]) if cols else self._starts[:0]
+            tids = found.tolist()
+            starts, lengths = self._starts[found].tolist(), self._lengths[found].tolist()
+        blob = self._blob if self.index is not None else None
+        ids: dict[int, int] = {}
+        names: dict[int, str] = {}
+        unknown = 0
+        for j, n, tid, start, length in zip(cols, counts, tids, starts, lengths):
+            token = tokens[j]
+            # (a key is a 64-bit hash: a hit is the token only when its bytes are)
+            if tid >= 0 and (blob is None or (length == len(token) and blob[start:start + length] == token)):
+                ids[tid], names[tid] = int(n), token.decode("utf-8", "surrogatepass")
+            else:
+                unknown += int(n)
+        return self.contributions_of(ids, names, unknown)
+
+    def judge(self, data: bytes, explain: int = 0) -> Verdict:
+        """The verdict on one message, with the ``explain`` tokens that pushed hardest each way."""
+        contributions = self.counted_contributions(data)
+        label, prob, unsure, probs = self.verdict(contributions)
+        why = self.explained(contributions, explain) if explain else None
+        p = probs[self.classes.index(self.positive)]
+        return Verdict(label, prob, unsure, label == self.positive and not unsure, p,
+                       self.decision.threshold, why)
