@@ -20,13 +20,15 @@ unset or empty, the kernel when it was built, else Python; "python", Python; "c"
 from __future__ import annotations
 
 import os
-from functools import partial
+from dataclasses import dataclass
+from functools import cache, partial
 from types import ModuleType
+from typing import Callable
 
 import numpy as np
 
 from ..errors import NbtextError
-from ..settings import TokenizerSettings
+from ..settings import MAIL_RULES, TokenizerSettings
 
 CHOICES = ("", "c", "python")
 
@@ -50,27 +52,48 @@ def compiled() -> ModuleType | None:
             raise NbtextError("NBTEXT_KERNEL=c, but nbtext's compiled kernel was not built "
                               "(reinstall nbtext where a C compiler is found)") from None
         return None
-    return _kernel
+    return configured(_kernel)
 
 
-# mail_rules_off as the bits nbtext/_mail.c reads (OFF_* there)
-MAIL_OFF_BITS = {"headers": 1, "header-names": 2, "received": 4, "recipients": 8, "decode": 16, "html": 32,
-                 "urls": 64, "mime": 128}
+# mail_rules_off as the bits the kernel's mail rules read: a bit a rule, in MAIL_RULES's order
+MAIL_OFF_BITS = {rule: 1 << i for i, rule in enumerate(MAIL_RULES)}
 
 
-def mail_helpers(settings: TokenizerSettings) -> tuple:
-    """What nbtext/_mail.c calls back where the reference calls a library: the same functions
-    (charsets, HTML that is not ASCII, quoted-printable, base64 as get_payload decodes them,
-    entities), mail_rules_off for html_to_text, and the reference's tokens of a header field
-    whose value it does not read (mail.field_tokens: 8-bit bytes, RFC 2047 words)."""
+@cache
+def configured(kernel: ModuleType) -> ModuleType:
+    """The kernel, its mail rules given their limits and rule bits (once) from their one
+    definition here in Python (text.mail.KERNEL_LIMITS, MAIL_OFF_BITS)."""
+    from ..text.mail import KERNEL_LIMITS
+
+    kernel.configure(KERNEL_LIMITS, MAIL_OFF_BITS)
+    return kernel
+
+
+@dataclass(frozen=True)
+class MailHelpers:
+    """What the kernel's mail rules call back where the reference calls a library, read by name."""
+
+    decode_bytes: Callable  # the charset: text.mail.decode_bytes
+    html_to_text: Callable  # HTML that is not one byte a character: text.mail.html_to_text
+    a2b_qp: Callable  # quoted-printable, as get_payload(decode=True)
+    decode_b: Callable  # base64, as get_payload(decode=True)
+    rules_off: frozenset  # mail_rules_off, for html_to_text
+    unescape: Callable  # entities the C does not read: html.unescape
+    field_tokens: Callable  # a header field whose value the C does not read (8-bit, RFC 2047)
+
+
+def mail_helpers(settings: TokenizerSettings) -> MailHelpers:
+    """The kernel's mail helpers: the reference's own functions, and the reference's tokens of a
+    header field whose value the kernel does not read (mail.field_tokens)."""
     import binascii
     import html
     from email.message import decode_b  # (what get_payload(decode=True) calls for base64)
 
     from ..text.mail import decode_bytes, field_tokens, html_to_text
 
-    return (decode_bytes, html_to_text, binascii.a2b_qp, decode_b, settings.mail_rules_off, html.unescape,
-            partial(field_tokens, s=settings))
+    return MailHelpers(decode_bytes=decode_bytes, html_to_text=html_to_text, a2b_qp=binascii.a2b_qp,
+                       decode_b=decode_b, rules_off=settings.mail_rules_off, unescape=html.unescape,
+                       field_tokens=partial(field_tokens, s=settings))
 
 
 def mail_parts(kernel: ModuleType, tokenizer):
