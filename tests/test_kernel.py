@@ -107,7 +107,7 @@ def test_the_kernel_counts_mail_shaped_garbage_as_python_does(datas, s):
 @pytest.mark.slow
 def test_the_kernel_reads_each_character_between_words_as_python_does():
     """Where a run of text holds a non-ASCII character, the kernel reads its words itself only
-    when each such character is one of a few separators (_kernel.c: is_separator_cp), else the
+    when each such character is one of a few separators (nbtext/_c/tokenize.c: is_separator_cp), else the
     run goes back to Python's words(). Every character from U+0080 to U+30FF, between and
     inside ASCII words, lower-cased or not: the same tokens as Python's."""
     compiled()
@@ -606,7 +606,7 @@ FUZZ = textwrap.dedent('''
     rng = random.Random(int(sys.argv[3]))
     seeds = [open(p, "rb").read() for p in sys.argv[4:]]
     alphabet = "aZ_09$'.-’€ßﬁKİσé中かな\\u0301\\u00a0 \\t\\n\\r<>@:/=?&%"
-    # (pieces aimed at the kernel's mail rules, nbtext/_mail.c)
+    # (pieces aimed at the kernel's mail rules, nbtext/_c/mail*.c)
     MAILY = [b"\\nContent-Type: text/html; charset=utf-8\\n", b"\\nContent-Type: text/plain; name=\\"a.b\\"\\n",
              b"\\nContent-Transfer-Encoding: base64\\n", b"\\nContent-Transfer-Encoding: quoted-printable\\n",
              b"\\nFrom: a@b.c <x@y.z>\\n", b"\\nReceived: from a.bb.c1 by x.yy\\n", b"\\nMessage-ID: <a@b>\\n",
@@ -797,7 +797,7 @@ def test_the_kernel_under_address_sanitizer(tmp_path):
     print("fuzz iterations:", r.stdout.strip())
 
 
-# -- the mail rules in C (nbtext/_mail.c) ---------------------------------------------------------
+# -- the mail rules in C (nbtext/_c/mail*.c) ------------------------------------------------------
 
 MAIL_SETTINGS = [
     TokenizerSettings(),
@@ -977,7 +977,7 @@ HTML_PIECES = st.sampled_from([
     "\xa0", "\x85", "\xe9", "\xdf", "\xaa", "\xb2", "\xb5", "\xc0", "\xff", "\xa0href=http://a.b", "\xe9href=http://a.b",
     "href\xa0=\xa0'http://a.b'", "<p\xe9>", "<br\xa0>", "</style\xa0>", "<style\xb2>", "\xaaalt='x'", "alt=\x85'\xe9'",
     "href=http://a.b/\xe9", "<td\xe9" + "\xe9" * 1999 + ">", "\u0131", "<\u017ftyle>", "hre\u0131=x",
-    # character references: those the kernel reads itself (nbtext/_mail.c simple_ref) and their
+    # character references: those the kernel reads itself (nbtext/_c/mail_html.c simple_ref) and their
     # near misses, which html.unescape reads (other names, no ";", code points it replaces or drops)
     "&nbsp;", "&quot;", "&apos;", "&copy;", "&reg;", "&#39;", "&#x27;", "&#X41;", "&#160;", "&#255;", "&#126;",
     "&#32;", "&#0039;", "&#00039;", "&#65", "&amp", "&ampx;", "&AMP;", "&#150;", "&#127;", "&#159;", "&#31;",

@@ -64,10 +64,9 @@ static size_t shared_from(const Tokens *t, int64_t x, int64_t y, size_t d, size_
  * their order, as numpy's lexsort in vocabfile._byte_order keeps them. Each range of ids that
  * share d bytes is dealt into buckets by byte d (a counting sort: stable), the ranges kept on a
  * heap stack rather than by recursion (a stranger's model file may hold long shared prefixes).
- * It reads each token's bytes a few times, where a merge sort compared 19 times per token
- * through the namespaces' long shared prefixes ("subject:", "url:path:"): spamassassin-2002's
- * vocabulary in first-seen order, 0.16-0.22 -> ~0.06 s. Returns -1 (MemoryError set) when
- * the stack cannot grow. */
+ * It reads each token's bytes a few times, where a comparison sort reads the namespaces' long
+ * shared prefixes ("subject:", "url:path:") at every comparison (docs/kernel.md has the
+ * figures). Returns -1 (MemoryError set) when the stack cannot grow. */
 static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
 {
     size_t cap = 256, top = 0;
@@ -239,12 +238,10 @@ done:
     return result;
 }
 
-/* nbtext/_mail.c: the mail rules for the common message */
 /* front_decode(fc, block) -> bytes: vocabfile.front_decode_numpy in one pass (the reference:
  * the same tokens, or the same ValueError, checked in the same order). fc is a model file's,
  * a stranger's: every entry's prefix is checked against the token before it before a byte is
- * copied. Loading spamassassin-2002's model decoded its 441,690 tokens with numpy in 0.09 s,
- * half of what loading took. */
+ * copied. One pass, where numpy's block-row decode is most of loading a model. */
 PyObject *kernel_front_decode(PyObject *self, PyObject *args)
 {
     Py_buffer view;

@@ -15,11 +15,10 @@
  * same ids, and the same new tokens' bytes appended in the same order. The keys are kept in id
  * order in one array (8 bytes a token); an open-addressing table (linear probing) of 32-bit
  * slots, each 0 (empty) or an id + 1, finds them (its size any whole number, kept at a load
- * of at most 0.7: 5.7 to 11.4 bytes a token while it doubles, 6 when built at once). Doubled
- * rather than grown by half, it is rebuilt half as often: train's parent on spamassassin-2002,
- * its chunks' 907,311 lookups and the rebuilds, 1,390,851 -> 925,692 probes past the first
- * and 37 -> 31 ms measured apart; 64-bit slots holding a fingerprint of the key, which passes
- * other keys' slots without reading their keys, took 42-45 ms (twice the slots' bytes).
+ * of at most 0.7: 5.7 to 11.4 bytes a token while it doubles, 6 when built at once). It
+ * doubles rather than grows by half, so that it is rebuilt half as often; its slots hold the
+ * id alone, as slots twice as wide with a fingerprint of the key cost more in bytes than they
+ * save in probes (docs/kernel.md, "Figures behind the kernel's choices").
  *
  * A key's first slot comes from the key mixed with a per-index random seed (given by the
  * caller, from os.urandom). A token's key is a public function of its bytes (FNV-1a, then
@@ -68,8 +67,7 @@ static inline size_t ki_probe(KeyIndex *x, uint64_t key)
  * there) in arrays larger than a core's cache, and waited on memory for each. So the homes of
  * the keys KI_AHEAD ahead are computed and their slots fetched early, and half as far ahead
  * the keys of the ids found there (hints only: a slot filled in between just misses; the
- * lookup itself reads everything again). spamassassin-2002's train gives its parent's
- * vocabulary 907,311 lookups. */
+ * lookup itself reads everything again). */
 #define KI_AHEAD 16
 
 typedef struct {
@@ -222,8 +220,7 @@ static PyObject *KeyIndex_extend(KeyIndex *x, PyObject *args)
     const unsigned char *b = bv.buf;
     size_t len = (size_t)bv.len, nuls = 0;
     /* where each token ends (past its NUL), found once: the bytes of the new ones are then
-     * copied without looking for their ends again (three memchr passes over each chunk's
-     * tokens were a third of this call) */
+     * copied without looking for their ends again */
     size_t *ends = PyMem_Malloc((m ? m : 1) * sizeof *ends);
     if (!ends) {
         PyErr_NoMemory();

@@ -1,20 +1,21 @@
-/* nbtext._kernel.mail_parts: the mail rules of nbtext.text.mail for the common message, in C.
+/* nbtext._kernel.mail_parts: the mail rules of nbtext.text.mail for the common message, in C
+ * (mail_api.h is the interface; mail.h what the mail_*.c files share).
  *
- * mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, off, helpers) gives what
- * nbtext.text.mail.mail_parts gives for a message (its tokens and its texts), or None: "not
- * mine", and Python reads that message as before. nbtext.text.mail is the reference; this
- * file takes only what it reproduces exactly (tests/test_kernel.py checks parity):
+ * mail_parts gives what nbtext.text.mail.mail_parts gives for a message (its tokens and its
+ * texts), or None: "not mine", and Python reads that message. nbtext.text.mail is the
+ * reference; these files take only what they reproduce exactly (tests/test_kernel.py checks
+ * parity), each step in its own file:
  *
- *  - the header block when parse_message's shortcut would take it (plain field lines ending
- *    in a blank line, CRs only in CRLFs) and the message is not multipart or message (any subtype);
- *  - every header rule, for the fields it reads, when their values are ASCII, hold no NUL
- *    and no "=?" (RFC 2047 words go to Python);
- *  - the body: Content-Type and Content-Disposition parameters as compat32's get_param reads
- *    them (values of at most mail_limits.params characters, without a backslash or a "*"),
- *    the transfer decoding by the very functions email's get_payload(decode=True) calls
- *    (binascii.a2b_qp; email._encoded_words.decode_b), the charset by mail.decode_bytes and
- *    HTML by mail.html_to_text (helpers, called from here), then URL_RE and url_tokens here
- *    (a URL with a non-ASCII character: not mine).
+ *  - mail_headers.c: the header block when parse_message's shortcut would take it (plain field
+ *    lines ending in a blank line, CRs only in CRLFs), and every header rule; a field whose
+ *    value holds 8-bit bytes, a NUL or "=?" (RFC 2047) goes to the reference's field_tokens;
+ *  - mail_mime.c: a single-part body or a multipart one level deep as the standard parser cuts
+ *    it, the Content-Type and Content-Disposition parameters as compat32's get_param reads them
+ *    (at most mail_limits.params characters, without a backslash or a "*"), the transfer
+ *    decoding by the very functions email's get_payload(decode=True) calls, the charset by
+ *    mail.decode_bytes (the helpers, called from here);
+ *  - mail_html.c: html_to_text of text of one byte a character (wider: mail.html_to_text);
+ *  - mail_urls.c: URL_RE and url_tokens (a URL with a non-ASCII character: not mine).
  *
  * The input is a stranger's mail: every index is checked against its buffer's length, every
  * scan is linear (no pattern is retried from every start: each is run as a single pass, as
@@ -176,25 +177,31 @@ int mail_configured(void)
     return configured;
 }
 
+static const char *HELPER_NAMES[] = {"decode_bytes", "html_to_text", "a2b_qp", "decode_b", "rules_off", "unescape",
+                                     "field_tokens"};
+#define N_HELPERS (sizeof HELPER_NAMES / sizeof HELPER_NAMES[0])
+
+/* The helpers' members, in HELPER_NAMES's order */
+static PyObject **helper_slot(MailHelpers *h, size_t i)
+{
+    PyObject **slots[] = {&h->decode_bytes, &h->html_to_text, &h->a2b_qp, &h->decode_b, &h->rules_off,
+                          &h->unescape, &h->field_tokens};
+    return slots[i];
+}
+
 /* The helpers' attributes by name, new references (0), or -1 naming the one missing */
 static int helpers_of(PyObject *o, MailHelpers *h)
 {
-    static const char *names[] = {"decode_bytes", "html_to_text", "a2b_qp", "decode_b", "rules_off", "unescape",
-                                  "field_tokens"};
-    PyObject **slots[] = {&h->decode_bytes, &h->html_to_text, &h->a2b_qp, &h->decode_b, &h->rules_off,
-                          &h->unescape, &h->field_tokens};
-    for (size_t i = 0; i < 7; i++)
-        if (!(*slots[i] = PyObject_GetAttrString(o, names[i])))
+    for (size_t i = 0; i < N_HELPERS; i++)
+        if (!(*helper_slot(h, i) = PyObject_GetAttrString(o, HELPER_NAMES[i])))
             return -1;
     return 0;
 }
 
 static void helpers_free(MailHelpers *h)
 {
-    PyObject **slots[] = {&h->decode_bytes, &h->html_to_text, &h->a2b_qp, &h->decode_b, &h->rules_off,
-                          &h->unescape, &h->field_tokens};
-    for (size_t i = 0; i < 7; i++)
-        Py_CLEAR(*slots[i]);
+    for (size_t i = 0; i < N_HELPERS; i++)
+        Py_CLEAR(*helper_slot(h, i));
 }
 
 /* mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, helpers) -> (tokens, texts)

@@ -71,8 +71,8 @@ static int simple_ref(const unsigned char *s, size_t n, size_t i, size_t *len)
 }
 
 /* html.unescape of Latin-1 s[0:n] (unescape: Python's html.unescape, called only when there
- * is an "&" that is not one of the simple references, which are read here as it reads them:
- * 1,158 calls on spamassassin-2002, 7 ms): a new str. */
+ * is an "&" that is not one of the simple references, which are read here as it reads them,
+ * so that the common text needs no call into Python): a new str. */
 static PyObject *unescaped(const unsigned char *s, size_t n, PyObject *unescape)
 {
     if (!memchr(s, '&', n))
@@ -130,8 +130,8 @@ static size_t past_equals(const unsigned char *s, size_t n, size_t p)
     return p;
 }
 
-/* HREF_RE = (?is)(?=[hsa])\b(?:href|src|action)\s*=\s*["']?([^"'\s>]{1,2000}) and
- * ALT_RE = (?is)(?=a)\balt\s*=\s*["']([^"']{0,500})["'] at s[i]: the end of the match and
+/* HREF_RE = (?is)(?=[hsa])\b(?:href|src|action)\s*=\s*["']?([^"'\s>]{1,URL_MAX}) and
+ * ALT_RE = (?is)(?=a)\balt\s*=\s*["']([^"']{0,ALT_MAX})["'] at s[i] (mail_limits' url_run and alt_run): the end of the match and
  * group 1 in [*a, *b), or 0. */
 static size_t href_at(const unsigned char *s, size_t n, size_t i, size_t *a, size_t *b)
 {

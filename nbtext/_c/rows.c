@@ -138,8 +138,8 @@ done:
  * conversion numpy's astype makes), out_indices each entry's column's place among those columns
  * (int32 or int64, by the itemsize), out_indptr the rows' starts; returns the columns, sorted
  * (bytes of int64). One pass marks the columns in a scratch array as wide as the matrix, one
- * numbers them, one writes the rows, where numpy's selection, float64 copy and numbering took
- * five (a calibration fold of spamassassin-2002's sample, in-process: 8 -> 3.6 ms). Every row
+ * numbers them, one writes the rows, where numpy's selection, float64 copy and numbering take
+ * five. Every row
  * number, row start and column is checked before it is used; ValueError where one is out of
  * range. */
 PyObject *kernel_own_columns(PyObject *self, PyObject *args)
@@ -194,10 +194,9 @@ PyObject *kernel_own_columns(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "own_columns: the output is not the rows' size");
         goto done;
     }
-    /* The columns held, as bits (a bit a column: 55 KB for spamassassin-2002's 441,690 tokens,
-     * which the cache holds, where a number a column took 1.8 MB to clear, mark and scan
-     * each fold), then each one's new number: the marked columns before it (the words'
-     * running counts, and the bits below it in its own word). The same numbers. */
+    /* The columns held, as bits (a bit a column, which a core's cache holds for a real
+     * vocabulary, where a number a column does not), then each one's new number: the marked
+     * columns before it (the words' running counts, and the bits below it in its own word). */
     size_t words = ((size_t)width + 63) / 64;
     bits = PyMem_Calloc(words ? words : 1, sizeof *bits);
     where = PyMem_Malloc((words ? words : 1) * sizeof *where);
@@ -319,8 +318,8 @@ done:
  * int32, by its size). Into counts that are not zero (nbtext.nb.counts.Counts.add_whole), the
  * values added where they are: exact for whole numbers, as every sum stays below 2**53. The
  * caller sees that a count of int32 cannot pass 2**31.
- * Without the one cell number a entry (int64) that numpy's way makes first: 3.9 MB of a
- * calibration fold's peak at 16 copies of spamassassin-2002. False, with the outputs partly
+ * Without the cell number an entry (int64) that numpy's way makes first, which sets a
+ * calibration fold's peak memory on a large corpus. False, with the outputs partly
  * written, where a group is not below k or a column is past out's rows; every row start is
  * checked before any entry is read. */
 PyObject *kernel_group_sums(PyObject *self, PyObject *args)

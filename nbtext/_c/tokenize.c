@@ -1,4 +1,5 @@
-/* nbtext._kernel: words, word n-grams, character n-grams, 64-bit token keys and counting, in C.
+/* nbtext's compiled kernel: words, word n-grams, character n-grams, 64-bit token keys and counting
+ * (tokenize.h is the interface).
  *
  * The compiled half of nbtext.features.kernel (read that module's docstring first). A Counter
  * counts a chunk of documents as nbtext.features.counting.Batch.of_tokens counts the pure-Python
@@ -38,7 +39,7 @@ typedef struct {
     PyObject *fallback;     /* text -> list of words (nbtext.text.words.words) */
     /* the chunk's distinct tokens: an open-addressing table of key -> column, each slot's key
      * and column side by side (a probe reads one cache line, not one in each of two arrays:
-     * the table outgrows the cache, and its misses were a fifth of counting's time) */
+     * the table outgrows the cache, and its misses are much of counting's time) */
     Slot *slots;            /* col -1: an empty slot */
     size_t tcap;            /* a power of two */
     uint64_t seed0, seed1;  /* a key's first slot: the key mixed with these (os.urandom's) */
@@ -363,8 +364,8 @@ static int is_separator_cp(uint32_t cp)
 
 /* Whether every non-ASCII character of the (valid) UTF-8 run u[a:b] is a separator
  * (is_separator_cp): then the run's words are its ASCII words (ascii_words, which reads
- * bytes from 0x80 up as separators), as Python's words() finds them. spamassassin-2002:
- * 5,588 of the 7,145 runs that went back to Python (a no-break space in 3,939 of them). */
+ * bytes from 0x80 up as separators), as Python's words() finds them: a run with a no-break
+ * space or typographic punctuation stays here. */
 static int separators_only(const unsigned char *u, size_t a, size_t b)
 {
     for (size_t i = a; i < b; i++) {

@@ -1,11 +1,11 @@
-"""The compiled kernel: a chunk of documents tokenized and counted in C (nbtext/_kernel.c).
+"""The compiled kernel: a chunk of documents tokenized and counted in C (nbtext/_c/).
 
 The pure-Python path (nbtext.text.tokenizer.Tokenizer, then Batch.of_tokens) is the reference;
 the kernel gives the same Batch: the same tokens in the same first-seen order, the same 64-bit
 keys and the same rows (tests/test_kernel.py checks on arbitrary bytes and on real mail; why C
 and not numba, and what each path costs: docs/kernel.md).
 
-The kernel reads the common message's mail rules itself (nbtext/_mail.c: a single-part message
+The kernel reads the common message's mail rules itself (nbtext/_c/mail*.c: a single-part message
 with a plain header block; mail_parts below) and says "not mine" for what it cannot read exactly
 as nbtext.text.mail does, which Python then reads (Tokenizer.parts). Then the kernel takes each
 document's tokens and texts and does the per-word work: the words of ASCII runs of
