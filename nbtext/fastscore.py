@@ -6,6 +6,12 @@ sections as memoryviews, finds each token in the file's sorted vocabulary, and c
 weights of the tokens the message has alone, with the formulas of nbtext.nb.weights (the ones
 the numpy estimators use) and the per-class sums the file stores (tests check the two paths
 agree to 1e-9).
+
+That composition costs a Python loop per distinct token and class, on a list that holds every
+token of the document with its n-grams; numpy's start-up is paid back once a document has
+enough of them. So a document of more than LARGE_DOCUMENT bytes is scored as predict scores it
+(nbtext.features.counting, with the compiled kernel when it is built, and the model's numpy
+weights: the same numbers to 1e-9), at predict's cost per byte (docs/hostile.md, issue 32).
 """
 from __future__ import annotations
 
@@ -16,10 +22,13 @@ from collections.abc import Iterable
 from .errors import ModelFileError, NbtextError
 from .nb import weights as F
 from .nb.decision import calibrated, decide
-from .store.codec import check_header, meta, summary
+from .store.codec import check_header, decode, meta, summary
 from .store.container import read_container, section
 from .store.vocabfile import VocabularyError, vocabulary_index
 from .text.tokenizer import Tokenizer
+
+
+LARGE_DOCUMENT = 64 * 1024  # bytes: past this, a document is scored as predict scores it
 
 
 class TableFile(Exception):
@@ -35,6 +44,7 @@ class FastScorer:
         header, payload = read_container(path)
         if header.get("kind") == "table":
             raise TableFile(header, payload)
+        self.file = (header, payload, path)  # (decoded whole for a large document only)
         try:
             tokenizer, self.settings, self.classes, self.class_count, self.decision = meta(header)
             self.tokenizer = Tokenizer(tokenizer)
@@ -106,18 +116,37 @@ class FastScorer:
 
     def explain(self, data: bytes | str, n: int) -> dict:
         """The verdict with the n tokens pushing hardest for and against it (nbtext.explain)."""
-        from .explain import explanation
+        from .explain import explain_rows, explanation
 
-        bias, contrib, unknown, known = self.contributions(self.tokenizer(data))
-        probs = calibrated(self.decision, self._summed(bias, contrib), known)
-        label, unsure = decide(self.classes, self.decision, probs)
-        k = self.classes.index(label)
-        return {"label": label, "probability": probs[k], "unsure": unsure, "scores": probs,
-                **explanation(k, bias, contrib, unknown, n)}
+        if len(data) > LARGE_DOCUMENT:
+            model, batch, probs = self.as_predict(data)
+            label, unsure = decide(self.classes, self.decision, probs)
+            why = explain_rows(model, batch, [probs], [label], n)[0]
+        else:
+            bias, contrib, unknown, known = self.contributions(self.tokenizer(data))
+            probs = calibrated(self.decision, self._summed(bias, contrib), known)
+            label, unsure = decide(self.classes, self.decision, probs)
+            why = explanation(self.classes.index(label), bias, contrib, unknown, n)
+        return {"label": label, "probability": probs[self.classes.index(label)], "unsure": unsure, "scores": probs,
+                **why}
 
     def score(self, data: bytes | str) -> tuple[str, float, bool, list[float]]:
         """(label, probability of that label, unsure, all posteriors) for one document."""
-        bias, contrib, _, known = self.contributions(self.tokenizer(data))
-        probs = calibrated(self.decision, self._summed(bias, contrib), known)
+        if len(data) > LARGE_DOCUMENT:
+            probs = self.as_predict(data)[2]
+        else:
+            bias, contrib, _, known = self.contributions(self.tokenizer(data))
+            probs = calibrated(self.decision, self._summed(bias, contrib), known)
         label, unsure = decide(self.classes, self.decision, probs)
         return label, probs[self.classes.index(label)], unsure, probs
+
+    def as_predict(self, data: bytes | str) -> tuple:
+        """(model, Batch, posteriors) of one document as predict computes them: the whole model
+        decoded, the document counted by nbtext.features.counting, numpy's weights (with this
+        scorer's decision, which a classify call may have overridden)."""
+        from .features.counting import count_documents
+
+        model = decode(*self.file)
+        model.decision = self.decision
+        batch = count_documents([data], model.tokenizer_settings)
+        return model, batch, [float(p) for p in model.proba(batch.onto(model.vocab, grow=False))[0]]

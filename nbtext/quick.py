@@ -161,20 +161,26 @@ def with_headers(data: bytes, label: str, prob: float, spamicity: float | None =
     (an existing X-Nbtext-* header is replaced), as bogofilter -p does for procmail; and for a
     two-class model X-Nbtext-Spamicity, P(positive), as bogofilter's X-Bogosity carries it.
 
-    The header block is every line before the first empty one ("\n" or "\r\n"), or the
-    whole message when it has none (a blank line is then added). The new headers end as the
+    The header block is every line before the first empty one, or the whole message when it
+    has none (a blank line is then added); a line ends in LF, CRLF or a bare CR (mail from
+    old Macs: its headers were once written after its body). The new headers end as the
     block's first line does: the body's line endings are no guide to the header block's (an
     LF header block with a CRLF body once had the headers written into its body). Every
     other byte is kept as it was."""
-    first = data.find(b"\n")
-    nl = b"\r\n" if first > 0 and data[first - 1:first] == b"\r" else b"\n"
-    if data.startswith((b"\n", b"\r\n")):
-        head, rest = b"", data  # no header fields: the blank line comes first
-    else:
-        ends = [i + 1 for i in (data.find(b"\n\n"), data.find(b"\n\r\n")) if i >= 0]
-        head, rest = (data[:min(ends)], data[min(ends):]) if ends else (data, nl)
-    lines = head.split(b"\n")
-    lines = [ln + b"\n" for ln in lines[:-1]] + ([lines[-1] + nl] if lines[-1] else [])
+    from .text.words import LINE
+
+    lines, pos, n = [], 0, len(data)
+    while pos < n:
+        end = LINE.match(data, pos).end()
+        if not data[pos:end].rstrip(b"\r\n"):
+            break  # the empty line: the body follows it
+        lines.append(data[pos:end])
+        pos = end
+    first = LINE.match(data).group()
+    nl = first[len(first.rstrip(b"\r\n")):] or b"\n"
+    rest = data[pos:] if pos < n else nl
+    if lines and not lines[-1].endswith((b"\n", b"\r")):
+        lines[-1] += nl
     kept, skip = [], False
     for ln in lines:
         if ln[:1] in (b" ", b"\t") and skip:

@@ -658,7 +658,7 @@ FUZZ = textwrap.dedent('''
                                    "&amp;", "&#1;", "http://", " ", "'", '"', "\\x00", "\\xa0", "\\xe9", "\\xff"])
                        for _ in range(rng.randrange(80)))
         got, found = k.html_text(text, rng.random() < 0.3, __import__("html").unescape) or (None, None)
-        k.looks_like_mail(rng.randbytes(rng.randrange(200)))
+        k.looks_like_mail(rng.randbytes(rng.randrange(200)), rng.randrange(60), frozenset([b"a", b"x"]))
         block = rng.choice([1, 2, 16])
         for data in (fc, bytes(b if rng.random() > 0.05 else rng.randrange(256) for b in fc), blob):
             try:
@@ -840,6 +840,7 @@ ODD_LINES = st.sampled_from([
     "Subject: =?utf-8?q?caf=C3=A9?=", "From: caf\xe9 <a@b.example>", "Content-Type: text/plain; charset*=utf-8''x",
     "Content-Type: multipart/mixed; boundary=b", "Content-Type: message/rfc822", "Content-Transfer-Encoding: x-uuencode",
     "Content-Type: text/plain; name=\"a\\b\"", " leading space", "no colon", "Subject: \x00",
+    "Subject : obsolete", "X-Empty:", "From\t: a@b.example", "not a field: at all", "\x0b",
 ])
 BODY_PIECES = st.sampled_from([
     "Hello world, don't e-mail $100. ", "http://www.Example.com/a/b?c=d&e=f#g ", "HTTPS://x.y/Z ", "www.foo.bar ",
@@ -923,17 +924,28 @@ def mail_parity(datas, s):
     return taken
 
 
-@pytest.mark.slow
-@settings(max_examples=200, deadline=None)
-@given(st.one_of(messages(), MAILISH, st.binary(max_size=300)).map(lambda b: b[:st_cut] if (st_cut := len(b) % 7) else b)
-       | st.lists(st.sampled_from([b"From x\n", b"a: b\n", b"a:b\n", b" c\n", b"\tc\r", b"\r\n", b" \n", b"x\n",
-                                  b"\x0b\n", b"::\n", b"a:\t\r\n", b"\xff: v\n"]), max_size=60).map(b"".join))
-def test_the_kernel_tells_mail_as_python_does(data):
-    from nbtext.text.words import looks_like_mail
+DETECTION_LINES = [b"From x\n", b"a: b\n", b"a:b\n", b" c\n", b"\tc\r", b"\r\n", b" \n", b"x\n", b"\x0b\n", b"::\n",
+                b"a:\t\r\n", b"\xff: v\n", b"X-Foo:\n", b"X-Foo:", b"a :b\n", b"a\t: b\r", b"a \n", b"a :\r\n",
+                b"From y\r\n", b"From z\r", b"a:\r", b"\n", b"\r", b"Subject: x\n", b"to :\tv\r\n", b"FROM: a\n",
+                b"Received:\n", b"X-Subject: b\n", b"Content-Transfer-Encoding: 7bit\r"]
 
-    assert compiled().looks_like_mail(data) is looks_like_mail(data)
-    assert compiled().looks_like_mail(b"x: 1\n" * 60 + data) is looks_like_mail(b"x: 1\n" * 60 + data)
-    assert compiled().looks_like_mail(b"x: 1\n" * 800 + data) is looks_like_mail(b"x: 1\n" * 800 + data)
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(messages(), MAILISH, st.binary(max_size=300)).map(lambda b: b[:st_cut] if (st_cut := len(b) % 7) else b)
+       | st.lists(st.sampled_from(DETECTION_LINES), max_size=60).map(b"".join))
+def test_the_kernel_tells_mail_as_python_does(data):
+    from nbtext.text.words import MAIL_FIELDS, MAIL_LINES, looks_like_mail
+
+    def c(data):
+        return compiled().looks_like_mail(data, MAIL_LINES, MAIL_FIELDS)
+
+    assert c(data) is looks_like_mail(data)
+    assert c(b"x: 1\n" * 60 + data) is looks_like_mail(b"x: 1\n" * 60 + data)
+    assert c(b"x: 1\n" * 800 + data) is looks_like_mail(b"x: 1\n" * 800 + data)
+    assert c(b"From a\nx:\n" + data) is looks_like_mail(b"From a\nx:\n" + data)
+    assert c(b"Date: today\n" + data) is looks_like_mail(b"Date: today\n" + data)
+    assert c(b"x: 1\r" * 49 + data) is looks_like_mail(b"x: 1\r" * 49 + data)
 
 
 @pytest.mark.slow

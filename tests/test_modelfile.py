@@ -155,8 +155,56 @@ def test_fast_scorer_agrees_with_numpy_path(tmp_path, variant, calibration):
     for text in (IIR_TEST, "Tokyo", "Macao Macao Beijing unknownword", "", "Tokyo Japan " * 50):
         want = m.log_proba(m.matrix([m.tokenizer(text)]))[0]
         np.testing.assert_allclose(fast.score(text)[3], np.exp(want), rtol=1e-9, atol=1e-15)
+        np.testing.assert_allclose(fast.as_predict(text)[2], np.exp(want), rtol=1e-9, atol=1e-15)
     assert fast.token_id("chinese") == store.load(str(path)).vocab.index["chinese"]
     assert fast.token_id("nowhere") is None
+
+
+def traced_peak(run) -> int:
+    """The most memory Python's allocator (and numpy's) held at once while ``run()`` ran."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.slow
+def test_classify_of_a_large_document_costs_what_predict_does(sample_model):
+    """Issue 32: classify of a 2 MB plain-text document took 8 times predict's time and 3 times
+    its memory (the pure-Python composition lists every token and n-gram, and loops over each
+    distinct one and class). Past fastscore.LARGE_DOCUMENT it is scored as predict scores it:
+    the same posteriors, and at most 1.5 times predict's peak of traced memory (the composition
+    held 6.5 times predict's with the kernel, on this document)."""
+    from nbtext.batch.score import score_chunks
+    from nbtext.fastscore import LARGE_DOCUMENT
+    from nbtext.read import Document
+
+    words = [f"w{i % 997}x{i % 13}" for i in range(100000)]
+    data = " ".join(words).encode()[:8 * LARGE_DOCUMENT]
+    fast = FastScorer(str(sample_model))
+    got = fast.score(data)
+    model = store.load(str(sample_model))
+    (_, proba), = score_chunks(model, [Document("big", data)])
+    assert got[3] == [float(p) for p in proba[0]]
+    # --explain too: the tokens the composition ranks so, with the same weights to 1e-9 (which of
+    # two tokens of equal weight comes first may differ in the last bit)
+    from nbtext.explain import explanation
+
+    why = fast.explain(data, 5)
+    bias, contrib, unknown, _ = fast.contributions(fast.tokenizer(data))
+    composed = explanation(fast.classes.index(why["label"]), bias, contrib, unknown, len(contrib))
+    assert why["unknown_tokens"] == unknown and why["probability"] == got[1]
+    weight = dict(composed["for"] + composed["against"])
+    for side in ("for", "against"):
+        np.testing.assert_allclose([v for _, v in why[side]], [weight[t] for t, _ in why[side]], rtol=1e-9)
+        np.testing.assert_allclose([v for _, v in why[side]], [v for _, v in composed[side][:5]], rtol=1e-9)
+    classify = traced_peak(lambda: FastScorer(str(sample_model)).score(data))
+    predict = traced_peak(lambda: list(score_chunks(store.load(str(sample_model)), [Document("big", data)])))
+    assert classify < 1.5 * predict, (classify, predict)
 
 
 @pytest.mark.slow

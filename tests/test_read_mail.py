@@ -217,10 +217,120 @@ def test_deep_nesting_and_huge_words_do_not_crash():
     assert "skip:a 5000" in toks and "ok" in toks
 
 
+def mail_detectors():
+    """text.words.looks_like_mail, and its twin in the compiled kernel when it is built."""
+    from nbtext.features.kernel import compiled
+    from nbtext.text.words import MAIL_FIELDS, MAIL_LINES
+
+    k = compiled()
+    return [looks_like_mail] + ([lambda data: k.looks_like_mail(data, MAIL_LINES, MAIL_FIELDS)] if k else [])
+
+
 def test_plain_text_is_not_mail():
-    assert not looks_like_mail(b"Hello: this is a sentence.\nAnd another one")
-    assert not looks_like_mail("__label__x foo")
-    assert looks_like_mail(b"From x@y Sat Jan  1\nReceived: from a\nSubject: hi\n\nbody")
+    for is_mail in mail_detectors():
+        assert not is_mail(b"Hello: this is a sentence.\nAnd another one")
+        assert not looks_like_mail("__label__x foo")
+        assert is_mail(b"From x@y Sat Jan  1\nReceived: from a\nSubject: hi\n\nbody")
+        # URLs and times have a colon but no blank after it: lines of them alone are not mail
+        assert not is_mail(b"http://a.example/\nhttp://b.example/\n12:30 lunch\n\nbody")
+        # one field, or two among more lines of prose, are not a header block
+        assert not is_mail(b"Note: this is a sentence.\n\nTo: whom it may concern\n")
+        assert not is_mail(b"Dear all,\nNote: one\nSee: two\nand this\nthat\n")
+        assert not is_mail(b"From the start\nit was\n")
+        # a dialogue: plain fields, but none of RFC 5322's
+        assert not is_mail(b"Lei: Scusa, Rimini?\nLui: E' la stazione dopo la mia.\n")
+
+
+def insert_second(data: bytes, line: bytes) -> bytes:
+    cut = data.find(b"\n") + 1
+    return data[:cut] + line + (b"\r\n" if data[:cut].endswith(b"\r\n") else b"\n") + data[cut:]
+
+
+def test_mail_is_told_by_rfc_5322_header_blocks():
+    """Issue 32: an empty field body ("X-MS-Has-Attach:"), obsolete syntax (blanks before the
+    colon), an mbox "From " line, CRLF and CR line ends and folded lines are a header block's;
+    and no one line decides: neither an empty field nor a line of junk makes mail text. (An
+    empty field counts as a field, but two fields with a value are needed.)"""
+    for is_mail in mail_detectors():
+        assert is_mail(b"Subject: hi\nX-MS-Has-Attach:\nX-MS-TNEF-Correlator:\nTo: a@b.example\n\nbody")
+        assert is_mail(b"Subject : obsolete\nFrom\t: a@b.example\n\nbody")
+        assert is_mail(b"From a@b.example Sat Jan  1 00:00:00 2002\nX-Empty:\nSubject: hi\n\nbody")
+        assert is_mail(b"Subject: hi\r\nX-Empty:\r\nTo: a@b.example\r\n\r\nbody")
+        assert is_mail(b"Subject: hi\rX-Empty:\rTo: a@b.example\r\rbody")
+        assert is_mail(b"Subject: a\n folded\n\tagain\nTo: b@c.example,\n d@e.example\n\nbody")
+        assert is_mail(b"\r\n\nSubject: hi\nTo: a@b.example\n")
+        assert is_mail(b"Subject: hi\nthis line is not a field\nTo: a@b.example\nFrom: c@d.example\n\nbody")
+        assert not is_mail(b"Subject: hi\n\nTo: a@b.example\n")  # the blank line ends the header
+        assert not is_mail(b"Subject: hi\njunk\nmore junk\nTo: a@b.example\n\nbody")
+        # names and colons alone, then folded text (verse in fortune-lang): no field has a value
+        assert not is_mail(b"XXXVI:\n\tThe early bird gets the worm.\nXXXVII:\n\tThe early worm gets eaten.\n")
+        for msg in MESSAGES:
+            data = msg.read_bytes()
+            assert is_mail(data), msg
+            for line in (b"X-Foo:", b"X-Foo :", b"X-Foo:bar", b"this is not a field", b" folded"):
+                assert is_mail(insert_second(data, line)), (msg, line)
+                assert is_mail(insert_second(data.replace(b"\n", b"\r\n"), line)), (msg, line)
+                assert is_mail(insert_second(data, line).replace(b"\n", b"\r")), (msg, line)
+
+
+def first_in_body(data: bytes, line: bytes) -> bytes:
+    cut = min(i for i in (data.find(b"\n\n"), data.find(b"\n\r\n")) if i >= 0) + 1
+    blank = b"\r\n" if data[cut:cut + 1] == b"\r" else b"\n"
+    return data[:cut] + blank + line + blank + data[cut + len(blank):]
+
+
+def test_one_malformed_header_line_does_not_end_the_header():
+    """Issue 32: the standard parser ends the header at a line that is not a field (or at an
+    obsolete field, "X-Foo : bar") and reads every field after it as body text; such a line
+    as the second line of a message made it headerless. It is read as the body's first line
+    (an obsolete field as a field), on both paths."""
+    from nbtext.features import kernel
+
+    tok = Tokenizer(S)
+    k = kernel.compiled()
+    read = kernel.mail_parts(k, tok) if k else tok.parts
+    for msg in MESSAGES:
+        data = msg.read_bytes()
+        for junk in (b"this line is not a field", b">From a@b.example Mon"):
+            assert read(insert_second(data, junk)) == read(first_in_body(data, junk)), msg
+        crlf = data.replace(b"\n", b"\r\n")
+        junk = b"this line is not a field"
+        assert read(insert_second(crlf, junk)) == read(first_in_body(crlf, junk)), msg
+        assert read(insert_second(data, b"X-Foo : bar")) == read(insert_second(data, b"X-Foo: bar")), msg
+        assert "hdr:x-foo" in read(insert_second(data, b"X-Foo :\tbar"))[0]
+
+
+def test_an_empty_field_does_not_change_a_verdict(sample_model, tmp_path, run):
+    """Issue 32's probe on the bundled sample: "X-Foo:" as the second line of each spam (an
+    empty field body, valid RFC 5322) leaves every verdict of predict as it was (and every
+    probability within 0.001: the field is one header token more); it once made the messages
+    plain text, and most of them ham."""
+    spam = sorted((DATA / "corpus" / "spam").iterdir())
+    (tmp_path / "as-is").mkdir()
+    (tmp_path / "probed").mkdir()
+    for f in spam:
+        (tmp_path / "as-is" / f.name).write_bytes(f.read_bytes())
+        (tmp_path / "probed" / f.name).write_bytes(insert_second(f.read_bytes(), b"X-Foo:"))
+    rows = {}
+    for name in ("as-is", "probed"):
+        r = run("predict", "-m", sample_model, tmp_path / name)
+        assert r.exit_code == 0, r.stderr
+        rows[name] = [row.split("\t")[1:] for row in r.stdout.splitlines()]
+    assert len(rows["as-is"]) == len(rows["probed"]) == len(spam)
+    assert [label for label, _ in rows["probed"]] == ["spam"] * len(spam)
+    assert [label for label, _ in rows["as-is"]] == ["spam"] * len(spam)
+    assert all(abs(float(p) - float(q)) < 1e-3 for (_, p), (_, q) in zip(rows["as-is"], rows["probed"]))
+
+
+@pytest.mark.slow
+def test_every_message_of_spamassassin_is_mail_after_one_line_more():
+    corpus = need_shared("spamassassin-2002")
+    for is_mail in mail_detectors():
+        for f in sorted(corpus.glob("*/*")):
+            data = f.read_bytes()
+            assert is_mail(data), f
+            assert is_mail(insert_second(data, b"X-Foo:")), f
+            assert is_mail(insert_second(data, b"not a field")), f
 
 
 HTML_MAIL = (b"From: a@example.com\nTo: b@example.com\nSubject: offer\nMIME-Version: 1.0\n"

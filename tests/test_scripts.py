@@ -193,3 +193,34 @@ def test_check_costs_script_measures_classify_and_load_against_a_revision(sample
     lines = r.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == ["classify", "store.load"]
     assert all("HEAD " in line and "working tree " in line and "; ratio " in line for line in lines), r.stdout
+
+
+def test_mail_detection_probe_counts_flips_and_messages_read_as_text(small_corpus, tmp_path):
+    """On a stand-in for the shared data (the small sample as 'spamassassin-2002', a fifth of it
+    held out): a row per set of messages, and one per inserted line, none read as text."""
+    shared = tmp_path / "shared"
+    (shared / "splits").mkdir(parents=True)
+    (shared / "spamassassin-2002").symlink_to(small_corpus)
+    test = [f"{label}/{p.name}" for label in ("ham", "spam") for p in sorted((small_corpus / label).iterdir())[::5]]
+    (shared / "splits" / "spamassassin-2002.test").write_text("\n".join(test) + "\n")
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "mail_detection_probe.py"), "--shared", str(shared),
+                        "--line", "X-Foo:", "--line", "not a field"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = {ln[:40].strip(): ln[40:].split() for ln in r.stdout.splitlines()[2:]}
+    assert rows["training ham"] == ["32", "0", "0"] and rows["held-out spam"][:3] == ["4", "0", "0"]
+    assert rows["held-out spam + 'X-Foo:'"] == ["4", "0", "0", "0"]
+    assert rows["held-out spam + 'not a field'"][:3] == ["4", "0", "0"]
+
+
+def test_large_inputs_script_prints_both_measures(small_corpus, tmp_path):
+    (tmp_path / "debian-sections").mkdir()
+    for label in ("ham", "spam"):  # (plain-text files named as debian-sections' are)
+        (tmp_path / "debian-sections" / label).mkdir()
+        for p in sorted((small_corpus / label).iterdir())[:10]:
+            (tmp_path / "debian-sections" / label / (p.name + ".txt")).write_bytes(p.read_bytes())
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "large_inputs.py"), "--shared", str(tmp_path),
+                        "--size", "100000"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("1. tokenizing a Subject of RFC 2047 words") and lines[3].startswith("2. one plain")
+    assert [ln.split()[0] for ln in lines[1:3] + lines[4:]] == ["c", "python", "classify", "predict"]

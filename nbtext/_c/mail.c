@@ -243,33 +243,37 @@ PyObject *nbtext_mail_parts(PyObject *self, PyObject *args)
     return result;
 }
 
-/* looks_like_mail(data) -> bool: nbtext.text.words.looks_like_mail of bytes (two or more header
- * fields, _HEADER_LINE = [!-9;-~]+:[ \t], before the first blank line, within the first 4096
- * bytes and 50 lines, an mbox "From " line and continuation lines aside). */
-PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *arg)
+/* looks_like_mail(data, max_lines, names) -> bool: nbtext.text.words.looks_like_mail of bytes,
+ * with max_lines its MAIL_LINES and names its MAIL_FIELDS (a frozenset of lower-case bytes). The
+ * header block is the lines before the first blank one (a line bytes.strip() empties), at most
+ * max_lines of them, a leading mbox "From " line aside (it counts as a plain field); lines end
+ * in LF, CR or CRLF; a line starting with a blank continues a field. A field is
+ * [!-9;-~]+[ \t]*: and a plain one has blanks and a value after its colon: mail when a field's
+ * name is one of names, two fields or more are plain, and the fields outnumber the other lines. */
+PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *args)
 {
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+    Py_ssize_t max_lines;
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "y*nO!:looks_like_mail", &view, &max_lines, &PyFrozenSet_Type, &names))
         return NULL;
     const unsigned char *d = view.buf;
-    size_t n = (size_t)view.len < 4096 ? (size_t)view.len : 4096, i = 0, lines = 0, fields = 0;
+    size_t n = (size_t)view.len, i = 0, plain = 0, fields = 0, others = 0;
+    int known = 0;
     while (i < n && (d[i] == '\r' || d[i] == '\n'))
         i++;
-    int first = 1, yes = 0;
-    while (i < n) {
+    int from = n - i >= 5 && !memcmp(d + i, "From ", 5);
+    plain = fields = (size_t)from;
+    for (Py_ssize_t lines = -from; lines < max_lines && i < n; lines++) {
         /* a line of bytes.splitlines(): up to \n, \r or \r\n */
         size_t e = i;
         while (e < n && d[e] != '\n' && d[e] != '\r')
             e++;
         size_t next = e < n ? (d[e] == '\r' && e + 1 < n && d[e + 1] == '\n' ? e + 2 : e + 1) : n;
-        if (first && e - i >= 5 && !memcmp(d + i, "From ", 5)) {
-            first = 0;
+        if (lines < 0) { /* the "From " line */
             i = next;
             continue;
         }
-        first = 0;
-        if (lines++ >= 50)
-            break;
         size_t a = i;
         while (a < e && (d[a] == ' ' || (d[a] >= '\t' && d[a] <= '\r')))
             a++;
@@ -279,14 +283,32 @@ PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *arg)
             size_t k = i;
             while (k < e && d[k] >= '!' && d[k] <= '~' && d[k] != ':')
                 k++;
-            if (k == i || k + 1 >= e || d[k] != ':' || (d[k + 1] != ' ' && d[k + 1] != '\t'))
-                goto done;
-            fields++;
+            size_t c = k;
+            while (c < e && (d[c] == ' ' || d[c] == '\t'))
+                c++;
+            if (k > i && c < e && d[c] == ':') {
+                size_t v = c + 1;
+                while (v < e && (d[v] == ' ' || d[v] == '\t'))
+                    v++;
+                fields++;
+                plain += v > c + 1 && v < e;
+                char name[32];
+                if (!known && k - i <= sizeof name) {
+                    for (size_t j = i; j < k; j++)
+                        name[j - i] = (char)lower(d[j]);
+                    PyObject *key = PyBytes_FromStringAndSize(name, (Py_ssize_t)(k - i));
+                    known = key ? PySet_Contains(names, key) : -1;
+                    Py_XDECREF(key);
+                    if (known < 0) {
+                        PyBuffer_Release(&view);
+                        return NULL;
+                    }
+                }
+            } else
+                others++;
         }
         i = next;
     }
-    yes = fields >= 2;
-done:
     PyBuffer_Release(&view);
-    return PyBool_FromLong(yes);
+    return PyBool_FromLong(known && plain >= 2 && fields > others);
 }

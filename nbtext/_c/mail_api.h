@@ -16,8 +16,8 @@ PyObject *nbtext_mail_limits(PyObject *self, PyObject *unused);
 /* mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, helpers) -> (tokens, texts)
  * or None: not mine */
 PyObject *nbtext_mail_parts(PyObject *self, PyObject *args);
-/* looks_like_mail(data) -> bool */
-PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *arg);
+/* looks_like_mail(data, max_lines, names) -> bool: text.words.looks_like_mail of bytes */
+PyObject *nbtext_looks_like_mail(PyObject *self, PyObject *args);
 /* html_text(text, urls_off, unescape) -> (text, found) or None (for tests) */
 PyObject *nbtext_html_text(PyObject *self, PyObject *args);
 

@@ -32,7 +32,7 @@ static PyMethodDef kernel_methods[] = {
     {"limits", nbtext_mail_limits, METH_NOARGS, "limits() -> (limits, rule_bits): as the mail rules hold them"},
     {"mail_parts", nbtext_mail_parts, METH_VARARGS,
      "mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, helpers) -> (tokens, texts) or None"},
-    {"looks_like_mail", nbtext_looks_like_mail, METH_O, "looks_like_mail(data) -> bool, for bytes"},
+    {"looks_like_mail", nbtext_looks_like_mail, METH_VARARGS, "looks_like_mail(data, max_lines, names) -> bool, for bytes"},
     {"html_text", nbtext_html_text, METH_VARARGS,
      "html_text(text, urls_off, unescape) -> (text, found) or None: html_to_text of ASCII text (tests)"},
     {"rows_dot", kernel_rows_dot, METH_VARARGS,

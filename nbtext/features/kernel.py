@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import NbtextError
 from ..settings import MAIL_RULES, TokenizerSettings
+from ..text.words import MAIL_FIELDS, MAIL_LINES
 
 CHOICES = ("", "c", "python")
 
@@ -106,7 +107,8 @@ def mail_parts(kernel: ModuleType, tokenizer):
     bits = sum(MAIL_OFF_BITS[r] for r in off)
     helpers: list = []  # (the email package only once there is mail, as Tokenizer.parts does)
     fast, parts = kernel.mail_parts, tokenizer.parts
-    is_mail = (lambda data: True) if s.mode == "email" else kernel.looks_like_mail
+    looks, lines, names = kernel.looks_like_mail, MAIL_LINES, MAIL_FIELDS
+    is_mail = (lambda data: True) if s.mode == "email" else (lambda data: looks(data, lines, names))
     lowercase, max_word, max_bytes, chars = s.lowercase, s.max_word_length, s.max_bytes, s.mail_char_ngrams
 
     def read(data):

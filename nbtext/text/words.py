@@ -36,8 +36,38 @@ def unicode_patterns():
     return _unicode_patterns
 
 
-# A header block: an mbox "From " line or a header field, then more header fields.
-_HEADER_LINE = re.compile(rb"[!-9;-~]+:[ \t]")
+# Mail detection reads the document's first lines as RFC 5322 would: a header field is a name
+# (group 1) of printable ASCII but ":", optional blanks (group 2: the obsolete syntax), a colon,
+# and any body, empty or not. Group 3 is a blank and a value after the colon, as in "Subject: hi",
+# which makes the line a plain field: lines of a name and a colon alone ("XXXVI:", then folded
+# verse, in fortune-lang), or a colon with no blank after it ("http://x", "12:30"), are fields to
+# RFC 5322 and to the count below, but plain text holds such lines too.
+FIELD_LINE = re.compile(rb"([!-9;-~]+)([ \t]*):([ \t]+[^ \t])?")
+LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)?")  # a line ends in LF, CR or CRLF, as bytes.splitlines says
+# RFC 5322's own fields (section 3.6: every message has a Date and a From; each relay adds a
+# Received) and MIME's, in lower case: a header block holds one, where a dialogue in plain text
+# ("Lei: ...", "Worf: ...": fortune-lang's 14 such quotations were read as mail) holds none.
+MAIL_FIELDS = frozenset(b"date from sender reply-to to cc bcc message-id in-reply-to references subject "
+                        b"comments keywords return-path received resent-date resent-from resent-sender "
+                        b"resent-to resent-cc resent-bcc resent-message-id mime-version content-type "
+                        b"content-transfer-encoding".split())
+MAIL_LINES = 50  # the lines of the header block that mail detection reads
+MAIL_START = re.compile(rb"[\r\n]*(From [^\r\n]*(?:\r\n|\r|\n)?)?")  # line ends, an mbox "From " line
+
+
+def lines_of(data: bytes, pos: int = 0, window: int = 8192):
+    """The lines of data from pos on, with their ends (LINE's): bytes.splitlines of a window at
+    a time, which costs less than a pattern per line; a line longer than the window whole."""
+    n = len(data)
+    while pos < n:
+        lines = data[pos:pos + window].splitlines(keepends=True)
+        if pos + window < n:
+            lines.pop()  # (it may be cut short, or be a CR whose LF is past the window)
+            if not lines:
+                lines = [data[pos:LINE.match(data, pos).end()]]
+        for line in lines:
+            yield line
+        pos += sum(map(len, lines))
 
 
 def decode_text(data: bytes | str) -> str:
@@ -51,23 +81,36 @@ def decode_text(data: bytes | str) -> str:
 
 
 def looks_like_mail(data: bytes | str) -> bool:
-    """True when the document starts with an RFC 822 header block (two or more header fields)."""
-    head = data[:4096]
-    if isinstance(head, str):
-        head = head.encode("utf-8", "replace")
-    lines = head.lstrip(b"\r\n").splitlines()
-    if lines and lines[0].startswith(b"From "):
-        lines = lines[1:]
-    fields = 0
-    for line in lines[:50]:
+    """True when the document starts with an RFC 5322 header block.
+
+    The block is the document's first lines (a leading mbox "From " line counted as a plain
+    field), up to the first blank one, at most MAIL_LINES of them; lines end in LF, CRLF or CR,
+    and a line that starts with a blank continues a folded field and counts for neither side.
+    Mail when one of its fields is one of RFC 5322's (MAIL_FIELDS), two are plain fields (a
+    name, a colon, a blank and a value), and its fields outnumber its other lines. So no single
+    line decides: a field more, empty ("X-MS-Has-Attach:") or obsolete ("Subject : x"), counts
+    for mail (an empty "X-Foo:" once made mail plain text: issue 32), and a line of junk does
+    not outnumber two fields. A blank line ends the block, as RFC 5322 ends a header with one.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "replace")
+    start = MAIL_START.match(data)
+    plain = fields = 1 if start.group(1) else 0  # (an mbox separator line: a plain field)
+    others, known = 0, False
+    for line, _ in zip(lines_of(data, start.end()), range(MAIL_LINES)):
+        line = line.rstrip(b"\r\n")
         if not line.strip():
             break
-        if line[:1] in (b" ", b"\t"):
+        if line[:1] in b" \t":
             continue  # folded continuation of the previous field
-        if not _HEADER_LINE.match(line):
-            return False
+        field = FIELD_LINE.match(line)
+        if field is None:
+            others += 1
+            continue
         fields += 1
-    return fields >= 2
+        plain += field.group(3) is not None
+        known = known or field.group(1).lower() in MAIL_FIELDS
+    return known and plain >= 2 and fields > others
 
 
 def words(text: str, settings: TokenizerSettings, prefix: str = "") -> list[str]:
