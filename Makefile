@@ -7,8 +7,8 @@ BUILD  := build
 
 .PHONY: demo test check bench bench-serve accuracy floor phases clean
 
-# (setup.py builds the optional compiled kernel, nbtext/_kernel.c, in place: docs/kernel.md)
-$(STAMP): pyproject.toml setup.py nbtext/_kernel.c nbtext/_mail.c nbtext/_buf.h
+# (setup.py builds the optional compiled kernel from nbtext/_c/, in place: docs/kernel.md)
+$(STAMP): pyproject.toml setup.py $(wildcard nbtext/_c/*.c nbtext/_c/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' --config-settings editable_mode=compat
 	$(BIN)/python -m compileall -q nbtext

@@ -23,7 +23,7 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-C_SOURCES = ["nbtext/_kernel.c", "nbtext/_mail.c", "nbtext/_buf.h"]
+C_SOURCES = ["nbtext/_c", "nbtext/_kernel.c", "nbtext/_mail.c", "nbtext/_buf.h"]
 
 
 def export_base(rev: str, dest: pathlib.Path) -> None:

@@ -338,7 +338,7 @@ def test_passthrough_replaces_its_former_headers():
     assert with_headers(cr, "spam", 0.9) == want.replace(b"\r\n", b"\r")
 
 
-# The compiled kernel's mail rules (nbtext/_mail.c) on every bait above and on bait aimed at its
+# The compiled kernel's mail rules (nbtext/_c/mail*.c) on every bait above and on bait aimed at its
 # own scans: the hash set of header names, folded lines, addresses chained by "@", hosts, blocks,
 # tags, entities in links, parameters, URLs. Each in linear time and read as Python reads it.
 KERNEL_BAIT = {

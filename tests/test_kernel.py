@@ -1,4 +1,4 @@
-"""The compiled kernel (nbtext/_kernel.c, nbtext.features.kernel) against the pure-Python path,
+"""The compiled kernel (nbtext/_c/, nbtext.features.kernel) against the pure-Python path,
 which is the reference: identical tokens, first-seen order, keys and counts on arbitrary bytes,
 arbitrary text, mail-shaped garbage and real mail; NBTEXT_KERNEL selects the path; and a fuzz
 run of a build under AddressSanitizer, bounded in time.
@@ -107,7 +107,7 @@ def test_the_kernel_counts_mail_shaped_garbage_as_python_does(datas, s):
 @pytest.mark.slow
 def test_the_kernel_reads_each_character_between_words_as_python_does():
     """Where a run of text holds a non-ASCII character, the kernel reads its words itself only
-    when each such character is one of a few separators (_kernel.c: is_separator_cp), else the
+    when each such character is one of a few separators (nbtext/_c/tokenize.c: is_separator_cp), else the
     run goes back to Python's words(). Every character from U+0080 to U+30FF, between and
     inside ASCII words, lower-cased or not: the same tokens as Python's."""
     compiled()
@@ -621,7 +621,7 @@ FUZZ = textwrap.dedent('''
     rng = random.Random(int(sys.argv[3]))
     seeds = [open(p, "rb").read() for p in sys.argv[4:]]
     alphabet = "aZ_09$'.-’€ßﬁKİσé中かな\\u0301\\u00a0 \\t\\n\\r<>@:/=?&%"
-    # (pieces aimed at the kernel's mail rules, nbtext/_mail.c)
+    # (pieces aimed at the kernel's mail rules, nbtext/_c/mail*.c)
     MAILY = [b"\\nContent-Type: text/html; charset=utf-8\\n", b"\\nContent-Type: text/plain; name=\\"a.b\\"\\n",
              b"\\nContent-Transfer-Encoding: base64\\n", b"\\nContent-Transfer-Encoding: quoted-printable\\n",
              b"\\nFrom: a@b.c <x@y.z>\\n", b"\\nReceived: from a.bb.c1 by x.yy\\n", b"\\nMessage-ID: <a@b>\\n",
@@ -778,7 +778,7 @@ FUZZ = textwrap.dedent('''
 
 
 def sanitizer_build(tmp_path):
-    """nbtext/_kernel.c and _mail.c compiled with AddressSanitizer, and the libasan to preload (or a skip)."""
+    """The kernel's C files (nbtext/_c/) compiled with AddressSanitizer, and the libasan to preload (or a skip)."""
     cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
     include = sysconfig.get_paths()["include"]
     if not cc or not os.path.exists(os.path.join(include, "Python.h")):
@@ -788,7 +788,7 @@ def sanitizer_build(tmp_path):
         pytest.skip(f"{cc} has no libasan")
     so = tmp_path / ("_kernel" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run([cc, "-shared", "-fPIC", "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer", "-ffp-contract=off",
-                    f"-I{include}", str(ROOT / "nbtext" / "_kernel.c"), str(ROOT / "nbtext" / "_mail.c"),
+                    f"-I{include}", *sorted(str(p) for p in (ROOT / "nbtext" / "_c").glob("*.c")),
                     "-o", str(so)], check=True)
     return so, asan
 
@@ -812,7 +812,7 @@ def test_the_kernel_under_address_sanitizer(tmp_path):
     print("fuzz iterations:", r.stdout.strip())
 
 
-# -- the mail rules in C (nbtext/_mail.c) ---------------------------------------------------------
+# -- the mail rules in C (nbtext/_c/mail*.c) ------------------------------------------------------
 
 MAIL_SETTINGS = [
     TokenizerSettings(),
@@ -921,7 +921,7 @@ def multiparts(draw):
 
 
 def mail_parity(datas, s):
-    """The kernel's mail_parts (nbtext/_mail.c, or Python where it says "not mine") give each
+    """The kernel's mail_parts (nbtext/_c/mail.c, or Python where it says "not mine") give each
     document's tokens and texts exactly as Tokenizer.parts does; how many it read itself."""
     tok = Tokenizer(s)
     read = kernel.mail_parts(compiled(), tok)
@@ -1004,7 +1004,7 @@ HTML_PIECES = st.sampled_from([
     "\xa0", "\x85", "\xe9", "\xdf", "\xaa", "\xb2", "\xb5", "\xc0", "\xff", "\xa0href=http://a.b", "\xe9href=http://a.b",
     "href\xa0=\xa0'http://a.b'", "<p\xe9>", "<br\xa0>", "</style\xa0>", "<style\xb2>", "\xaaalt='x'", "alt=\x85'\xe9'",
     "href=http://a.b/\xe9", "<td\xe9" + "\xe9" * 1999 + ">", "\u0131", "<\u017ftyle>", "hre\u0131=x",
-    # character references: those the kernel reads itself (nbtext/_mail.c simple_ref) and their
+    # character references: those the kernel reads itself (nbtext/_c/mail_html.c simple_ref) and their
     # near misses, which html.unescape reads (other names, no ";", code points it replaces or drops)
     "&nbsp;", "&quot;", "&apos;", "&copy;", "&reg;", "&#39;", "&#x27;", "&#X41;", "&#160;", "&#255;", "&#126;",
     "&#32;", "&#0039;", "&#00039;", "&#65", "&amp", "&ampx;", "&AMP;", "&#150;", "&#127;", "&#159;", "&#31;",
@@ -1053,7 +1053,7 @@ def test_tokens_chosen_for_one_probe_chain_stay_spread_in_a_chunk():
 
 
 # Messages on which a review found the kernel's mail rules apart from Python's (each fixed in
-# nbtext/_mail.c; the commit says how): the same tokens and texts now.
+# nbtext/_c/mail*.c; the commit says how): the same tokens and texts now.
 REVIEW_MAIL = [
     # IP_RE's "$" also matches before a last "\n": a link host "1.2.3.4\n" (an entity) is "url:ip"
     b"From: a@b.example\nContent-Type: text/html\n\n<a href=http://1.2.3.4&#10;>x</a> <a href='www.1.2.3.4.&#10;.'>",
@@ -1064,3 +1064,54 @@ REVIEW_MAIL = [
 def test_the_mail_rules_in_c_read_what_a_review_found_as_python_does(data):
     for s in MAIL_SETTINGS:
         mail_parity([data], s)
+
+
+# -- the mail rules' limits and rule bits: defined once in Python, handed to C by name ---------------
+def test_the_mail_rules_in_c_hold_pythons_limits_and_rule_bits():
+    """C holds the limits and mail_rules_off's bits that Python defines (text.mail's limits,
+    features.kernel.MAIL_OFF_BITS, a bit a rule of settings.MAIL_RULES), not copies of its own."""
+    from nbtext.settings import MAIL_RULES
+    from nbtext.text import mail
+
+    limits, bits = compiled().limits()
+    assert limits == mail.KERNEL_LIMITS == {"params": mail.MAX_PARAM_HEADER, "parts": mail.MAX_PARTS,
+                                            "urls": mail.MAX_URLS, "url_run": mail.URL_MAX,
+                                            "alt_run": mail.ALT_MAX, "tag_run": mail.TAG_MAX}
+    assert bits == kernel.MAIL_OFF_BITS and list(bits) == list(MAIL_RULES)
+    assert sorted(bits.values()) == [1 << i for i in range(len(MAIL_RULES))]
+
+
+def test_a_mail_limit_changed_in_python_changes_the_c_rules_alike(monkeypatch):
+    """A limit reaches C from Python: with MAX_URLS at 2 on both sides, a message of five URLs
+    gives the same two URLs' tokens either way (C's own 200 would give five)."""
+    from nbtext.text import mail
+
+    k = compiled()
+    data = b"From: a@b.example\nSubject: x\n\n" + b" ".join(b"http://h%d.example/p" % i for i in range(5))
+    s = TokenizerSettings()
+    monkeypatch.setattr(mail, "MAX_URLS", 2)
+    try:
+        k.configure({**mail.KERNEL_LIMITS, "urls": 2}, kernel.MAIL_OFF_BITS)
+        got = k.mail_parts(data, s.lowercase, s.max_word_length, s.max_bytes, 0, kernel.mail_helpers(s))
+        assert got is not None and got == tuple(Tokenizer(s).parts(data)[:2])
+        assert sum(t.startswith("url:h") for t in got[0]) == 2
+    finally:
+        k.configure(mail.KERNEL_LIMITS, kernel.MAIL_OFF_BITS)
+    assert k.limits()[0] == mail.KERNEL_LIMITS
+
+
+def test_the_mail_rules_in_c_refuse_a_bad_configuration_or_helpers():
+    from nbtext.text import mail
+
+    k = compiled()
+    for limits, bits in [({**mail.KERNEL_LIMITS, "urls": 0}, kernel.MAIL_OFF_BITS),
+                         ({n: v for n, v in mail.KERNEL_LIMITS.items() if n != "parts"}, kernel.MAIL_OFF_BITS),
+                         (mail.KERNEL_LIMITS, {**kernel.MAIL_OFF_BITS, "html": 3}),
+                         (mail.KERNEL_LIMITS, {**kernel.MAIL_OFF_BITS, "html": kernel.MAIL_OFF_BITS["urls"]})]:
+        with pytest.raises(ValueError, match="nbtext mail: "):
+            k.configure(limits, bits)
+        assert k.limits() == (mail.KERNEL_LIMITS, kernel.MAIL_OFF_BITS)  # (nothing changed)
+    with pytest.raises(AttributeError, match="field_tokens"):  # (helpers by name, every one)
+        k.mail_parts(b"From: a@b.example\n\nx", True, 40, 1000, 0,
+                     type("H", (), {n: None for n in ("decode_bytes", "html_to_text", "a2b_qp", "decode_b",
+                                                      "rules_off", "unescape")})())

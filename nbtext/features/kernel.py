@@ -1,11 +1,11 @@
-"""The compiled kernel: a chunk of documents tokenized and counted in C (nbtext/_kernel.c).
+"""The compiled kernel: a chunk of documents tokenized and counted in C (nbtext/_c/).
 
 The pure-Python path (nbtext.text.tokenizer.Tokenizer, then Batch.of_tokens) is the reference;
 the kernel gives the same Batch: the same tokens in the same first-seen order, the same 64-bit
 keys and the same rows (tests/test_kernel.py checks on arbitrary bytes and on real mail; why C
 and not numba, and what each path costs: docs/kernel.md).
 
-The kernel reads the common message's mail rules itself (nbtext/_mail.c: a single-part message
+The kernel reads the common message's mail rules itself (nbtext/_c/mail*.c: a single-part message
 with a plain header block; mail_parts below) and says "not mine" for what it cannot read exactly
 as nbtext.text.mail does, which Python then reads (Tokenizer.parts). Then the kernel takes each
 document's tokens and texts and does the per-word work: the words of ASCII runs of
@@ -18,36 +18,66 @@ for the command line); it never changes a token.
 """
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import dataclass
+from functools import cache, partial
 from types import ModuleType
+from typing import Callable
 
 import numpy as np
 
 from ..errors import NbtextError
-from ..settings import TokenizerSettings
+from ..settings import MAIL_RULES, TokenizerSettings
 from ..text.words import MAIL_FIELDS, MAIL_LINES
-from .implementation import compiled  # noqa: F401  (callers ask kernel.compiled)
+from . import implementation
 from .rows import index_dtype
 
 
-# mail_rules_off as the bits nbtext/_mail.c reads (OFF_* there)
-MAIL_OFF_BITS = {"headers": 1, "header-names": 2, "received": 4, "recipients": 8, "decode": 16, "html": 32,
-                 "urls": 64, "mime": 128}
+def compiled() -> ModuleType | None:
+    """The compiled kernel module with its mail rules configured, or None for the pure-Python
+    path (the entry point's choice: nbtext.features.implementation)."""
+    kernel = implementation.compiled()
+    return None if kernel is None else configured(kernel)
 
 
-def mail_helpers(settings: TokenizerSettings) -> tuple:
-    """What nbtext/_mail.c calls back where the reference calls a library: the same functions
-    (charsets, HTML that is not ASCII, quoted-printable, base64 as get_payload decodes them,
-    entities), mail_rules_off for html_to_text, and the reference's tokens of a header field
-    whose value it does not read (mail.field_tokens: 8-bit bytes, RFC 2047 words)."""
+# mail_rules_off as the bits the kernel's mail rules read: a bit a rule, in MAIL_RULES's order
+MAIL_OFF_BITS = {rule: 1 << i for i, rule in enumerate(MAIL_RULES)}
+
+
+@cache
+def configured(kernel: ModuleType) -> ModuleType:
+    """The kernel, its mail rules given their limits and rule bits (once) from their one
+    definition here in Python (text.mail.KERNEL_LIMITS, MAIL_OFF_BITS)."""
+    from ..text.mail import KERNEL_LIMITS
+
+    kernel.configure(KERNEL_LIMITS, MAIL_OFF_BITS)
+    return kernel
+
+
+@dataclass(frozen=True)
+class MailHelpers:
+    """What the kernel's mail rules call back where the reference calls a library, read by name."""
+
+    decode_bytes: Callable  # the charset: text.mail.decode_bytes
+    html_to_text: Callable  # HTML that is not one byte a character: text.mail.html_to_text
+    a2b_qp: Callable  # quoted-printable, as get_payload(decode=True)
+    decode_b: Callable  # base64, as get_payload(decode=True)
+    rules_off: frozenset  # mail_rules_off, for html_to_text
+    unescape: Callable  # entities the C does not read: html.unescape
+    field_tokens: Callable  # a header field whose value the C does not read (8-bit, RFC 2047)
+
+
+def mail_helpers(settings: TokenizerSettings) -> MailHelpers:
+    """The kernel's mail helpers: the reference's own functions, and the reference's tokens of a
+    header field whose value the kernel does not read (mail.field_tokens)."""
     import binascii
     import html
     from email.message import decode_b  # (what get_payload(decode=True) calls for base64)
 
     from ..text.mail import decode_bytes, field_tokens, html_to_text
 
-    return (decode_bytes, html_to_text, binascii.a2b_qp, decode_b, settings.mail_rules_off, html.unescape,
-            partial(field_tokens, s=settings))
+    return MailHelpers(decode_bytes=decode_bytes, html_to_text=html_to_text, a2b_qp=binascii.a2b_qp,
+                       decode_b=decode_b, rules_off=settings.mail_rules_off, unescape=html.unescape,
+                       field_tokens=partial(field_tokens, s=settings))
 
 
 def mail_parts(kernel: ModuleType, tokenizer):

@@ -189,7 +189,7 @@ class SortedLevels:
 
 
 class CompiledIndex:
-    """The same index from the compiled kernel (nbtext/_kernel.c, KeyIndex): an open-addressing
+    """The same index from the compiled kernel (nbtext/_c/keyindex.c, KeyIndex): an open-addressing
     hash table of 32-bit ids over the keys kept in id order, seeded from os.urandom so that
     nobody can choose tokens whose keys pile into one probe chain (docs/hostile.md). Each call
     is one pass over the chunk; about 14-17 bytes a token."""

@@ -257,7 +257,7 @@ def front_code(blob: bytes) -> tuple[bytes, "np.ndarray", "np.ndarray"]:
     """(front-coded vocabulary, block head offsets, the sorting permutation) of NUL-terminated
     UTF-8 tokens (Vocabulary.encoded()), distinct as a vocabulary's are.
 
-    With the compiled kernel (nbtext/_kernel.c, docs/kernel.md), in C: a stable radix sort of
+    With the compiled kernel (nbtext/_c/frontcode.c, docs/kernel.md), in C: a stable radix sort of
     the tokens' ids by their bytes, then one pass writing the entries (spamassassin-2002's
     441,690 tokens in first-seen order, as train saves them: about 10 MB against numpy's 31,
     in 0.06 s, where a merge sort took 0.16-0.22 s comparing through the namespaces' shared

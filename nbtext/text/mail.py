@@ -37,9 +37,11 @@ MAX_URLS = 200
 # matches on all of spamassassin-2002, in 0.6x the time). They are linear as they are: the
 # first two end in a bounded run with nothing after it, which always matches, and ALT_RE's
 # bounded run ends at the first quote, which the next start (alt=") must itself hold.
-URL_RE = re.compile(r"""(?i)(?=[hfw])\b(?:(https?|ftp)://|www\.)[^\s<>"'(){}\[\]\x00-\x1f\x7f]{1,2000}""")
-HREF_RE = re.compile(r"""(?is)(?=[hsa])\b(?:href|src|action)\s*=\s*["']?([^"'\s>]{1,2000})""")
-ALT_RE = re.compile(r"""(?is)(?=a)\balt\s*=\s*["']([^"']{0,500})["']""")
+URL_MAX = 2000  # a URL's or a link's characters after its start
+ALT_MAX = 500  # an alt text's characters
+URL_RE = re.compile(rf"""(?i)(?=[hfw])\b(?:(https?|ftp)://|www\.)[^\s<>"'(){{}}\[\]\x00-\x1f\x7f]{{1,{URL_MAX}}}""")
+HREF_RE = re.compile(rf"""(?is)(?=[hsa])\b(?:href|src|action)\s*=\s*["']?([^"'\s>]{{1,{URL_MAX}}})""")
+ALT_RE = re.compile(rf"""(?is)(?=a)\balt\s*=\s*["']([^"']{{0,{ALT_MAX}}})["']""")
 # Style sheets, scripts, the head and comments are not text: each block becomes a space. A
 # block left open is kept as text (sub_tags drops its opening tag), as it always was.
 # drop_blocks tries the pattern only at the starts DROP_START_RE finds, and no more for a
@@ -406,6 +408,10 @@ def field_tokens(name: str, value, s: TokenizerSettings) -> tuple[list[str], int
 # also inside the parser, which asks a multipart for its boundary); no real Content-Type or
 # Content-Disposition comes near this many bytes.
 MAX_PARAM_HEADER = 2000
+# The limits that the compiled kernel's mail rules read (nbtext/_c/mail.h), defined above once:
+# features.kernel hands them to it by name.
+KERNEL_LIMITS = {"params": MAX_PARAM_HEADER, "parts": MAX_PARTS, "urls": MAX_URLS, "url_run": URL_MAX,
+                 "alt_run": ALT_MAX, "tag_run": TAG_MAX}
 
 
 class BoundedMessage(email.message.Message):

@@ -1,5 +1,5 @@
-/* nbtext's compiled kernel: the growable byte buffer that _kernel.c and _mail.c share (one
- * home: each file includes it; static, so each has its own copy of these few lines). */
+/* nbtext's compiled kernel: the growable byte buffer that its files share (static inline: each
+ * file that includes it has its own copy of these few lines). */
 #ifndef NBTEXT_BUF_H
 #define NBTEXT_BUF_H
 

@@ -1,0 +1,13 @@
+/* nbtext's compiled kernel: the model file's vocabulary, sorted by bytes and front-coded, and
+ * decoded (nbtext.store.vocabfile; its numpy functions are the reference, byte for byte). */
+#ifndef NBTEXT_FRONTCODE_H
+#define NBTEXT_FRONTCODE_H
+
+#include <Python.h>
+
+/* front_code(blob, block) -> (front-coded bytes, int64 block heads, int64 order) */
+PyObject *kernel_front_code(PyObject *self, PyObject *args);
+/* front_decode(fc, block[, limit]) -> bytes: the NUL-terminated tokens, or ValueError */
+PyObject *kernel_front_decode(PyObject *self, PyObject *args);
+
+#endif

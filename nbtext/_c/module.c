@@ -1,0 +1,74 @@
+/* nbtext._kernel: the module's table and its init, and nothing else. One file per concern, each
+ * behind a header that states its interface:
+ *
+ *   tokenize.h   the Counter: words, n-grams, keys and counting a chunk of documents
+ *   keyindex.h   KeyIndex, the vocabulary's key -> id index
+ *   frontcode.h  the model file's vocabulary sorted by bytes, front-coded and decoded
+ *   rows.h       sparse rows: moved onto ids, a fold's own columns, rows times W, group sums
+ *   mail_api.h   the mail rules of the common message (mail.c; mail.h for what mail_*.c share)
+ *   hash.h, bits.h, radix.h, buf.h   what several of them use
+ *
+ * The compiled half of nbtext.features.kernel (read that module's docstring first); the
+ * pure-Python path is the reference, and tests/test_kernel.py holds the two to the same tokens,
+ * keys and rows. The input is a stranger's mail or model file: every read and write is of a
+ * buffer whose length is checked first (tests/test_kernel.py fuzzes the build under
+ * AddressSanitizer). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "frontcode.h"
+#include "keyindex.h"
+#include "mail_api.h"
+#include "rows.h"
+#include "tokenize.h"
+
+
+static PyMethodDef kernel_methods[] = {
+    {"keys", kernel_keys, METH_O, "keys(blob) -> uint64 keys (bytes) of NUL-terminated tokens"},
+    {"front_code", kernel_front_code, METH_VARARGS,
+     "front_code(blob, block) -> (front-coded bytes, int64 block heads, int64 order) (bytes each)"},
+    {"configure", nbtext_mail_configure, METH_VARARGS,
+     "configure(limits, rule_bits): the mail rules' limits and mail_rules_off's bits, by name (dicts)"},
+    {"limits", nbtext_mail_limits, METH_NOARGS, "limits() -> (limits, rule_bits): as the mail rules hold them"},
+    {"mail_parts", nbtext_mail_parts, METH_VARARGS,
+     "mail_parts(data, lowercase, max_word_length, max_bytes, off_bits, helpers) -> (tokens, texts) or None"},
+    {"looks_like_mail", nbtext_looks_like_mail, METH_VARARGS, "looks_like_mail(data, max_lines, names) -> bool, for bytes"},
+    {"html_text", nbtext_html_text, METH_VARARGS,
+     "html_text(text, urls_off, unescape) -> (text, found) or None: html_to_text of ASCII text (tests)"},
+    {"rows_dot", kernel_rows_dot, METH_VARARGS,
+     "rows_dot(data, indices, indptr, W, k, out) -> bool: Rows @ W for float64 rows and W"},
+    {"group_sums", kernel_group_sums, METH_VARARGS,
+     "group_sums(data, indices, indptr, group, k, out, df) -> bool: Rows.group_sums's token-major sums"},
+    {"own_columns", kernel_own_columns, METH_VARARGS,
+     "own_columns(data, indices, indptr, rows, width, out_data, out_indices, out_indptr) -> int64 columns (bytes): Rows.own_columns"},
+    {"move_rows", kernel_move_rows, METH_VARARGS,
+     "move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool: Rows.moved onto distinct columns"},
+    {"front_decode", kernel_front_decode, METH_VARARGS,
+     "front_decode(fc, block) -> bytes: the NUL-terminated tokens of a front-coded vocabulary"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef kernel_module = {
+    PyModuleDef_HEAD_INIT, "nbtext._kernel", "nbtext's compiled tokenizing and counting kernel", -1,
+    kernel_methods,
+};
+
+PyMODINIT_FUNC PyInit__kernel(void)
+{
+    if (PyType_Ready(&CounterType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&kernel_module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&CounterType);
+    if (PyModule_AddObject(m, "Counter", (PyObject *)&CounterType) < 0) {
+        Py_DECREF(&CounterType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&KeyIndexType) < 0 || PyModule_AddType(m, &KeyIndexType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
