@@ -33,10 +33,9 @@ def logsumexp_rows(a: np.ndarray) -> np.ndarray:
     """log(sum(exp(a), axis=1)) without overflow or underflow.
 
     Two classes (mail) the short way, to the same bits: numpy's reductions along a row of two
-    took 0.12 ms (max) and 0.06 ms (sum) of a 3,250 x 2 array, where the column operations
-    take 0.004 (a maximum is exact, and a0 + a1 is the sum's one addition either way), and
-    calibration's fit evaluates this some 400 times a candidate (0.09 s of train's 1.4); each
-    column's own exp, not one of the pair as rows (the same values: 29 -> 23 us a call).
+    cost many times the column operations (a maximum is exact, and a0 + a1 is the sum's one
+    addition either way), and calibration's fit evaluates this hundreds of times a candidate;
+    each column's own exp, not one of the pair as rows (the same values, fewer passes).
     (tests/test_decisions.py holds the two ways to the same bits.)"""
     if a.ndim != 2 or a.shape[1] != 2:
         m = np.max(a, axis=1, keepdims=True)
@@ -113,8 +112,8 @@ def class_log_prior(cc: np.ndarray, fit_prior: bool, class_prior) -> np.ndarray:
 class Linear:
     """A variant's linear view of its joint log-likelihood: jll = features(X) @ W.T + b, the
     bias given as the terms it sums (added one by one, in order, to each score).
-    W.T is kept C-ordered (a transposed, Fortran-ordered operand was copied on every product:
-    0.33 s of predict's main process on spamassassin-2002)."""
+    W.T is kept C-ordered (a transposed, Fortran-ordered operand would be copied on every
+    product)."""
 
     def __init__(self, W: np.ndarray, bias_terms: tuple, features):
         self.W, self.bias_terms, self.features = W, bias_terms, features
@@ -204,8 +203,8 @@ class _BaseNB(ClassifierInterface):
     def featurizer(self):
         """``features`` as a function that holds no reference to the estimator: a Linear
         keeps it, and the estimator's cache keeps the Linear, so a bound method made a cycle
-        that only the garbage collector frees (calibration's fold models piled up until it ran:
-        spamassassin-2002's train peaked at 291 MiB instead of ~100)."""
+        that only the garbage collector frees (calibration's fold models would pile up until it
+        ran, several times train's peak)."""
         return _as_rows
 
     def _checked_X(self, X, reset: bool = False, counted: bool = True):
@@ -291,7 +290,7 @@ class _BaseNB(ClassifierInterface):
         X over the whole vocabulary with column j at ``cols[j]``; and per column whether any
         count is left there. Calibration scores each fold with it: the same numbers bit for bit
         as the whole fold model's weights at those columns (tests/test_naive_bayes.py), without
-        a fold's whole counts and weights (tens of MB of train's peak on spamassassin-2002).
+        a fold's whole counts and weights (which would sit in train's peak).
         Here, the reference: the whole fold model, cut to the columns; the variants that
         calibration's auto chooses between compute only the columns (``_fold_linear``).
         ``memo``: a dict shared by the candidates scoring one fold, so that the fold's counts are
@@ -331,7 +330,7 @@ class _BaseNB(ClassifierInterface):
     def _seen(fc_cols: np.ndarray) -> np.ndarray:
         # (a fold model's feature_count_ is the transposed view of tokens x classes: summed so;
         # two classes' sum is their one addition, made column by column without the strided
-        # reduction, 3 ms a fold on spamassassin-2002)
+        # reduction, which is slower)
         if fc_cols.ndim == 2 and fc_cols.shape[1] == 2:
             return np.add(fc_cols[:, 0], fc_cols[:, 1]) > 1e-9
         return fc_cols.T.sum(axis=0) > 1e-9
@@ -575,8 +574,8 @@ class ComplementNB(_BaseNB):
     def _term_sums(self) -> tuple:
         """Per class, the sums over the vocabulary of _terms and, for norm, of their logs: what
         a fold's log_den and log_sum start from (_fold_linear); made _PIECE tokens at a time
-        (not a vocabulary-wide copy of the counts: 7 MB of a calibration worker's peak on
-        spamassassin-2002)."""
+        (not a vocabulary-wide copy of the counts, which would sit in a calibration worker's
+        peak)."""
         tm, k = self.counts_.token_major, len(self.counts_.classes)
         den, logs = np.zeros(k), np.zeros(k) if self.norm else None
         for lo in range(0, tm.shape[0], _PIECE):
@@ -612,8 +611,8 @@ class ComplementNB(_BaseNB):
         if not self.idf:
             # The sums over the vocabulary: the whole model's (once), less the fold's columns'
             # terms before the fold was taken out, plus theirs after. Only the fold's columns
-            # change, so a fold costs its columns, not the vocabulary (spamassassin-2002: 441,690
-            # tokens, a fold's about 1 in 3). The same numbers as the fold model's to about 1e-15
+            # change, so a fold costs its columns, not the vocabulary (on mail, a fold's columns
+            # are about a third of it). The same numbers as the fold model's to about 1e-15
             # (rounded in another order: tests/test_naive_bayes.py). Made tokens x classes, as
             # the counts are held and the product reads the weights: no transposed copies.
             den, logs = self._derived("term_sums", self._term_sums)

@@ -4,8 +4,7 @@ dump of `export`/`import` (dump). Reading a file imports no numpy until it is de
 
 The names below load their module on first use: importing one of the modules (train's
 store.atomic, for the output's check, before its workers start) does not import the others
-(codec, container and vocabfile with json: 1.8 ms of every train's start, where train needs
-them only once it has counted)."""
+(codec, container and vocabfile with json, which train needs only once it has counted)."""
 _LAZY = {"locked": "atomic", "save": "atomic", "decode": "codec", "encode": "codec", "load": "codec",
          "FORMAT_VERSION": "container", "ModelFileError": "container", "read_container": "container"}
 

@@ -126,8 +126,8 @@ def _read(f, size: int, path: str, header_only: bool = False) -> tuple[dict, mem
         raise ModelFileError(f"{path}: truncated model file ({size} bytes, expected {pstart + plen})")
     if pstart + plen < size:
         raise ModelFileError(f"{path}: corrupt model file (trailing bytes after the payload)")
-    # The prefix's version is outside the header's checksum: the header says it again (since
-    # format 4's files of 2026-11-24; an older file's header does not), so that a damaged
+    # The prefix's version is outside the header's checksum: the header says it again (format
+    # 4's files do; an older file's header may not), so that a damaged
     # prefix is not read as an older format. An older nbtext ignores the field.
     said = header.get("format_version", version)
     if said != version:

@@ -8,8 +8,8 @@
 Token i of the sorted vocabulary is column i of the counts. `nbtext classify` finds a message's
 tokens in place (SortedVocabulary), without numpy and without building a dict of the whole
 vocabulary: a binary search over the block heads, then at most BLOCK entries decoded. Sorted and
-front-coded, the vocabulary takes 3.2 MB instead of 5.8 MB raw plus 5.9 MB of offsets and hash
-table (format 1, still read: HashedVocabulary) on spamassassin-2002. Coding and decoding the
+front-coded, the vocabulary takes about a quarter of what the raw tokens with offsets and a hash
+table took (format 1, still read: HashedVocabulary; figures in docs/bench.md). Coding and decoding the
 whole vocabulary (front_code, front_decode) use numpy, imported inside them, or the compiled kernel.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import zlib
 
 from .container import section
 
-BLOCK = 16  # tokens per front-coded block: 16 -> 3.20 MB, 64 -> 2.98 MB, 8 -> 3.49 MB (spamassassin)
+BLOCK = 16  # tokens per front-coded block: larger blocks save little space and cost classify's decoding
 
 
 class HashedVocabulary:
@@ -126,8 +126,8 @@ class SortedVocabulary:
 
     def token_ids(self, keys) -> dict[bytes, int]:
         """The ids of those of ``keys`` the vocabulary holds: keys sorted, so that each block is
-        searched from the last one found and decoded once (a 2 MB message has 60,000 distinct
-        tokens: one binary search and one block decoded per token took 4 s)."""
+        searched from the last one found and decoded once (a large message has tens of thousands
+        of distinct tokens: a binary search and a block decoded for each would dominate)."""
         out, b, block = {}, -1, {}
         for key in sorted(keys):
             found = self._block_of(key, max(b, 0))
@@ -210,9 +210,8 @@ def _words(b, starts, lengths, depth: int):
 
 def _byte_order(b, starts, lengths):
     """The permutation sorting the tokens by their bytes: sorted on their first 8 bytes, then
-    only the ties on the next 8, and so on (0.06 s for spamassassin's 441,690 tokens, where
-    sorting the Python strings took 0.45 s). Positions are 32-bit while they fit: this sort is
-    the peak of saving a model."""
+    only the ties on the next 8, and so on (several times faster than sorting Python strings).
+    Positions are 32-bit while they fit: this sort is the peak of saving a model."""
     import numpy as np
 
     n = len(starts)
@@ -258,10 +257,9 @@ def front_code(blob: bytes) -> tuple[bytes, "np.ndarray", "np.ndarray"]:
     UTF-8 tokens (Vocabulary.encoded()), distinct as a vocabulary's are.
 
     With the compiled kernel (nbtext/_c/frontcode.c, docs/kernel.md), in C: a stable radix sort of
-    the tokens' ids by their bytes, then one pass writing the entries (spamassassin-2002's
-    441,690 tokens in first-seen order, as train saves them: about 10 MB against numpy's 31,
-    in 0.06 s, where a merge sort took 0.16-0.22 s comparing through the namespaces' shared
-    prefixes); the numpy implementation below is the reference, and both give the same bytes and order
+    the tokens' ids by their bytes, then one pass writing the entries (a third of numpy's
+    memory, and faster than a comparison sort through the namespaces' shared prefixes; figures
+    in docs/kernel.md); the numpy implementation below is the reference, and both give the same bytes and order
     (tests/test_modelfile.py, and the kernel's fuzz under AddressSanitizer)."""
     import numpy as np
 
@@ -276,8 +274,8 @@ def front_code(blob: bytes) -> tuple[bytes, "np.ndarray", "np.ndarray"]:
 
 def front_code_numpy(blob: bytes) -> tuple[bytes, "np.ndarray", "np.ndarray"]:
     """front_code in numpy. Every block starts with a whole token, so the sorted tokens are
-    coded a piece of whole blocks at a time, with the same bytes as in one go (spamassassin:
-    peak 49 -> 31 MB with the sort read in place, see _words)."""
+    coded a piece of whole blocks at a time, with the same bytes as in one go (a lower peak,
+    with the sort read in place: see _words)."""
     import numpy as np
 
     from ..features.vocabulary import gather, token_spans
@@ -325,7 +323,7 @@ def _front_code_sorted(tokens: bytes, length) -> tuple[bytes, "np.ndarray"]:
 # A front-coded entry of 3 bytes can stand for a token of 256 (254 bytes shared with the token
 # before it), so a model file's vocabulary could decode to 85 times its size: a decompression
 # bomb. Every block starts with a whole token, so at nbtext's BLOCK of 16 a vocabulary decodes
-# to at most 13.6 times its size (spamassassin-2002's: 1.85); a file's vocab_block may say up
+# to at most 13.6 times its size (a real vocabulary's, about 2); a file's vocab_block may say up
 # to 4096. Decoding past this many times the section's size is refused before allocating.
 MAX_EXPANSION = 16
 
@@ -333,8 +331,8 @@ MAX_EXPANSION = 16
 def front_decode(fc: bytes, block: int) -> bytes:
     """The NUL-terminated tokens of a front-coded vocabulary (see front_code); ValueError when
     the entries do not fit together, or decode to more than MAX_EXPANSION times their size.
-    With the compiled kernel, in C, in one pass (loading spamassassin-2002's model: 441,690
-    tokens, numpy 0.09 s, half of the load); the numpy implementation below is the reference,
+    With the compiled kernel, in C, in one pass (in numpy it is half of a model's load); the
+    numpy implementation below is the reference,
     and both give the same bytes or the same error (tests/test_modelfile.py, and the kernel's
     fuzz under AddressSanitizer on any bytes)."""
     from ..features.kernel import compiled

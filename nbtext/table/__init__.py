@@ -17,8 +17,7 @@ def is_table_run(sources, asked: bool) -> bool:
     table, categorical or gaussian, --columns, --categorical, --numeric or --covariance), or when
     every source (an nbtext.options.Sources: no --label pairs) is a CSV/TSV file whose header has
     the label column and no text column (a text line file needs one). (Here, not in
-    nbtext.tablecli: asking costs no import of the table modules, 1.7 ms of every text train's
-    start.)"""
+    nbtext.tablecli: asking costs a text train no import of the table modules.)"""
     if asked:
         return True
     if sources.labelled or not sources.paths:
