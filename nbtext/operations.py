@@ -55,17 +55,17 @@ def merge(models: list[tuple[str, Model]], disjoint: bool = False) -> Model:
     it once, so it could never be forgotten. So is a model that shares no class with the
     others (a spam filter and a language model made a 14-class model), unless ``disjoint``."""
     (first_path, first), rest = models[0], models[1:]
-    if not disjoint and len({getattr(m, "kind", None) for _, m in models}) == 1:
+    if not disjoint and len({m.kind for _, m in models}) == 1:
         for i, (path, m) in enumerate(models):
             others = {c for j, (_, o) in enumerate(models) if j != i for c in o.classes}
             if not others & set(m.classes):
                 raise NbtextError(f"{path}: its classes ({', '.join(m.classes)}) share none with the other "
                                   f"models' ({', '.join(sorted(others))}); merged, they would make one model of "
                                   f"{len(others | set(m.classes))} classes: give --disjoint if that is meant")
-    if any(getattr(m, "kind", None) == "table" for _, m in models):
+    if any(m.kind == "table" for _, m in models):
         from .table.model import merge_tables
 
-        if getattr(first, "kind", None) != "table":
+        if first.kind != "table":
             raise NbtextError(f"{first_path}: a text model; it cannot be merged with table models")
         return merge_tables(models)
     for path, m in rest:

@@ -12,8 +12,6 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "nbtext"
 ALLOWED = {
     frozenset({"nbtext.store.codec", "nbtext.store.tables"}):
         "store/: a table model's sections and a text model's, being split by the model file's rework",
-    frozenset({"nbtext.table.estimate", "nbtext.table.model", "nbtext.table.read", "nbtext.table.stats"}):
-        "table/: read <-> model <-> stats, being reworked with the typed boundary under the CLI",
 }
 
 

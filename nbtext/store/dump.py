@@ -22,7 +22,7 @@ def _num(x: float) -> str:
 
 
 def export_lines(model) -> Iterator[str]:
-    if getattr(model, "kind", None) == "table":
+    if model.kind == "table":
         from .tables import export_table
 
         yield from export_table(model)

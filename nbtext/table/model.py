@@ -15,7 +15,7 @@ from ..nb.decision import Decision, decide, default_positive
 from ..nb.estimators import log_posteriors
 from ..settings import TableSettings
 from .estimate import TableEstimator
-from .read import CATEGORICAL, NUMERIC, Frame, TableOptions, frames, infer_kinds, open_table, spooled
+from .read import CATEGORICAL, NUMERIC, Frame, Retype, TableOptions, frames, infer_kinds, open_table, spooled
 from .stats import TableStats
 
 
@@ -152,7 +152,7 @@ def merge_tables(models: list) -> TableModel:
     """Table models trained with the same settings and columns, their statistics merged."""
     (first_path, first), rest = models[0], models[1:]
     for path, m in rest:
-        if getattr(m, "kind", None) != "table":
+        if m.kind != "table":
             raise NbtextError(f"{path}: a text model; it cannot be merged with the table model {first_path}")
         for what, a, b in (("settings", first.settings.to_dict(), m.settings.to_dict()),
                            ("columns", first.columns, m.columns), ("column types", first.kinds, m.kinds),
@@ -174,10 +174,6 @@ def merge_tables(models: list) -> TableModel:
 def table_sources(sources: list[str]) -> None:
     if len(sources) < 1:
         raise NbtextError("give a table (a CSV or TSV file, or - for stdin)")
-
-
-class Retype(Exception):
-    """A column typed by the first block of rows turned out otherwise: train again, typed by all."""
 
 
 def train_table(sources: list[str], opts: TableOptions, settings: TableSettings,

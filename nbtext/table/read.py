@@ -27,6 +27,10 @@ CATEGORICAL, NUMERIC = "categorical", "numeric"
 _MISSING = frozenset(MISSING_VALUES)
 
 
+class Retype(Exception):
+    """A column typed by the first block of rows turned out otherwise: train again, typed by all."""
+
+
 class TableOptions(Record):
     """How to read a table: its format (None: by extension, .tsv/.tab is TSV, else CSV), the
     label column, the feature columns (None: every other column) and forced column types."""
@@ -310,7 +314,7 @@ def frames(header: Header, blocks: Blocks, kinds: list[str], chunk_rows: int, la
            provisional: set = frozenset(), first_row: int = 1) -> Iterator[Frame]:
     """A Frame per block of records, every row checked (its width, its label). A numeric column
     of ``provisional`` (feature positions) that holds a cell that is not a finite number raises
-    nbtext.table.model.Retype instead of an error. (``first_row``: the first record's row
+    Retype instead of an error. (``first_row``: the first record's row
     number, for a byte range of a table.)"""
     path, width = header.path, len(header.names)
     cat_idx = [i for i, k in zip(header.features, kinds) if k == CATEGORICAL]
@@ -342,8 +346,6 @@ def frames(header: Header, blocks: Blocks, kinds: list[str], chunk_rows: int, la
                 num[:, j] = parse_numbers(cols[i], path, lines, header.names[i])
             except NbtextError:
                 if header.features.index(i) in provisional:
-                    from .model import Retype
-
                     raise Retype() from None
                 raise
         yield Frame(lines, np.arange(start, start + len(lines)), labels, cat, num)
