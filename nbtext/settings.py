@@ -78,10 +78,9 @@ MAX_BYTES = 1 << 30
 
 
 class TokenizerSettings(Record):
-    # Defaults chosen by 5-fold cross-validation on both development corpora (docs/defaults.md):
-    # word bigrams help both; character 2-4-grams help short text (fortune-lang macro-F1 99.1%
-    # with them, 98.0% without) and hurt mail (spamassassin-2002 accuracy 98.6% with them, 99.2%
-    # without), so they apply to plain-text documents and, unless mail_char_ngrams, not to mail.
+    # Defaults chosen by 5-fold cross-validation on the development corpora (docs/defaults.md):
+    # word bigrams help both kinds of text; character 2-4-grams help short text and hurt mail,
+    # so they apply to plain-text documents and, unless mail_char_ngrams, not to mail.
     mode: str = "auto"             # auto: mail-aware when a document looks like RFC 822
     lowercase: bool = True         # case-fold words
     ngram_max: int = 2             # word n-grams 1..ngram_max

@@ -348,7 +348,7 @@ def one_row(model: TableModel, row: str | None, data: bytes, where: str = "-") -
     if row is not None:
         return model.row_frame(parse_row(row))
     text = data.decode("utf-8", errors="replace")
-    try:  # (a field past the csv module's limit, 128 KiB, was an internal error)
+    try:  # (a field past the csv module's limit, 128 KiB, raises csv.Error: a user error here)
         lines = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
     except csv.Error as e:
         raise NbtextError(f"{where}: bad CSV ({e})") from None

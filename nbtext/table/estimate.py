@@ -105,7 +105,7 @@ class TableEstimator:
         self.stats, self.settings = stats, settings
         k = len(stats.classes)
         cc = stats.class_count
-        if not cc.sum() > 0:  # (every row forgotten: log(0) was an internal error)
+        if not cc.sum() > 0:  # (every row forgotten: no prior to take the log of)
             raise NbtextError("the table model holds no rows (every row was forgotten): learn rows before "
                               "scoring with it")
         with np.errstate(divide="ignore"):

@@ -217,10 +217,9 @@ class TableStats:
         with --covariance full took 23 GB before the kernel killed train; a label column of ids
         asked as much."""
         p, q = self.n_numeric, self.q
-        # (an exact sum, table.exact, is a Python integer and a binary exponent: about 64 bytes
-        # held, and 356 at training's peak with the temporaries of its products and of the
-        # floats derived from them (measured: 300 numeric columns, 10 classes, --covariance
-        # shared: 368 MB against 47 for diagonal), so each counts as EXACT_WEIGHT numbers)
+        # (an exact sum, table.exact, is a Python integer and a binary exponent, held beside the
+        # temporaries of its products and of the floats derived from them at training's peak:
+        # each counts as EXACT_WEIGHT numbers, docs/bench.md)
         each = n_values + 3 * p + 1 + q + q * q + EXACT_WEIGHT * (2 * p + q + q * q)
         if k * each > MAX_NUMBERS:
             raise NbtextError(f"the table's statistics would hold {k * each:,} numbers ({k:,} classes x {each:,}), "
@@ -307,7 +306,7 @@ class TableStats:
         part.classes, part.class_count = list(self.classes), np.zeros(k)
         part.values = [list(v) for v in self.values]
         part.cat = [np.zeros(a.shape) for a in self.cat]
-        # (q: a diagonal model allocated k p p floats a chunk: 144 MB at 3,000 columns)
+        # (q, not p: the joint statistics a diagonal model has none of, so nothing of k p p)
         part.n, part.S, part.S2 = np.zeros((k, p)), Exact.zeros((k, p)), Exact.zeros((k, p))
         part.jn, part.jS, part.jP = np.zeros(k), Exact.zeros((k, q)), Exact.zeros((k, q, q))
         part._count(idx, ids, frame.num, weights)
@@ -402,7 +401,7 @@ class TableStats:
         k = len(classes)
         if joint is not None:
             jn, jmean, jm2 = (np.asarray(a, dtype=np.float64) for a in joint)
-        else:  # (p x p per class for a diagonal model: a 5 MB file of 100,000 columns asked 149 GiB)
+        else:  # (a diagonal model stores no joint statistics: nothing of p x p per class)
             jn, jmean, jm2 = np.zeros(k), np.zeros((k, 0)), np.zeros((k, 0, 0))
         out.n, out.jn = n, jn
         out.S, out.S2, out.jS, out.jP = Exact.zeros((k, p)), Exact.zeros((k, p)), Exact.zeros(jmean.shape), \

@@ -27,7 +27,7 @@ MAX_URLS = 200
 
 # Mail comes from attackers, so every pattern here must run in time linear in the text. The
 # trap is a pattern that, from each of many starts, looks far ahead for an end that is not
-# there: it rescans the same text from every start (160 KB of "<!--" took 25 s). Such
+# there: it rescans the same text from every start, quadratic in the run. Such
 # patterns are either run by a scan that never tries a start whose end is known to be
 # missing (drop_blocks, sub_tags), or given a second alternative that takes the whole run a
 # failed start was in, so that no later start in the run is tried (HOST_RE, ADDRESS_RE).
@@ -61,8 +61,8 @@ TAG_START = r"<[!/?a-zA-Z]"
 BREAK_TAG_RE, TAG_RE = (re.compile(f"{start}[^>]{{0,{TAG_MAX}}}>") for start in (BREAK_TAG_START, TAG_START))
 IP_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 # A host name in a Received hop (group 1): labels, dots and a top-level domain of letters.
-# The second alternative takes the rest of a run of labels that holds none ("1.1.1.1...":
-# formerly searched again from every label, 100 KB in 60 s and more).
+# The second alternative takes the rest of a run of labels that holds none ("1.1.1.1..."),
+# so that no label inside the run is tried as a start again.
 HOST_RE = re.compile(r"(?i)\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*")
 PATH_SPLIT_RE = re.compile(r"[/?&=.#_:;,+%~-]+")
 URL_PARTS_RE = re.compile(r"(?i)(?:([a-z]+)://)?([^/?#:]*)(?::\d+)?(.*)", re.DOTALL)
@@ -73,7 +73,7 @@ MSGID_DOMAIN_RE = re.compile(r"@([^>\s]+)")
 # Addresses by pattern, not email.utils.getaddresses: a third of header time went to its
 # RFC 2822 parser, and spam's malformed address lists are exactly where it is least useful.
 # An address is group 1; the second alternative takes a run of address characters that is
-# not one (100 KB of letters in a From: field: formerly searched again from every letter).
+# not one, so that no letter inside the run is tried as a start again.
 ADDRESS_RE = re.compile(r"([\w.+'=-]+@[\w-]+(?:\.[\w-]+)+)|[\w.+'=-]+")
 
 ADDRESS_HEADERS = ("from", "to", "cc", "reply-to", "sender", "return-path")
@@ -348,8 +348,7 @@ def message_id_rule(name: str, text: str, s: TokenizerSettings) -> list[str]:
 
 def received_rule(name: str, text: str, s: TokenizerSettings) -> list[str]:
     # Relay host names (not the whole hop: dates, ids and IPs are noise); only the registered
-    # domain, so a new relay of a known provider still counts.
-    # (Ablation: accuracy 99.11% without, 99.14% with.)
+    # domain, so a new relay of a known provider still counts (docs/mail_ablation.md).
     return ["received:" + ".".join(host.lower().split(".")[-2:]) for host in hosts(text)[:4]]
 
 
@@ -374,8 +373,8 @@ def header_tokens(msg: email.message.Message, s: TokenizerSettings) -> list[str]
             continue
         if name not in seen_names and "header-names" not in off:
             # Which headers a message has says who sent it: mailing-list software adds
-            # List-Id and X-Mailing-List, bulk mailers add their own X- headers.
-            # (Ablation, docs/mail_ablation.md: ham FPR 0.33% without, 0.29% with.)
+            # List-Id and X-Mailing-List, bulk mailers add their own X- headers
+            # (docs/mail_ablation.md).
             seen_names.add(name)
             out.append(f"hdr:{name}")
         if name not in READ_HEADERS:
@@ -404,8 +403,8 @@ def field_tokens(name: str, value, s: TokenizerSettings) -> tuple[list[str], int
 
 
 # The standard library parses a header's parameters (get_param, get_boundary, get_content_charset)
-# in time that grows with the square of its length (CPython gh-136063: 100 KB of `";` took 11 s,
-# also inside the parser, which asks a multipart for its boundary); no real Content-Type or
+# in time that grows with the square of its length (CPython gh-136063; also inside the parser,
+# which asks a multipart for its boundary); no real Content-Type or
 # Content-Disposition comes near this many bytes.
 MAX_PARAM_HEADER = 2000
 # The limits that the compiled kernel's mail rules read (nbtext/_c/mail.h), defined above once:
@@ -479,8 +478,8 @@ def body_tokens(msg: email.message.Message, s: TokenizerSettings) -> tuple[list[
         if not as_declared:
             meta.append("charset:fallback")
         if part.get_content_subtype() == "html" and "html" not in off:
-            # Spam is mostly HTML with little text; ham is mostly plain text. Reading markup
-            # as words instead: ham FPR 0.29% -> 0.44%, log-loss 0.072 -> 0.107 (ablation).
+            # Spam is mostly HTML with little text; ham is mostly plain text. Markup read as
+            # words costs accuracy on ham (docs/mail_ablation.md).
             alt_and_links: list[str] = []
             text = html_to_text(text, alt_and_links, off)
             for t in alt_and_links:
@@ -613,7 +612,7 @@ def mail_parts(data: bytes | str, s: TokenizerSettings) -> tuple[list[str], list
         data = data.split(b"\n", 1)[1] if b"\n" in data else b""
     data = readable_header(data)
     try:
-        msg = parse_message(data)  # compat32: ~6x faster than policy.default
+        msg = parse_message(data)  # (compat32: the fastest of the library's policies, docs/bench.md)
         meta, body = body_tokens(msg, s)
         head = header_tokens(msg, s)
     except RecursionError:

@@ -12,8 +12,8 @@ from ..settings import TokenizerSettings
 # Han, kana: no spaces between words, so each ideograph is a token (as Lucene's standard
 # analyzer does); other scripts: letters/digits with inner apostrophes, dots and hyphens
 # ("don't", "e-mail", "3.5") and a leading currency sign ("$100" is a spam signal).
-# (One pattern with a set difference for CJK was 1.6x slower on mail than this pair: words
-# first, then the rare non-ASCII word split around ideographs.)
+# (Two patterns rather than one with a set difference for CJK, which is slower on mail: words
+# first, then the rare non-ASCII word split around ideographs; docs/bench.md.)
 WORD = r"[$€£¥]?[\p{L}\p{M}\p{N}_]+(?:['’.\-][\p{L}\p{M}\p{N}_]+)*"
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # The same words in ASCII text, by the standard re module: several times faster than the regex
@@ -21,7 +21,7 @@ _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # never imports regex.
 ASCII_WORD_RE = re.compile(r"\$?\w+(?:['.\-]\w+)*", re.ASCII)
 _unicode_patterns = None
-# Terminal colour codes are markup, not words (fortune-lang has "[33m" scattered through it).
+# Terminal colour codes are markup, not words (quotation files hold "[33m" and the like).
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -40,13 +40,13 @@ def unicode_patterns():
 # (group 1) of printable ASCII but ":", optional blanks (group 2: the obsolete syntax), a colon,
 # and any body, empty or not. Group 3 is a blank and a value after the colon, as in "Subject: hi",
 # which makes the line a plain field: lines of a name and a colon alone ("XXXVI:", then folded
-# verse, in fortune-lang), or a colon with no blank after it ("http://x", "12:30"), are fields to
+# verse, in a quotation file), or a colon with no blank after it ("http://x", "12:30"), are fields to
 # RFC 5322 and to the count below, but plain text holds such lines too.
 FIELD_LINE = re.compile(rb"([!-9;-~]+)([ \t]*):([ \t]+[^ \t])?")
 LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)?")  # a line ends in LF, CR or CRLF, as bytes.splitlines says
 # RFC 5322's own fields (section 3.6: every message has a Date and a From; each relay adds a
 # Received) and MIME's, in lower case: a header block holds one, where a dialogue in plain text
-# ("Lei: ...", "Worf: ...": fortune-lang's 14 such quotations were read as mail) holds none.
+# ("Lei: ...", "Worf: ...", as quotation files hold) holds none.
 MAIL_FIELDS = frozenset(b"date from sender reply-to to cc bcc message-id in-reply-to references subject "
                         b"comments keywords return-path received resent-date resent-from resent-sender "
                         b"resent-to resent-cc resent-bcc resent-message-id mime-version content-type "
