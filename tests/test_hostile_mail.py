@@ -3,8 +3,10 @@ reads ordinary mail as it always did, and `classify --passthrough` puts its head
 header block whatever the line endings.
 
 Linear time is checked as growth, never as a wall time (a loaded machine slows every run):
-each bait is read at a quarter of its size and at its size, and the CPU time may grow at
-most MAX_GROWTH times, where linear work grows 4 times and quadratic work 16."""
+each bait is read at an eighth of its size and at its size, and the CPU time may grow at
+most MAX_GROWTH times, where linear work grows 8 times and quadratic work 64 (four times
+linear leaves room for a loaded machine's caches, which slow the larger input more, and for
+growth of n log n)."""
 import email.header
 import gc
 import re
@@ -23,8 +25,8 @@ HTML = b"Content-Type: text/html\n\n"
 PLAIN = b"Content-Type: text/plain\n\nx"
 MULTI = b"Content-Type: multipart/mixed; boundary=b\n\n"
 B64 = b"Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\n"
-SCALE = 4  # a bait at its full size is SCALE times the one it is compared with
-MAX_GROWTH = 8
+SCALE = 8  # a bait at its full size is SCALE times the one it is compared with
+MAX_GROWTH = 32
 
 
 def bait(head: bytes, piece, count: int, tail: bytes = b""):
@@ -73,7 +75,7 @@ def growth(make, read) -> float:
 def linear_tokens(make, s: TokenizerSettings = S) -> list[str]:
     """mail_tokens of the bait at its size, after checking that its cost grows linearly."""
     ratio = growth(make, lambda data: mail_tokens(data, s))
-    assert ratio < MAX_GROWTH, f"4 times the input took {ratio:.1f} times the CPU time"
+    assert ratio < MAX_GROWTH, f"{SCALE} times the input took {ratio:.1f} times the CPU time"
     return mail_tokens(make(), s)
 
 
@@ -171,7 +173,7 @@ def test_header_blocks_are_read_in_linear_time(make):
 
     tok = Tokenizer(S)
     ratio = growth(make, tok)
-    assert ratio < MAX_GROWTH, f"4 times the input took {ratio:.1f} times the CPU time"
+    assert ratio < MAX_GROWTH, f"{SCALE} times the input took {ratio:.1f} times the CPU time"
 
 
 @settings(max_examples=300, deadline=None)
@@ -392,5 +394,5 @@ def test_the_kernel_reads_bait_in_linear_time_as_python_does(make):
     tok = Tokenizer(TokenizerSettings(mode="email"))  # (as mail_tokens above: each is mail)
     read = kernel.mail_parts(k, tok)
     ratio = growth(make, read)
-    assert ratio < MAX_GROWTH, f"4 times the input took {ratio:.1f} times the CPU time"
+    assert ratio < MAX_GROWTH, f"{SCALE} times the input took {ratio:.1f} times the CPU time"
     assert read(make()) == tok.parts(make())
