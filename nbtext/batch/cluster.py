@@ -492,14 +492,15 @@ def estimated_documents(parts: list[Part]) -> int:
 
 def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, features, decisions,
                      progress=None, calibration_sample: int | None = None, on_error=None,
-                     resample: bool | None = None):
+                     resample: bool | None = None, max_memory: int | None = None):
     """train_model's model (and max_fpr's fit), from partitions counted on the cluster: each
     partition's Sums (count_part) added in input order by local training's reduce
     (batch.train.Reduction) here. ``resample``: whether calibration's sample is counted again by
     a second map (None: when the input holds more than RESAMPLE_SHARE times as many documents)
-    rather than sent with the counts and kept by a Reservoir here, as local training keeps it."""
+    rather than sent with the counts and kept by a Reservoir here, as local training keeps it.
+    ``max_memory``: the budget of the reduce here, as local training's (None: MAX_MEMORY)."""
     from ..features.rows import Rows
-    from .train import CALIBRATION_SAMPLE, Reduction, Reservoir
+    from .train import CALIBRATION_SAMPLE, MAX_MEMORY, Reduction, Reservoir
 
     if settings.tf or settings.length_norm:
         raise SettingError("tf" if settings.tf else "length_norm", None,
@@ -512,7 +513,8 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     if resample is None:
         resample = needs_sample and estimated_documents(parts) > RESAMPLE_SHARE * size
     keep_rows = needs_sample and not resample
-    reduction = Reduction(Reservoir(size, decisions.seed) if keep_rows else None)
+    reduction = Reduction(Reservoir(size, decisions.seed) if keep_rows else None,
+                          budget=MAX_MEMORY if max_memory is None else max_memory)
     sizes = []
     for part, errors in cluster.ordered(count_part, parts, tokenizer, settings, keep_rows):
         _report(errors, on_error)

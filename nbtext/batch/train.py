@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 CALIBRATION_SAMPLE = 5_000  # one temperature (or threshold) is well fitted by 5,000 documents
+MAX_MEMORY = 1 << 30  # train's counting state at most (--max-memory): a laptop's share (docs/memory.md)
+INDEX_BYTES = 16      # the key -> id index's bytes a token, about (a 64-bit key and its id)
+PRUNED_TO = 3 / 4     # of the budget, what a pruning leaves at most: room for the next chunks
 
 
 class Reservoir:
@@ -107,6 +110,11 @@ class Reservoir:
         self.rows = sum(len(p[2]) for p in self.parts)
         self.cut = float(cut)
 
+    def renumber(self, mapping: np.ndarray, width: int) -> None:
+        """Each held row's column j moved to mapping[j] (-1: dropped), in a vocabulary of ``width``
+        (Reduction's pruning)."""
+        self.parts = [(X.moved(mapping[:X.shape[1]], width), y, keys) for X, y, keys in self.parts]
+
     def sample(self, width: int) -> tuple[Rows, np.ndarray]:
         """The sample as one matrix, each part let go as it is copied (so that the parts and the
         matrix are never all held at once)."""
@@ -152,11 +160,20 @@ class Reduction:
     (``sample``: a Reservoir). A Dask partition's (``partition``) keeps its labels for sums(),
     and with ``keep_rows`` every row instead of a sample. Local training (serial or forked workers) adds each chunk's;
     the Dask engine adds each partition's, a Reduction of its chunks on its worker. Whole-number
-    counts add exactly in float64 in any grouping, so every way gives the same bits."""
+    counts add exactly in float64 in any grouping, so every way gives the same bits.
 
-    def __init__(self, sample: Reservoir | None = None, partition: bool = False, keep_rows: bool = False):
+    ``budget``: bytes the vocabulary and counts may hold (held()). Past it, as fastText's
+    dictionary raises its min-count and SpamAssassin expires hapaxes, the tokens in at most t
+    documents so far are dropped (t = 1, then higher while that is not enough), to PRUNED_TO of
+    the budget, and counting goes on: the tokens that matter, those seen often, keep exact
+    counts from their first document on, and ``pruning`` says what was dropped (docs/memory.md).
+    Under the budget nothing changes: the model is the one trained without it."""
+
+    def __init__(self, sample: Reservoir | None = None, partition: bool = False, keep_rows: bool = False,
+                 budget: int | None = None):
         self.vocab, self.counts, self.ledger, self.n_documents = Vocabulary(), Counts(), set(), 0
-        self.sample = sample
+        self.sample, self.budget = sample, budget
+        self.pruning: dict | None = None  # {tokens dropped, threshold, documents counted at the last}
         self.labels: list[str] | None = [] if partition else None
         self.rows: list | None = [] if partition and keep_rows else None
 
@@ -173,6 +190,32 @@ class Reduction:
         elif self.sample is not None and part.rows is not None:
             # (the rows of the documents that may be in the sample, on their ids)
             self.sample.add(part.rows, part.labels, move=lambda X: X.moved(ids, width, distinct=part.distinct))
+        if self.budget is not None and self.held() > self.budget:
+            self.prune()
+
+    def held(self) -> int:
+        """The bytes the vocabulary and counts hold, about: the tokens, their index, the counts'
+        arrays (their spare rows included)."""
+        return (self.vocab.buffer().nbytes + INDEX_BYTES * len(self.vocab)
+                + sum(a.nbytes for a in self.counts.arrays()))
+
+    def prune(self) -> None:
+        """Drop the tokens in at most t documents, t the least (and no less than the last
+        pruning's) that leaves at most PRUNED_TO of the budget, estimated at held()'s bytes a token."""
+        width, df = len(self.vocab), self.counts.doc_freq
+        most = int(self.budget * PRUNED_TO / (self.held() / max(width, 1)))
+        # (the least t that keeps at most `most`: the (most+1)-th largest document frequency)
+        least = np.partition(df, width - most - 1)[width - most - 1] if most < width else 0
+        t = max(self.pruning["threshold"] if self.pruning else 1, int(least))
+        keep = np.flatnonzero(df > t)
+        self.vocab, self.counts = self.vocab.subset(keep), self.counts.columns(keep)
+        if self.sample is not None:
+            mapping = np.full(width, -1, dtype=np.int64)
+            mapping[keep] = np.arange(len(keep))
+            self.sample.renumber(mapping, len(keep))
+        dropped = width - len(keep) + (self.pruning["tokens"] if self.pruning else 0)
+        self.pruning = {"tokens": dropped, "threshold": int(t), "documents": self.n_documents}
+        release_free_memory()
 
     def sums(self) -> Sums:
         """What this reduce holds, as one Sums (a Dask partition's, for the client's reduce)."""
@@ -192,16 +235,18 @@ class Reduction:
         release_free_memory()
         model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
                                            n_jobs=n_jobs)
-        model.ledger = self.ledger
+        model.ledger, model.pruned = self.ledger, self.pruning
         return model, fit
 
 
 def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = TokenizerSettings(),
                 settings: ModelSettings = ModelSettings(), features: FeatureOptions = FeatureOptions(),
                 decisions: DecisionOptions = DecisionOptions(), n_jobs: int = 1, progress=None,
-                calibration_sample: int = CALIBRATION_SAMPLE) -> tuple[Model, ThresholdFit | None]:
+                calibration_sample: int = CALIBRATION_SAMPLE, max_memory: int | None = None
+                ) -> tuple[Model, ThresholdFit | None]:
     """Count every document into a new model, then keep the features the options select and
     fit the decisions; returns the model and, for max_fpr, what its threshold costs.
+    ``max_memory``: the counting state's budget in bytes (Reduction; None: MAX_MEMORY).
 
     Counts stream chunk by chunk (the map: batch.chunks.counted, then chunk_sums, here or in
     forked workers), reduced in input order (Reduction): nothing per document is kept but its
@@ -209,7 +254,8 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     uniform random sample of at most ``calibration_sample`` documents (all of them in a smaller
     corpus), so memory stays bounded however large the corpus."""
     needs_sample = decisions.needs_matrix or settings.choosing
-    reduction = Reduction(Reservoir(calibration_sample, decisions.seed) if needs_sample else None)
+    reduction = Reduction(Reservoir(calibration_sample, decisions.seed) if needs_sample else None,
+                          budget=MAX_MEMORY if max_memory is None else max_memory)
     featurize = make_estimator(settings).featurizer()  # (how the variant counts a document)
 
     def summed(chunk: list[Document], batch) -> Sums:
