@@ -14,17 +14,15 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
-from classify_ab import ROOT, export_base
+from classify_ab import ROOT, export_base, timed_nbtext
 
 SPAMASSASSIN = ROOT.parent / "shared" / "data" / "spamassassin-2002"
 
@@ -69,17 +67,7 @@ def copies(dest: pathlib.Path, n: int) -> None:
 
 def run_once(src: pathlib.Path, corpus: str, jobs: int, cwd: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds: user + system, workers included) of one train process."""
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    cmd = [sys.executable, "-c", "from nbtext.__main__ import run; run()", "train", corpus, "-j", str(jobs), "-q",
-           "-o", os.path.join(cwd, "m.nbm")]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    p = subprocess.run(cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode != 0:
-        raise SystemExit(f"train_ab: {src}: {p.stderr.decode(errors='replace').strip()}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return timed_nbtext(src, ["train", corpus, "-j", str(jobs), "-q", "-o", os.path.join(cwd, "m.nbm")], cwd)
 
 
 def main() -> int:
