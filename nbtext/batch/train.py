@@ -21,10 +21,11 @@ from ..nb.counts import Counts
 from ..nb.decision import Decision, default_positive
 from ..nb.estimators import make_estimator
 from ..operations import digest
+from ..progress import CALIBRATING, COUNTING, Step
 from ..read import Document
 from ..record import Record
 from ..settings import AUTO_CANDIDATES, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
-from .chunks import counted, fork_safe
+from .chunks import counted, fork_safe, size_of
 from .memory import release_free_memory, withheld_from_forks
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
                 calibration_sample: int = CALIBRATION_SAMPLE) -> tuple[Model, ThresholdFit | None]:
     """Count every document into a new model, then keep the features the options select and
     fit the decisions; returns the model and, for max_fpr, what its threshold costs.
+    ``progress`` (nbtext.progress) is told the bytes read as counting goes, then the folds.
 
     Counts stream chunk by chunk: nothing per document is kept but its label and digest.
     Calibration and max_fpr, which need out-of-fold predictions, fit on a uniform random
@@ -134,6 +136,12 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     needs_sample = decisions.needs_matrix or settings.choosing
     reservoir = Reservoir(calibration_sample, decisions.seed) if needs_sample else None
     featurize = counting.featurizer()
+    read = [0]  # bytes of the documents taken from ``docs`` so far (for progress)
+
+    def tallied(items):
+        for item in items:
+            read[0] += size_of(item)
+            yield item
 
     def summed(chunk: list[Document], batch) -> tuple:
         # Where the chunk was counted (a forked worker, else here): its ledger digests, and its
@@ -147,7 +155,8 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         rows = None if reservoir is None else Reservoir.compact(batch.rows) if distinct else batch.rows
         return Batch(batch.blob, batch.keys, rows, distinct), _digests(chunk), sums, distinct
 
-    for chunk, (batch, digests, sums, distinct) in counted(docs, tokenizer, n_jobs=n_jobs, then=summed):
+    for chunk, (batch, digests, sums, distinct) in counted(tallied(docs) if progress else docs, tokenizer,
+                                                           n_jobs=n_jobs, then=summed):
         labels = [d.label for d in chunk]
         n_docs += len(chunk)
         ledger.update(digests)
@@ -156,7 +165,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         if reservoir is not None:  # (the rows of the documents that may be in the sample, on their ids)
             reservoir.add(batch.rows, labels, move=lambda X: X.moved(ids, len(vocab), distinct=distinct))
         if progress:
-            progress(len(chunk))
+            progress(Step(COUNTING, read[0], documents=n_docs))
     if not n_docs:
         raise NbtextError("no documents found in the training sources")
     vocab.drop_index()  # (counted: from here on only the tokens are read)
@@ -164,7 +173,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
     release_free_memory()
     model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
-                                       n_jobs=n_jobs)
+                                       n_jobs=n_jobs, progress=progress)
     model.ledger = ledger
     return model, fit
 
@@ -175,7 +184,7 @@ def _digests(docs: list[Document]) -> list[bytes]:
 
 
 def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
-                      X=None, y=None, n_jobs: int = 1) -> tuple[Model, np.ndarray, ThresholdFit | None]:
+                      X=None, y=None, n_jobs: int = 1, progress=None) -> tuple[Model, np.ndarray, ThresholdFit | None]:
     """The model of counts over ``vocab``, with the features the options keep and the decisions
     fitted on (X, y) when given; returns it with the kept columns and the threshold's fit
     (``n_jobs``: the cores calibration's folds may use, see apply_decisions). The one end of
@@ -197,7 +206,7 @@ def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, fe
     if X is not None and not everything:
         X = X.columns(keep)  # (a copy: only when features were dropped)
     keep = None if everything else keep  # (an identity list of columns is not held while calibrating)
-    fit = apply_decisions(model, decisions, X, y, n_jobs)
+    fit = apply_decisions(model, decisions, X, y, n_jobs, progress)
     return model, (np.arange(width) if keep is None else keep), fit
 
 
@@ -221,11 +230,12 @@ class ThresholdFit(Record):
     fnr: float   # the share of the positive class missed
 
 
-def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1) -> ThresholdFit | None:
+def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1, progress=None) -> ThresholdFit | None:
     """Set the model's decision as the options say: the positive class, the calibration map
     and a max_fpr threshold fitted on internal folds of (X, y) (all the model's documents, or a
     sample of them), a given threshold and unsure band; and the variant, when auto chooses it.
-    With ``n_jobs`` > 1 the folds are scored on that many cores (fold_mapper), to the same bits."""
+    With ``n_jobs`` > 1 the folds are scored on that many cores (fold_mapper), to the same bits;
+    ``progress`` is told each fold as it is taken."""
     classes = model.classes
     model.decision.choose(classes, d.positive, d.threshold, d.unsure, d.max_fpr)
     fit = None
@@ -233,7 +243,7 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1) -> 
         from ..nb.calibrate import can_split
 
         if can_split(y, d.folds):
-            mapper = fold_mapper(n_jobs, unread=lambda: _unread_by_folds(model, X))
+            mapper = fold_mapper(n_jobs, unread=lambda: _unread_by_folds(model, X), progress=progress)
             try:
                 fit = _fit_on_folds(model, d, X, y, mapper)
             finally:
@@ -309,7 +319,7 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, mapper=map) -> Thresho
                         float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
 
 
-def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None):
+def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None, progress=None):
     """A mapper for calibration's folds (nbtext.nb.calibrate.out_of_fold_jlls: mapper(fn, folds)
     gives fn(fold) for each, in order) that uses ``n_jobs`` cores: as many worker processes
     (at most one a fold) forked (batch.pool.ForkPool) when fn is called, so that they hold the
@@ -320,8 +330,9 @@ def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None):
     and the counts, more than a fold's work saves. The same numbers either way: each fold is the
     same arithmetic in whichever process. The parent waits rather than take folds itself: a
     fold's temporaries then live in a worker, not in the parent's peak. ``unread`` gives the
-    buffers the workers never read, which they are forked without (memory.withheld_from_forks)."""
-    return FoldWorkers(n_jobs, unread)
+    buffers the workers never read, which they are forked without (memory.withheld_from_forks);
+    ``progress`` is told each fold as a worker takes it (a Step of CALIBRATING)."""
+    return FoldWorkers(n_jobs, unread, progress)
 
 
 class FoldWorkers:
@@ -329,16 +340,24 @@ class FoldWorkers:
     another here (one core, one fold, or where forking is not safe); then the workers are kept
     for starmap (calibration's fits of tied candidates, one a core), until close()."""
 
-    def __init__(self, n_jobs: int, unread: Callable[[], list] | None = None):
-        self.n_jobs, self.unread, self.pool = n_jobs, unread, None
+    def __init__(self, n_jobs: int, unread: Callable[[], list] | None = None, progress=None):
+        self.n_jobs, self.unread, self.pool, self.progress = n_jobs, unread, None, progress
 
     def __call__(self, fn, tasks) -> list:
         """[fn(t) for t in tasks]."""
         tasks = list(tasks)
+        taken = (lambda i: self.progress(Step(CALIBRATING, i, len(tasks)))) if self.progress else None
+        if taken:
+            taken(0)
         if self.n_jobs < 2 or len(tasks) < 2 or len(tasks) > _MOST_FORKED or not fork_safe():
-            return list(map(fn, tasks))
+            results = []
+            for t in tasks:
+                if taken:
+                    taken(len(results) + 1)
+                results.append(fn(t))
+            return results
         results, self.pool = _forked_map(fn, tasks, min(self.n_jobs, len(tasks)),
-                                         self.unread() if self.unread else [])
+                                         self.unread() if self.unread else [], taken)
         return results
 
     def starmap(self, fn, arglists: list) -> list:
@@ -368,12 +387,13 @@ _MOST_FORKED = 1024  # tasks _forked_map deals: their numbers (4 bytes each) fil
 _CALL = "call"  # (a task for FoldWorkers' workers after their folds: (_CALL, function, arguments))
 
 
-def _forked_map(fn, tasks: list, workers: int, unread: list = ()) -> tuple[list, object]:
+def _forked_map(fn, tasks: list, workers: int, unread: list = (), on_taken=None) -> tuple[list, object]:
     """[fn(t) for t in tasks], by ``workers`` forked processes, each taking the next task as it
     is free: the tasks' numbers wait in a pipe, and each worker reads one (4 bytes: a pipe's
     reads take turns, so each number goes to one reader) until none is left. A slow worker
     (the machine is shared) takes fewer; none waits on a share dealt in advance. They are
-    forked with Ctrl-C ignored, without the ``unread`` buffers."""
+    forked with Ctrl-C ignored, without the ``unread`` buffers. ``on_taken(i)`` is told, meanwhile,
+    that i tasks are taken (_tell_taken)."""
     from .chunks import sigint_ignored, watch_parent
     from .pool import ForkPool
 
@@ -399,7 +419,8 @@ def _forked_map(fn, tasks: list, workers: int, unread: list = ()) -> tuple[list,
         with sigint_ignored(loky=False), withheld_from_forks(unread):
             pool = ForkPool(taken, workers, on_fork=lambda: watch_parent(parent))
         try:
-            for done in pool.map(range(workers)):  # (one start a worker: the pool gives each
+            idle = (lambda: _tell_taken(out, len(tasks), [w.sock for w in pool.workers], on_taken)) if on_taken else None
+            for done in pool.map(range(workers), idle=idle):  # (one start a worker: the pool gives each
                 for i, value in done:              # task to the worker holding fewest)
                     results[i] = value
         except BaseException:
@@ -408,6 +429,28 @@ def _forked_map(fn, tasks: list, workers: int, unread: list = ()) -> tuple[list,
     finally:
         os.close(out)
     return results, pool  # (the pool kept: FoldWorkers.starmap, then close)
+
+
+def _tell_taken(out: int, n: int, socks: list, taken) -> None:
+    """While _forked_map's workers score their tasks: taken(i) each time the i-th is taken (the
+    numbers left in the pipe tell: FIONREAD), until every one is or a worker answers (it has no
+    task left, or it ended)."""
+    import array
+    import fcntl
+    import select
+    import termios
+
+    told, answered = 0, False
+    while True:
+        left = array.array("i", [0])
+        fcntl.ioctl(out, termios.FIONREAD, left)
+        now = n - left[0] // 4
+        if now > told:
+            told = now
+            taken(told)
+        if told >= n or answered:
+            return
+        answered = bool(select.select(socks, [], [], 0.1)[0])
 
 
 def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptions = DecisionOptions(),
@@ -441,7 +484,7 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
         raise NbtextError(f"need documents of at least two classes to calibrate, got only {sorted(seen)[0]!r}")
     X, y = reservoir.sample(len(model.vocab)) if reservoir is not None else (None, None)
     model.decision = Decision(positive=default_positive(model.classes))
-    fit = apply_decisions(model, decisions, X, y, n_jobs=n_jobs)
+    fit = apply_decisions(model, decisions, X, y, n_jobs=n_jobs, progress=progress)
     return n_docs, fit
 
 
