@@ -416,11 +416,12 @@ class Progress:
         self.width = len(text)
 
     def end(self) -> None:
-        """The current phase's line ended: drawn once more with its time, then a newline."""
+        """The current line ended: a phase's drawn once more with its time; then a newline."""
         if self.on and self.step is not None:
             self.draw(self.line(self.step, time.monotonic() - self.began, ended=True))
+        if self.on and (self.step is not None or self.n):
             click.echo(err=True)
-        self.step, self.width = None, 0
+        self.step, self.width, self.n = None, 0, 0
 
     @contextlib.contextmanager
     def saving(self, path: str):
@@ -439,11 +440,7 @@ class Progress:
                 self.width = 0
 
     def done(self):
-        if self.step is not None:
-            self.end()
-        elif self.on and self.n:
-            click.echo(err=True)
-        self.n = 0
+        self.end()
 
 
 MIB = 1 << 20

@@ -73,3 +73,12 @@ def test_a_pipe_and_quiet_get_no_progress(tmp_path):
     assert r.stderr.startswith("nbtext: trained on 432 documents") and r.stderr.count("\n") == 1
     status, shown = on_terminal(["train", DATA / "corpus", "-o", tmp_path / "q.nbm", "-q"])
     assert (status, shown) == (0, "")
+
+
+def test_calibrate_ends_its_documents_line_before_its_folds(sample_copy):
+    status, shown = on_terminal(["calibrate", "-m", sample_copy, DATA / "corpus", "-j", "1"])
+    assert status == 0, shown
+    lines = shown.replace("\r\n", "\n").split("\n")
+    assert lines[0].split("\r")[-1] == "calibrating: 432 documents"
+    assert lines[1].startswith("\rcalibrating: 5 internal folds\rcalibrating: fold 1 of 5")
+    assert lines[2].startswith("nbtext: calibrated on 432 documents")

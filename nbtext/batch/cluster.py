@@ -574,7 +574,8 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
         del result
         chosen = sample_positions(n_docs, size, decisions.seed)
         X, y = _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows)
-    model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
+    model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y,
+                                       progress=progress)
     model.ledger = ledger
     return model, fit
 
