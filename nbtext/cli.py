@@ -446,6 +446,17 @@ class Progress:
 MIB = 1 << 20
 
 
+def check_classes(classes: list[str], d: DecisionOptions) -> None:
+    """Refuse before reading what training or calibrating would refuse once it knew the classes:
+    fewer than two, a --positive not among them, a --threshold, --unsure or --max-fpr without
+    two classes and a positive one (the checks themselves: Counts and Decision.choose)."""
+    from .nb.counts import need_two_classes
+    from .nb.decision import default_positive
+
+    need_two_classes(classes)
+    Decision(positive=default_positive(classes)).choose(classes, d.positive, d.threshold, d.unsure, d.max_fpr)
+
+
 def answer(text: str) -> None:
     """A command's result on stdout (an error when stdout is closed: nbtext.process.stdout)."""
     from .process import stdout
@@ -486,7 +497,7 @@ def train(**kw):
     from . import store
     from .batch.train import train_model
     from .batch.memory import map_large_arrays
-    from .read import labelled_size
+    from .read import labelled_classes, labelled_size
     from .store.atomic import check_target
     from .table import is_table_run
 
@@ -505,6 +516,9 @@ def train(**kw):
     tok, settings, feats = build_settings(kw)
     decisions = build_decisions(kw)
     check_target(output, sources.all)
+    classes = labelled_classes(*read_labelled_args(sources)[:2])
+    if classes is not None:  # (label directories and --label paths: their classes known before reading)
+        check_classes(classes, decisions)
     map_large_arrays()
     progress = Progress("training", quiet, lambda: labelled_size(*read_labelled_args(sources)[:2]))
     unread = Unread()
@@ -856,6 +870,7 @@ def calibrate(model_path, quiet, **kw):
         if model.kind == "table":
             raise NbtextError(f"{model_path}: a table model; its probabilities are not calibrated "
                               "(they are scikit-learn's), so there is nothing to refit")
+        check_classes(model.classes, decisions)
         n, fit = recalibrate(model, read_labelled(sources, unread), decisions, n_jobs=n_jobs(engine_of(kw)),
                              progress=progress)
         progress.done()

@@ -64,6 +64,22 @@ def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts
             yield doc
 
 
+def labelled_classes(sources: list[str], labelled: list[tuple[str, str]]) -> list[str] | None:
+    """The labels labelled_documents will give documents, known before any is read: those of
+    label directories and of ``--label`` paths that hold a file (as the same walks find them;
+    nothing is opened), sorted; None where a line file or stdin is among the sources (its
+    labels are in its lines), or where none is found (reading them then says why)."""
+    if any(src == "-" or not os.path.isdir(src) for src in sources):
+        return None
+    found: set[str] = set()
+    for src in sources:
+        found.update(label for _, _, label in label_directory_files(src, on_error=lambda e: None))
+    for label, path in labelled:
+        if path == "-" or next(iter(mail_folder_files(path, on_error=lambda e: None)), None) is not None:
+            found.add(label)
+    return sorted(found) or None
+
+
 def labelled_size(sources: list[str], labelled: list[tuple[str, str]]) -> int | None:
     """The bytes labelled_documents will read from these inputs, from the files' sizes as the
     same walks find them (nothing is read), or None where that cannot be known beforehand:
