@@ -79,7 +79,7 @@ def measure(cmd: list[str], stdout=subprocess.DEVNULL, timeout: float | None = N
 
 
 def corpus(name: str) -> Path:
-    """build/scale/NAME.ft, generated when missing (NAME: SIZE-CLASSES)."""
+    """SCALE/NAME.ft (build/scale/, or --cache), generated when missing (NAME: SIZE-CLASSES)."""
     size, classes = name.split("-")
     path = SCALE / f"{name}.ft"
     if not path.exists():
@@ -173,6 +173,7 @@ def loadavg() -> str:
 
 
 def main(argv=None) -> int:
+    global SCALE
     if argv is None and sys.argv[1:2] == ["sklearn-train"]:
         sklearn_train(sys.argv[2], sys.argv[3])
         return 0
@@ -183,7 +184,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-predict", action="store_true", help="train only")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds a process may take")
     ap.add_argument("--out", default=str(ROOT / "build" / "bench-scale.md"))
+    ap.add_argument("--cache", default=str(SCALE), help="where the corpora and models are kept (default: %(default)s)")
     a = ap.parse_args(argv)
+    SCALE = Path(a.cache)
     names = [n for n in a.corpora.split(",") if parse_size(n.split("-")[0]) <= parse_size(a.max)]
     left_out = [n for n in a.corpora.split(",") if n not in names]
     fasttext = shutil.which("fasttext")
