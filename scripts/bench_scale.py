@@ -224,7 +224,8 @@ def main(argv=None) -> int:
                   else ["", ""])
             note = TARGETS.get(name, "") if system == "nbtext" else ""
             if system == "nbtext" and run.refusal:
-                note = (note + "; " if note else "") + f"refused: \"{run.refusal}\""
+                why = run.refusal if len(run.refusal) <= 120 else run.refusal[:117] + "..."
+                note = (note + "; " if note else "") + f"refused: \"{why}\""
             rows.append([name, f"{mib:,.0f}", system, *figure(run, sizes[system] if run.status == 0 else None, mib),
                          *vs, note])
         for system, run in runs.items():
