@@ -87,3 +87,9 @@ def test_an_empty_corpus_still_says_why(tmp_path):
 def test_a_corpus_of_two_classes_trains(tmp_path):
     r = nbtext("train", DATA / "corpus", "--threshold", "0.7", "-o", tmp_path / "m.nbm")
     assert r.returncode == 0, r.stderr
+
+
+def test_an_input_in_error_is_named_rather_than_refused_for_its_classes(tmp_path, doc):
+    r = nbtext("train", "--label", "spam", doc, "--label", "ham", tmp_path / "missing", "-o", tmp_path / "m.nbm")
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"nbtext: error: {tmp_path / 'missing'}: no such file or directory\n")
