@@ -7,9 +7,10 @@ each class with its own topical words; fastText's line format), generated once a
 build/scale/. NAME is SIZE-CLASSES; corpora larger than --max (or $SCALE_MAX; 200M by default)
 are left out, so that the 1 GB run happens only when asked for (SCALE_MAX=1G make bench-scale).
 
-Each system trains in a process of its own, started through GNU time (Debian package `time`),
-which gives its wall time, CPU time (user + sys) and peak RSS (the largest of the process and
-its children, counted from the exec: /usr/bin/time is a small process):
+Each system trains in a process of its own, started through GNU time (Debian package `time`;
+without it, through this script's `rusage`, a small process that reads RUSAGE_CHILDREN), which
+gives its wall time, CPU time (user + sys) and peak RSS (the largest of the process and its
+children, counted from the exec: the measuring process is small):
 - nbtext: `nbtext train CORPUS -o MODEL` with default options. A refusal (`nbtext: error: ...`,
   status 1) is a row of the table, with the time it took to come.
 - fastText: its CLI, `fasttext supervised -epoch 1 -thread 2` (Debian package `fasttext`;
@@ -60,12 +61,29 @@ class Run:
         return lines[-1][len("nbtext: error: "):] if self.status == 1 and lines else None
 
 
+GNU_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
+
+
+def rusage(out: str, cmd: list[str]) -> int:
+    """GNU time's "%e %U %S %M" of cmd written to ``out``, from this small process's
+    RUSAGE_CHILDREN (where the Debian package `time` is not installed); cmd's status."""
+    import resource
+
+    start = time.perf_counter()
+    status = subprocess.run(cmd).returncode
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    Path(out).write_text(f"{time.perf_counter() - start:.2f} {r.ru_utime:.2f} {r.ru_stime:.2f} {r.ru_maxrss}\n")
+    return status if status >= 0 else 128 - status
+
+
 def measure(cmd: list[str], stdout=subprocess.DEVNULL, timeout: float | None = None) -> Run:
-    """Run cmd under GNU time; its figures."""
+    """Run cmd under GNU time (else this script's rusage, in a process of its own); its figures."""
     with tempfile.NamedTemporaryFile(prefix="nbtext-scale-", suffix=".time") as t:
         start = time.perf_counter()
+        timed = ([GNU_TIME, "-f", "%e %U %S %M", "-o", t.name] if GNU_TIME else
+                 [sys.executable, __file__, "rusage", t.name])
         try:
-            p = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", t.name, *cmd], stdin=subprocess.DEVNULL,
+            p = subprocess.run([*timed, *cmd], stdin=subprocess.DEVNULL,
                                stdout=stdout, stderr=subprocess.PIPE, timeout=timeout)
             status, err = p.returncode, p.stderr.decode(errors="replace")
         except subprocess.TimeoutExpired:
@@ -177,6 +195,8 @@ def main(argv=None) -> int:
     if argv is None and sys.argv[1:2] == ["sklearn-train"]:
         sklearn_train(sys.argv[2], sys.argv[3])
         return 0
+    if argv is None and sys.argv[1:2] == ["rusage"]:
+        return rusage(sys.argv[2], sys.argv[3:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpora", default=",".join(CORPORA), help="SIZE-CLASSES,... to run (default: %(default)s)")
     ap.add_argument("--max", default=os.environ.get("SCALE_MAX", "200M"),
