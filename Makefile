@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BUILD  := build
 
-.PHONY: demo test check bench bench-serve accuracy floor phases clean
+.PHONY: demo test check bench bench-scale bench-serve accuracy floor phases clean
 
 # (setup.py builds the optional compiled kernel from nbtext/_c/, in place: docs/kernel.md)
 $(STAMP): pyproject.toml setup.py $(wildcard nbtext/_c/*.c nbtext/_c/*.h)
@@ -41,6 +41,13 @@ bench: $(STAMP)
 	@mkdir -p $(BUILD)
 	$(BIN)/python -m compileall -q nbtext
 	$(BIN)/python scripts/bench.py > $(BUILD)/bench.md && cat $(BUILD)/bench.md
+
+## bench-scale: nbtext beside fastText and scikit-learn on generated corpora (50 MB and 200 MB with 20
+## classes, 50 MB with 500), kept in build/scale/; table in build/bench-scale.md (docs/bench.md, Scale).
+## The 1 GB corpus is long (generating it takes minutes, each system's train many): SCALE_MAX=1G make bench-scale
+bench-scale: $(STAMP)
+	@mkdir -p $(BUILD)
+	$(BIN)/python scripts/bench_scale.py
 
 ## bench-serve: nbtext serve under 32 concurrent connections beside bogofilter and classify per message (docs/serve.md)
 bench-serve: $(STAMP)

@@ -8,7 +8,10 @@ that need them, so `nbtext classify` stays fast.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import time
+from collections.abc import Callable
 
 import click
 
@@ -367,20 +370,109 @@ def n_jobs(engine: Engine) -> int:
 
 
 class Progress:
-    """A count of documents on stderr, only when stderr is a terminal and not --quiet."""
+    """Long work's progress on stderr, one line rewritten in place, only when stderr is a
+    terminal and not --quiet.
 
-    def __init__(self, what: str, quiet: bool):
+    Called with a number (that many more documents: "training: N documents"), or with a
+    nbtext.progress.Step (train's and calibrate's phases): each phase its own line, redrawn at
+    most every REDRAW seconds while counting, and ended with a newline and its time when the next phase
+    begins or at done(). ``total`` gives the bytes the inputs hold (None: not known, as for
+    stdin); it is only asked for a terminal (a walk of the inputs' sizes)."""
+
+    REDRAW = 0.1
+
+    def __init__(self, what: str, quiet: bool, total: Callable[[], int | None] | None = None):
         self.on = not quiet and sys.stderr is not None and sys.stderr.isatty()
         self.what, self.n = what, 0
+        self.total = total() if self.on and total else None
+        self.step, self.began, self.drawn, self.width = None, 0.0, 0.0, 0
 
-    def __call__(self, k: int):
-        self.n += k
+    def __call__(self, k):
+        if isinstance(k, int):
+            self.n += k
+            if self.on:
+                self.draw(f"{self.what}: {self.n} documents")
+            return
+        if not self.on:
+            return
+        from .progress import COUNTING
+
+        now = time.monotonic()
+        if self.step is None or k.phase != self.step.phase:
+            self.end()
+            self.began = now
+        elif k.phase == COUNTING and now - self.drawn < self.REDRAW:  # (chunks come by the thousand; folds are few)
+            self.step = k
+            return
+        self.step, self.drawn = k, now
+        self.draw(self.line(k, now - self.began))
+
+    def line(self, step, took: float, ended: bool = False) -> str:
+        from .progress import CALIBRATING, COUNTING
+
+        if step.phase == COUNTING:
+            text = f"counting: {step.documents:,} documents, {step.done / MIB:,.1f} MiB"
+            rate = step.done / MIB / took if took > 0 else 0.0
+            if ended:
+                return f"{text} in {took:.1f} s ({rate:,.1f} MiB/s)"
+            if self.total:
+                text += f" of {self.total / MIB:,.1f} MiB ({min(step.done / self.total, 1):.0%})"
+            text += f", {rate:,.1f} MiB/s" if took >= 1 else ""
+            if self.total and took >= 1 and 0 < step.done < self.total:
+                left = int((self.total - step.done) / (step.done / took))
+                text += f", ETA {left // 60}:{left % 60:02d}"
+            return text
+        if step.phase == CALIBRATING:
+            if ended:
+                return f"calibrating: {step.total} internal folds in {took:.1f} s"
+            return f"calibrating: fold {step.done} of {step.total}" if step.done else \
+                f"calibrating: {step.total} internal folds"
+        return f"{step.phase}: {step.done}" + (f" of {step.total}" if step.total else "")
+
+    def draw(self, text: str) -> None:
+        click.echo("\r" + text + " " * max(0, self.width - len(text)), err=True, nl=False)
+        self.width = len(text)
+
+    def end(self) -> None:
+        """The current line ended: a phase's drawn once more with its time; then a newline."""
+        if self.on and self.step is not None:
+            self.draw(self.line(self.step, time.monotonic() - self.began, ended=True))
+        if self.on and (self.step is not None or self.n):
+            click.echo(err=True)
+        self.step, self.width, self.n = None, 0, 0
+
+    @contextlib.contextmanager
+    def saving(self, path: str):
+        """A "saving" line while the model is written, ended with its size and time."""
+        self.done()
+        began = time.monotonic()
         if self.on:
-            click.echo(f"\r{self.what}: {self.n} documents", err=True, nl=False)
+            self.draw(f"saving: {path}")
+        try:
+            yield
+        finally:
+            if self.on:
+                size = os.path.getsize(path) if os.path.isfile(path) else 0
+                self.draw(f"saving: {path}, {size / MIB:,.1f} MiB in {time.monotonic() - began:.1f} s")
+                click.echo(err=True)
+                self.width = 0
 
     def done(self):
-        if self.on and self.n:
-            click.echo(err=True)
+        self.end()
+
+
+MIB = 1 << 20
+
+
+def check_classes(classes: list[str], d: DecisionOptions) -> None:
+    """Refuse before reading what training or calibrating would refuse once it knew the classes:
+    fewer than two, a --positive not among them, a --threshold, --unsure or --max-fpr without
+    two classes and a positive one (the checks themselves: Counts and Decision.choose)."""
+    from .nb.counts import need_two_classes
+    from .nb.decision import default_positive
+
+    need_two_classes(classes)
+    Decision(positive=default_positive(classes)).choose(classes, d.positive, d.threshold, d.unsure, d.max_fpr)
 
 
 def answer(text: str) -> None:
@@ -424,6 +516,7 @@ def train(**kw):
     from . import store
     from .batch.train import train_model
     from .batch.memory import map_large_arrays
+    from .read import labelled_classes, labelled_size
     from .store.atomic import check_target
     from .table import is_table_run
 
@@ -442,8 +535,11 @@ def train(**kw):
     tok, settings, feats = build_settings(kw)
     decisions = build_decisions(kw)
     check_target(output, sources.all)
+    classes = labelled_classes(*read_labelled_args(sources)[:2])
+    if classes is not None:  # (label directories and --label paths: their classes known before reading)
+        check_classes(classes, decisions)
     map_large_arrays()
-    progress = Progress("training", quiet)
+    progress = Progress("training", quiet, lambda: labelled_size(*read_labelled_args(sources)[:2]))
     unread = Unread()
     cluster = dask_cluster(engine, quiet, sources.all)
     if cluster is not None:
@@ -457,7 +553,8 @@ def train(**kw):
                                  n_jobs=n_jobs(engine), progress=progress, max_memory=engine.max_memory)
     progress.done()
     unread.check()
-    store.save(model, output)
+    with progress.saving(output):
+        store.save(model, output)
     report_threshold(quiet, fit, decisions, model)
     counts = ", ".join(f"{int(n)} {c}" for c, n in zip(model.classes, model.class_count))
     info_line(quiet, f"nbtext: trained on {model.n_documents} documents ({counts}), "
@@ -792,6 +889,7 @@ def calibrate(model_path, quiet, **kw):
         if model.kind == "table":
             raise NbtextError(f"{model_path}: a table model; its probabilities are not calibrated "
                               "(they are scikit-learn's), so there is nothing to refit")
+        check_classes(model.classes, decisions)
         n, fit = recalibrate(model, read_labelled(sources, unread), decisions, n_jobs=n_jobs(engine_of(kw)),
                              progress=progress)
         progress.done()

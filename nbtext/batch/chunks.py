@@ -36,12 +36,17 @@ def chunks(docs: Iterable[Document | FileRef], size: int = CHUNK, max_bytes: int
     chunk, held = [], 0
     for d in docs:
         chunk.append(d)
-        held += d.size if isinstance(d, FileRef) else len(d.data)
+        held += size_of(d)
         if len(chunk) >= size or held >= max_bytes:
             yield chunk
             chunk, held = [], 0
     if chunk:
         yield chunk
+
+
+def size_of(item: Document | FileRef) -> int:
+    """A document's bytes, or a file's not read yet (its size when the walk found it)."""
+    return item.size if isinstance(item, FileRef) else len(item.data)
 
 
 def read_chunk(items: list[Document | FileRef]) -> tuple[list[Document], list[tuple[int, Exception]]]:

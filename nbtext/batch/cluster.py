@@ -526,7 +526,7 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     if needs_sample and not keep_rows and reduction.n_documents:
         chosen = sample_positions(reduction.n_documents, size, decisions.seed)
         reduction.sample = _FixedSample(*_sample_rows(cluster, parts, sizes, chosen, tokenizer, reduction.vocab, Rows))
-    return reduction.model(tokenizer, settings, features, decisions)
+    return reduction.model(tokenizer, settings, features, decisions, progress=progress)
 
 
 class _FixedSample:

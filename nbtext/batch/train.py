@@ -21,10 +21,11 @@ from ..nb.counts import Counts
 from ..nb.decision import Decision, default_positive
 from ..nb.estimators import make_estimator
 from ..operations import digest
+from ..progress import CALIBRATING, COUNTING, Step
 from ..read import Document
 from ..record import Record
 from ..settings import AUTO_CANDIDATES, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
-from .chunks import counted, fork_safe
+from .chunks import counted, fork_safe, size_of
 from .memory import release_free_memory, withheld_from_forks
 
 if TYPE_CHECKING:
@@ -224,7 +225,8 @@ class Reduction:
         return Sums(self.vocab.encoded(), self.vocab.keys(), (c.classes, c.token_major, c.doc_freq, c.class_count),
                     True, self.labels, sorted(self.ledger), rows)
 
-    def model(self, tokenizer, settings, features, decisions, n_jobs: int = 1) -> tuple[Model, ThresholdFit | None]:
+    def model(self, tokenizer, settings, features, decisions, n_jobs: int = 1,
+              progress=None) -> tuple[Model, ThresholdFit | None]:
         """The model of what was reduced (model_from_counts), and max_fpr's fit."""
         if not self.n_documents:
             raise NbtextError("no documents found in the training sources")
@@ -234,7 +236,7 @@ class Reduction:
         sample = self.sample.sample(len(vocab)) if self.sample is not None else (None, None)
         release_free_memory()
         model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
-                                           n_jobs=n_jobs)
+                                           n_jobs=n_jobs, progress=progress)
         model.ledger, model.pruned = self.ledger, self.pruning
         return model, fit
 
@@ -247,6 +249,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     """Count every document into a new model, then keep the features the options select and
     fit the decisions; returns the model and, for max_fpr, what its threshold costs.
     ``max_memory``: the counting state's budget in bytes (Reduction; None: MAX_MEMORY).
+    ``progress`` (nbtext.progress) is told the bytes read as counting goes, then the folds.
 
     Counts stream chunk by chunk (the map: batch.chunks.counted, then chunk_sums, here or in
     forked workers), reduced in input order (Reduction): nothing per document is kept but its
@@ -257,15 +260,21 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     reduction = Reduction(Reservoir(calibration_sample, decisions.seed) if needs_sample else None,
                           budget=MAX_MEMORY if max_memory is None else max_memory)
     featurize = make_estimator(settings).featurizer()  # (how the variant counts a document)
+    read = [0]  # bytes of the documents taken from ``docs`` so far (for progress)
+
+    def tallied(items):
+        for item in items:
+            read[0] += size_of(item)
+            yield item
 
     def summed(chunk: list[Document], batch) -> Sums:
         return chunk_sums(chunk, batch, featurize, needs_sample)
 
-    for chunk, part in counted(docs, tokenizer, n_jobs=n_jobs, then=summed):
+    for chunk, part in counted(tallied(docs) if progress else docs, tokenizer, n_jobs=n_jobs, then=summed):
         reduction.add(part)
         if progress:
-            progress(len(chunk))
-    return reduction.model(tokenizer, settings, features, decisions, n_jobs=n_jobs)
+            progress(Step(COUNTING, read[0], documents=reduction.n_documents))
+    return reduction.model(tokenizer, settings, features, decisions, n_jobs=n_jobs, progress=progress)
 
 
 def _digests(docs: list[Document]) -> list[bytes]:
@@ -274,7 +283,7 @@ def _digests(docs: list[Document]) -> list[bytes]:
 
 
 def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
-                      X=None, y=None, n_jobs: int = 1) -> tuple[Model, np.ndarray, ThresholdFit | None]:
+                      X=None, y=None, n_jobs: int = 1, progress=None) -> tuple[Model, np.ndarray, ThresholdFit | None]:
     """The model of counts over ``vocab``, with the features the options keep and the decisions
     fitted on (X, y) when given; returns it with the kept columns and the threshold's fit
     (``n_jobs``: the cores calibration's folds may use, see apply_decisions). The one end of
@@ -296,7 +305,7 @@ def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, fe
     if X is not None and not everything:
         X = X.columns(keep)  # (a copy: only when features were dropped)
     keep = None if everything else keep  # (an identity list of columns is not held while calibrating)
-    fit = apply_decisions(model, decisions, X, y, n_jobs)
+    fit = apply_decisions(model, decisions, X, y, n_jobs, progress)
     return model, (np.arange(width) if keep is None else keep), fit
 
 
@@ -320,11 +329,12 @@ class ThresholdFit(Record):
     fnr: float   # the share of the positive class missed
 
 
-def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1) -> ThresholdFit | None:
+def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1, progress=None) -> ThresholdFit | None:
     """Set the model's decision as the options say: the positive class, the calibration map
     and a max_fpr threshold fitted on internal folds of (X, y) (all the model's documents, or a
     sample of them), a given threshold and unsure band; and the variant, when auto chooses it.
-    With ``n_jobs`` > 1 the folds are scored on that many cores (fold_mapper), to the same bits."""
+    With ``n_jobs`` > 1 the folds are scored on that many cores (fold_mapper), to the same bits;
+    ``progress`` is told each fold as it is taken."""
     classes = model.classes
     model.decision.choose(classes, d.positive, d.threshold, d.unsure, d.max_fpr)
     fit = None
@@ -332,7 +342,7 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1) -> 
         from ..nb.calibrate import can_split
 
         if can_split(y, d.folds):
-            mapper = fold_mapper(n_jobs, unread=lambda: _unread_by_folds(model, X))
+            mapper = fold_mapper(n_jobs, unread=lambda: _unread_by_folds(model, X), progress=progress)
             try:
                 fit = _fit_on_folds(model, d, X, y, mapper)
             finally:
@@ -408,7 +418,7 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, mapper=map) -> Thresho
                         float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
 
 
-def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None):
+def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None, progress=None):
     """A mapper for calibration's folds (nbtext.nb.calibrate.out_of_fold_jlls: mapper(fn, folds)
     gives fn(fold) for each, in order) that uses ``n_jobs`` cores: as many worker processes
     (at most one a fold) forked (batch.pool.ForkedWorkers) when fn is called, so that they hold
@@ -419,8 +429,10 @@ def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None):
     and the counts, more than a fold's work saves. The same numbers either way: each fold is the
     same arithmetic in whichever process. The parent waits rather than take folds itself: a
     fold's temporaries then live in a worker, not in the parent's peak. ``unread`` gives the
-    buffers the workers never read, which they are forked without (memory.withheld_from_forks)."""
-    return FoldWorkers(n_jobs, unread)
+    buffers the workers never read, which they are forked without (memory.withheld_from_forks);
+    ``progress`` is told each fold as it is taken here, or comes back from a worker (a Step of
+    CALIBRATING)."""
+    return FoldWorkers(n_jobs, unread, progress)
 
 
 class FoldWorkers:
@@ -428,14 +440,20 @@ class FoldWorkers:
     (one core, one fold, or where forking is not safe); then the workers are kept for starmap
     (calibration's fits of tied candidates, one a core), until close()."""
 
-    def __init__(self, n_jobs: int, unread: Callable[[], list] | None = None):
-        self.n_jobs, self.unread, self.pool = n_jobs, unread, None
+    def __init__(self, n_jobs: int, unread: Callable[[], list] | None = None, progress=None):
+        self.n_jobs, self.unread, self.pool, self.progress = n_jobs, unread, None, progress
 
     def __call__(self, fn, tasks) -> list:
         """[fn(t) for t in tasks]."""
         tasks = list(tasks)
+        tell = (lambda i: self.progress(Step(CALIBRATING, i, len(tasks)))) if self.progress else (lambda i: None)
+        tell(0)
         if self.n_jobs < 2 or len(tasks) < 2 or not fork_safe():
-            return list(map(fn, tasks))
+            results = []
+            for t in tasks:
+                tell(len(results) + 1)
+                results.append(fn(t))
+            return results
         from .chunks import sigint_ignored, watch_parent
         from .pool import ForkedWorkers
 
@@ -446,7 +464,11 @@ class FoldWorkers:
         parent = os.getpid()
         with sigint_ignored(loky=False), withheld_from_forks(self.unread() if self.unread else []):
             self.pool = ForkedWorkers(taken, min(self.n_jobs, len(tasks)), on_fork=lambda: watch_parent(parent))
-        return list(self.pool.map(range(len(tasks)), ahead=len(tasks)))
+        results = []
+        for result in self.pool.map(range(len(tasks)), ahead=len(tasks)):  # (in order, as each comes back)
+            results.append(result)
+            tell(len(results))
+        return results
 
     def starmap(self, fn, arglists: list) -> list:
         """[fn(*args) for args in arglists]: the first ones by the workers kept from the folds
@@ -502,7 +524,7 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
         raise NbtextError(f"need documents of at least two classes to calibrate, got only {sorted(seen)[0]!r}")
     X, y = reservoir.sample(len(model.vocab)) if reservoir is not None else (None, None)
     model.decision = Decision(positive=default_positive(model.classes))
-    fit = apply_decisions(model, decisions, X, y, n_jobs=n_jobs)
+    fit = apply_decisions(model, decisions, X, y, n_jobs=n_jobs, progress=progress)
     return n_docs, fit
 
 

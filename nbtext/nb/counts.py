@@ -362,7 +362,10 @@ class Counts:
                               f"classes are {', '.join(self.classes)}")
 
     def check_trainable(self) -> None:
-        present = [c for c, n in zip(self.classes, self.class_count) if n > 0]
-        if len(present) < 2:
-            raise NbtextError(
-                f"need documents of at least two classes to train, got {present or 'none'}")
+        need_two_classes([c for c, n in zip(self.classes, self.class_count) if n > 0])
+
+
+def need_two_classes(present: list[str]) -> None:
+    """Refuse to train on documents of fewer than two classes (``present``: their labels)."""
+    if len(present) < 2:
+        raise NbtextError(f"need documents of at least two classes to train, got {present or 'none'}")

@@ -22,7 +22,8 @@ from .lines import (EXTENSIONS, MAX_DUMP_LINE, LineOptions, count_line_ends, dum
                     line_file_format, line_format, line_range_documents)
 from .mail import file_documents, is_mbox, mbox_range_documents, mbox_starts
 from .opening import MAX_DOCUMENT_BYTES, read_bytes
-from .sources import check_distinct, input_documents, labelled_documents, line_files_named
+from .sources import (check_distinct, input_documents, labelled_classes, labelled_documents, labelled_size,
+                      line_files_named)
 from .walk import (FileRef, is_maildir, is_mh, label_directory, label_directory_files, mail_folder_documents,
                    mail_folder_files)
 
@@ -33,6 +34,6 @@ from .opening import _Input, _os_error  # noqa: E402, F401
 __all__ = ["Document", "EXTENSIONS", "MAX_DUMP_LINE", "LineOptions", "count_line_ends", "dump_lines",
            "line_documents", "line_file_format", "line_format", "line_range_documents", "file_documents",
            "is_mbox", "mbox_range_documents", "mbox_starts", "MAX_DOCUMENT_BYTES", "read_bytes",
-           "check_distinct", "input_documents", "labelled_documents", "line_files_named", "FileRef",
+           "check_distinct", "input_documents", "labelled_classes", "labelled_documents", "labelled_size", "line_files_named", "FileRef",
            "is_maildir", "is_mh", "label_directory", "label_directory_files", "mail_folder_documents",
            "mail_folder_files"]

@@ -4,13 +4,14 @@ files, stdin), each yielded lazily in a stable order."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 
 from ..errors import NbtextError
 from .document import Document, _guarded, _label_chars, _report
 from .lines import EXTENSIONS, LineOptions, line_documents
 from .opening import _one_document
-from .walk import FileRef, label_directory, mail_folder_documents
+from .walk import FileRef, label_directory, label_directory_files, mail_folder_documents, mail_folder_files
 
 TYPE_CHECKING = False  # (typing is not imported: `nbtext classify` imports this module)
 if TYPE_CHECKING:
@@ -61,6 +62,51 @@ def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts
         for doc in _guarded(docs, on_error):
             doc.label = label
             yield doc
+
+
+def labelled_classes(sources: list[str], labelled: list[tuple[str, str]]) -> list[str] | None:
+    """The labels labelled_documents will give documents, known before any is read: those of
+    label directories and of ``--label`` paths that hold a file (as the same walks find them;
+    nothing is opened), sorted; None where a line file or stdin is among the sources (its
+    labels are in its lines), or where none is found or a walk meets an error (reading them then
+    says why)."""
+    if any(src == "-" or not os.path.isdir(src) for src in sources):
+        return None
+    found: set[str] = set()
+    errors: list[NbtextError] = []
+    for src in sources:
+        found.update(label for _, _, label in label_directory_files(src, on_error=errors.append))
+    for label, path in labelled:
+        if path == "-" or next(iter(mail_folder_files(path, on_error=errors.append)), None) is not None:
+            found.add(label)
+    return sorted(found) if found and not errors else None
+
+
+def labelled_size(sources: list[str], labelled: list[tuple[str, str]]) -> int | None:
+    """The bytes labelled_documents will read from these inputs, from the files' sizes as the
+    same walks find them (nothing is read), or None where that cannot be known beforehand:
+    standard input, a FIFO or device, a gzip file (it is read decompressed). For a progress
+    line's total: a file that cannot be read counts nothing here (reading it reports it)."""
+    files: list[str] = []
+    for src in sources:
+        if os.path.isdir(src):
+            files += [file for file, _, _ in label_directory_files(src, on_error=lambda e: None)]
+        else:
+            files.append(src)
+    for _, path in labelled:
+        files += [file for file, _ in mail_folder_files(path, on_error=lambda e: None)] if path != "-" else ["-"]
+    total = 0
+    for file in files:
+        if file == "-" or file.endswith(".gz"):
+            return None
+        try:
+            st = os.stat(file)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        total += st.st_size
+    return total
 
 
 def line_files_named(inputs: list[str]) -> list[tuple[str, str]]:

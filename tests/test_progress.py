@@ -1,0 +1,84 @@
+"""Progress lines: `nbtext train` on a terminal shows each phase (counting with bytes of the
+total, calibration's folds, saving), one line rewritten in place; a pipe and -q get none.
+
+The terminal is a real pseudo-terminal (the pty module) given to a real `nbtext train` process
+as its stderr, as a user's shell would."""
+import os
+import pty
+import subprocess
+import sys
+
+from conftest import DATA
+
+NBTEXT = [sys.executable, "-m", "nbtext"]
+
+
+def on_terminal(args, stdin=subprocess.DEVNULL) -> tuple[int, str]:
+    """(status, what the terminal showed) of nbtext with stderr on a pseudo-terminal."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(NBTEXT + [str(a) for a in args], stdin=stdin, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    shown = bytearray()
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # (EIO: the process ended and closed the terminal's last end)
+            break
+        if not data:
+            break
+        shown += data
+    os.close(master)
+    return p.wait(), shown.decode()
+
+
+def test_train_on_a_terminal_shows_each_phase_on_a_line_rewritten_in_place(tmp_path):
+    corpus = DATA / "corpus"
+    total = sum(f.stat().st_size for f in corpus.rglob("*") if f.is_file() and not f.name.startswith("."))
+    status, shown = on_terminal(["train", corpus, "-o", tmp_path / "m.nbm"])
+    assert status == 0, shown
+    lines = shown.replace("\r\n", "\n").split("\n")  # (the terminal turns "\n" into "\r\n")
+    counting, calibrating, saving, trained = lines[:4]
+    # Counting: rewritten in place ("\r"), the documents and the bytes read of the inputs' total
+    # (from the walk's sizes), ended with its time.
+    assert counting.startswith("\rcounting: ") and counting.count("\r") >= 1
+    assert f" of {total / (1 << 20):,.1f} MiB (" in counting
+    assert counting.split("\r")[-1].startswith("counting: 432 documents, ") and " MiB in " in counting
+    # Calibration: its internal folds, one by one as they are taken, then its time.
+    assert "calibrating: 5 internal folds" in calibrating and "calibrating: fold 5 of 5" in calibrating
+    assert calibrating.split("\r")[-1].startswith("calibrating: 5 internal folds in ")
+    assert saving.startswith(f"\rsaving: {tmp_path / 'm.nbm'}") and saving.rstrip().endswith(" s")
+    assert trained.startswith("nbtext: trained on 432 documents (298 ham, 134 spam)")
+
+
+def test_one_core_shows_every_fold(tmp_path):
+    status, shown = on_terminal(["train", DATA / "corpus", "-o", tmp_path / "m.nbm", "-j", "1"])
+    assert status == 0, shown
+    for i in range(1, 6):
+        assert f"\rcalibrating: fold {i} of 5" in shown
+
+
+def test_stdin_has_no_total_and_no_eta(tmp_path):
+    lines = tmp_path / "in.tsv"
+    lines.write_text("".join(f"{'spam' if i % 2 else 'ham'}\tword{i % 7} other{i % 3} w{i}\n" for i in range(200)))
+    with open(lines, "rb") as stdin:
+        status, shown = on_terminal(["train", "-", "--format", "tsv", "-o", tmp_path / "m.nbm"], stdin=stdin)
+    assert status == 0, shown
+    assert "counting: 200 documents, " in shown and " MiB of " not in shown and "ETA" not in shown
+
+
+def test_a_pipe_and_quiet_get_no_progress(tmp_path):
+    r = subprocess.run(NBTEXT + ["train", str(DATA / "corpus"), "-o", str(tmp_path / "m.nbm")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith("nbtext: trained on 432 documents") and r.stderr.count("\n") == 1
+    status, shown = on_terminal(["train", DATA / "corpus", "-o", tmp_path / "q.nbm", "-q"])
+    assert (status, shown) == (0, "")
+
+
+def test_calibrate_ends_its_documents_line_before_its_folds(sample_copy):
+    status, shown = on_terminal(["calibrate", "-m", sample_copy, DATA / "corpus", "-j", "1"])
+    assert status == 0, shown
+    lines = shown.replace("\r\n", "\n").split("\n")
+    assert lines[0].split("\r")[-1] == "calibrating: 432 documents"
+    assert lines[1].startswith("\rcalibrating: 5 internal folds\rcalibrating: fold 1 of 5")
+    assert lines[2].startswith("nbtext: calibrated on 432 documents")
