@@ -1,7 +1,7 @@
 """Behaviour kept across a refactor: models trained by another revision and by this working tree,
 under many option sets, give the same `nbtext export` output line for line.
 
-    python scripts/export_equality.py --base REV [--corpus sample|spamassassin|all]
+    python scripts/export_equality.py --base REV [--corpus sample|spamassassin|debian|all]
 
 REV is checked out in a temporary git worktree and run from there (PYTHONPATH), the working tree
 from here; both with this environment's Python. Exports are cached under build/equality/REV/.
@@ -19,7 +19,8 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPORA = {"sample": ROOT / "data" / "corpus",
-           "spamassassin": ROOT.parent / "shared" / "data" / "spamassassin-2002"}
+           "spamassassin": ROOT.parent / "shared" / "data" / "spamassassin-2002",
+           "debian": ROOT.parent / "shared" / "data" / "debian-sections"}
 OPTION_SETS = {
     "default": [],
     "bernoulli": ["--variant", "bernoulli"],
@@ -58,7 +59,7 @@ def first_difference(a: pathlib.Path, b: pathlib.Path) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", required=True, help="the revision to compare with")
-    ap.add_argument("--corpus", choices=["sample", "spamassassin", "all"], default="all")
+    ap.add_argument("--corpus", choices=[*CORPORA, "all"], default="all")
     ap.add_argument("--only", nargs="*", choices=sorted(OPTION_SETS), help="these option sets alone")
     args = ap.parse_args()
     rev = subprocess.run(["git", "rev-parse", "--short", args.base], cwd=ROOT, check=True,
