@@ -121,6 +121,22 @@ def test_last_seen_is_stamped_by_counting_kept_by_forgetting_and_the_later_by_me
     back = store.load(str(tmp_path / "m.nbm"))
     assert dict(zip(back.vocab.tokens, back.counts.last_seen.tolist())) == {"w": 19000, "x": 19000, "y": 19000,
                                                                             "z": 19001}
+    assert "last_seen" in store.read_container(str(tmp_path / "m.nbm"))[0]["sections"]
+    # every token of one day (a model trained at once): the header says the day, no section
+    m.counts.last_seen[:] = 19002
+    store.save(m, str(tmp_path / "one.nbm"))
+    header = store.read_container(str(tmp_path / "one.nbm"))[0]
+    assert header["last_seen_day"] == 19002 and "last_seen" not in header["sections"]
+    assert (store.load(str(tmp_path / "one.nbm")).counts.last_seen == 19002).all()
+
+
+def test_a_bad_last_seen_day_is_refused(tmp_path, monkeypatch):
+    m = three_class_model("multinomial")
+    real = codec.frame
+    monkeypatch.setattr(codec, "frame", lambda header, sections: real({**header, "last_seen_day": 70000}, sections))
+    store.save(m, str(tmp_path / "m.nbm"))
+    with pytest.raises(ModelFileError, match="last_seen_day '70000' is not a day from 0 to 65535"):
+        store.load(str(tmp_path / "m.nbm"))
 
 
 def twenty_classes(path, tokens_per_class: int, docs_per_class: int = 20):
@@ -255,3 +271,53 @@ def test_a_format_4_file_loads_and_predicts_as_before(run, tmp_path):
     assert store.read_container(str(tmp_path / "new.nbm"))[0]["format_version"] == store.FORMAT_VERSION == 5
     assert new.counts.token_sums == m.counts.token_sums
     np.testing.assert_array_equal(new.counts.doc_freq, m.counts.doc_freq)
+
+
+@pytest.mark.parametrize("cls,params", [(MultinomialNB, {}), (ComplementNB, {}), (ComplementNB, {"tf": True})],
+                         ids=["multinomial", "complement", "complement-tf"])
+def test_a_folds_weights_at_its_columns_are_the_fold_models(monkeypatch, cls, params):
+    """Calibration's fold of sparse counts, at the fold's columns alone (sparse_minus_at), scores
+    as the whole fold model (the counts less the fold, plus()) cut to those columns: the same
+    numbers (whole counts: the same bits), and it refuses documents that were not learned."""
+    from nbtext.features.rows import Rows
+
+    X, y = corpus(k=7)
+    est = cls(**params).fit(X, y)
+    fold = np.arange(len(y)) % 5 == 2
+    Xf, cols = Rows.of(X).own_columns(fold)
+    fast, seen = est.fold_linear(Xf, y[fold], cols)
+    monkeypatch.setattr(cls, "_sparse_fold_linear", lambda *a: None)
+    ref, ref_seen = est.fold_linear(Xf, y[fold], cols)
+    assert type(fast).__name__ == type(ref).__name__ == "SparseLinear"
+    np.testing.assert_array_equal(seen, ref_seen)
+    if params.get("tf"):
+        np.testing.assert_allclose(fast.jll(Xf), ref.jll(Xf), rtol=1e-12)
+    else:
+        np.testing.assert_array_equal(fast.jll(Xf), ref.jll(Xf))
+    with pytest.raises(NbtextError, match="below zero"):
+        est.counts_.sparse_minus_at(Xf.with_data(Xf.data * 100), est._names(y[fold]), cols)
+
+
+def test_learn_then_forget_of_a_three_class_model_file_gives_back_its_bytes(run, tmp_path):
+    """`nbtext learn` then `learn --forget` of the same document, on a model held by token: the
+    file is byte for byte the trained one (its counts and vocabulary; its days too, unless
+    learn ran on a later day than train: then the days the learned tokens got are kept)."""
+    train = tmp_path / "t.tsv"
+    train.write_text("".join(f"{lab}\t{text}\n" for lab, text in [
+        ("astro", "star orbit planet"), ("cook", "flour butter oven"), ("sail", "boat wind mast"),
+        ("astro", "galaxy telescope star"), ("cook", "dough oven salt"), ("sail", "rope anchor wind")] * 3))
+    model = tmp_path / "m.nbm"
+    assert run("train", train, "--no-calibrate", "-o", model).exit_code == 0
+    before = model.read_bytes()
+    assert "counts_indptr" in store.read_container(str(model))[0]["sections"]
+    msg = tmp_path / "new.txt"
+    msg.write_text("quokka telescope wind\n")
+    assert run("learn", "-m", model, "--label", "astro", msg).exit_code == 0
+    assert model.read_bytes() != before and "quokka" in store.load(str(model)).vocab.index
+    assert run("learn", "-m", model, "--label", "astro", "--forget", msg).exit_code == 0
+    back = store.load(str(model))
+    (tmp_path / "before.nbm").write_bytes(before)
+    trained = store.load(str(tmp_path / "before.nbm"))
+    assert (back.counts.last_seen >= trained.counts.last_seen).all()
+    back.counts.last_seen[:] = trained.counts.last_seen  # (the same unless learn ran on a later day)
+    assert store.encode(back) == before

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import NbtextError
 from ..features.rows import Rows
-from .sparse import TokenSums
+from .sparse import TokenSums, group_sums
 
 # The counts a model may hold (1 GiB of float64 values; a sparse entry holds its class number
 # too): without a bound a file of many distinct labels and tokens fills the memory before
@@ -34,6 +34,9 @@ from .sparse import TokenSums
 # classes, the nonzero ones from SPARSE_FROM classes.
 MAX_NUMBERS = 1 << 27
 SPARSE_FROM = 3  # classes from which counts are held by token, only where not zero (docs/state.md)
+# Documents' sums (summed) are a tokens x classes array while it has at most this many cells an
+# entry of the documents (memory in proportion to them, and the quicker sum), else held by token.
+DENSE_CELLS = 4
 UNKNOWN_DAY = 0  # a token's last_seen where it is not known (a model file older than format 5)
 
 
@@ -77,6 +80,24 @@ def take_rows(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
     if a.ndim == 2 and a.shape[1] == 2 and a.dtype == np.float64 and a.flags.c_contiguous:
         return np.take(a.view(np.complex128)[:, 0], rows).view(np.float64).reshape(-1, 2)
     return np.take(a, rows, axis=0)
+
+
+def _append_summed(held: TokenSums, sums, cols: np.ndarray | None, rows: np.ndarray, sign: float = 1.0) -> None:
+    """Append summed()'s sums (dense or a TokenSums) times ``sign`` to ``held``: sums' row j at
+    token cols[j] (None: j), column i at class rows[i]."""
+    if isinstance(sums, TokenSums):
+        tokens = sums.token_of_entries()
+        held.append(tokens if cols is None else cols[tokens], rows[sums.classes.astype(np.int64)],
+                    sums.values if sign == 1 else sign * sums.values)
+    else:
+        held.append_dense(cols, rows, sums if sign == 1 else sign * sums)
+
+
+def _class_sums(sums, rows: np.ndarray, k: int) -> np.ndarray:
+    """summed()'s sums per class (at rows) over all its tokens."""
+    if isinstance(sums, TokenSums):
+        return np.bincount(rows[sums.classes.astype(np.int64)], weights=sums.values, minlength=k).astype(np.float64)
+    return np.bincount(rows, weights=sums.sum(axis=0), minlength=k).astype(np.float64)
 
 
 def _as_uint16(a: np.ndarray) -> np.ndarray:
@@ -276,10 +297,11 @@ class Counts:
     @staticmethod
     def summed(X, labels: Sequence[str], weights: np.ndarray | None = None) -> tuple:
         """Documents' sums, to be added to counts elsewhere (add_summed): (their classes,
-        sorted; X's sums per token and class, tokens x those classes, C order; its documents
-        per token; its documents per class). train's worker processes make them for their own
-        chunks. Each class's sums are added in the same order whatever other classes there
-        are, so they are the same numbers, bit for bit, as sums over a model's classes."""
+        sorted; X's sums per token and class, tokens x those classes, C order, or from
+        SPARSE_FROM classes a TokenSums of them; its documents per token; its documents per
+        class). train's worker processes make them for their own chunks. Each class's sums are
+        added in the same order whatever other classes there are, so they are the same
+        numbers, bit for bit, as sums over a model's classes."""
         X = Rows.of(X)
         if X.shape[0] != len(labels):
             raise NbtextError(f"X has {X.shape[0]} rows but there are {len(labels)} labels")
@@ -287,7 +309,10 @@ class Counts:
         index = {c: i for i, c in enumerate(classes)}
         idx = np.asarray([index[lab] for lab in labels], dtype=np.int64)
         k = len(classes)
-        sums, df = X.group_sums(idx, k, weights, doc_freq=True)
+        if k >= SPARSE_FROM and X.shape[1] * k > DENSE_CELLS * X.nnz:
+            sums, df = group_sums(X, idx, k, weights)
+        else:
+            sums, df = X.group_sums(idx, k, weights, doc_freq=True)
         return classes, sums, df, np.bincount(idx, weights=weights, minlength=k)
 
     @staticmethod
@@ -296,7 +321,7 @@ class Counts:
         they all are (add_summed takes them back exactly): what train's workers send for a chunk,
         a quarter of its float64 and int64."""
         classes, sums, df, cc = summed
-        return classes, _as_uint16(sums), _as_uint16(df), cc
+        return classes, sums if isinstance(sums, TokenSums) else _as_uint16(sums), _as_uint16(df), cc
 
     def _sums(self, X, labels: Sequence[str], weights) -> tuple:
         """summed(), over all this model's classes (tokens x classes; per class)."""
@@ -324,9 +349,10 @@ class Counts:
         """Add what summed() made of documents (columns and ids as in add; ``distinct``: whether
         no id repeats is known, as train knows it from the chunk's keys, else it is checked)."""
         classes, sums, df, cc = summed
-        sums = np.asarray(sums, dtype=np.float64)  # (compacted's 16 bits: the same numbers)
+        if not isinstance(sums, TokenSums):
+            sums = np.asarray(sums, dtype=np.float64)  # (compacted's 16 bits: the same numbers)
         rows = self._class_rows(classes)
-        n, k = sums.shape[0], len(self.classes)
+        n, k = sums.width if isinstance(sums, TokenSums) else sums.shape[0], len(self.classes)
         cols = None if ids is None else np.asarray(ids, dtype=np.int64)
         if width is None:
             width = max(self.width, n if cols is None else int(cols.max(initial=-1)) + 1)
@@ -337,7 +363,7 @@ class Counts:
         every = len(rows) == k  # (the chunk has every class: rows are 0..k-1, a slice)
         at = slice(0, k) if every else rows
         if self._sp is not None:
-            self._sp.append_dense(cols, rows, sums)
+            _append_summed(self._sp, sums, cols, rows)
             self._check_held()
             if cols is None:
                 self._df[:n] += df
@@ -428,20 +454,40 @@ class Counts:
         counts a copy of these with them added (no tokens x classes array)."""
         if X.shape[0] != len(labels):
             raise NbtextError(f"X has {X.shape[0]} rows but there are {len(labels)} labels")
-        Xo, cols = X.own_columns(np.arange(X.shape[0]))
-        fc, df, cc = self._sums(Xo, labels, weights)
+        classes, fc, df, cc = Counts.summed(X, labels, weights)
+        rows = self._class_rows(classes)
         sums = self.token_sums.copy()
-        sums.append_dense(cols, np.arange(len(self.classes)), fc)
+        _append_summed(sums, fc, None, rows)
         sums.settle()
-        cc = self.class_count + cc
+        cc = self.class_count + np.bincount(rows, weights=cc, minlength=len(self.classes))
         if (sums.values < -1e-9).any() or (cc < -1e-9).any():
             raise NbtextError("that would take counts below zero: those documents were not learned")
         out = Counts(self.classes, 0)
         out._sp, out._cc = sums.with_values(np.maximum(sums.values, 0.0)), np.maximum(cc, 0.0)
         out._df = np.array(self.doc_freq, dtype=np.float64)
-        out._df[cols] += df
+        out._df += df
         out._df, out.width = np.maximum(out._df, 0.0), self.width
         return self._stamped(out, X, weights)
+
+    def sparse_minus_at(self, X, labels: Sequence[str], cols: np.ndarray) -> tuple:
+        """minus_at() of sparse counts: (the counts of plus(X', labels, -1) at the columns ``cols``
+        alone, a TokenSums of len(cols) tokens; its class totals over every token; its class
+        counts), X' being X over the whole vocabulary with column j at ``cols[j]``: a fold of
+        calibration costs its own columns, not the vocabulary."""
+        self.check_labels(labels)
+        X = Rows.of(X)
+        if X.shape[0] != len(labels):
+            raise NbtextError(f"X has {X.shape[0]} rows but there are {len(labels)} labels")
+        classes, sums, _, cc = Counts.summed(X, labels)
+        rows, k = self._class_rows(classes), len(self.classes)
+        taken = self.token_sums.take(np.asarray(cols, dtype=np.int64))
+        _append_summed(taken, sums, None, rows, sign=-1.0)
+        taken.settle()
+        cc = self.class_count - np.bincount(rows, weights=cc, minlength=k)
+        if (taken.values < -1e-9).any() or (cc < -1e-9).any():
+            raise NbtextError("that would take counts below zero: those documents were not learned")
+        totals = self.class_totals() - _class_sums(sums, rows, k)
+        return taken.with_values(np.maximum(taken.values, 0.0)), np.maximum(totals, 0.0), np.maximum(cc, 0.0)
 
     def minus_at(self, X, labels: Sequence[str], cols: np.ndarray, doc_freq: bool = True) -> tuple:
         """What ``plus(X', labels, -1)`` gives at the columns ``cols`` alone, X' being X over the

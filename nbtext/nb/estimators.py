@@ -378,6 +378,19 @@ class _BaseNB(ClassifierInterface):
     # counts (Counts.minus_at, read only) are then the same, and taken out once (``memo``).
     same_features: str | None = None
 
+    def _sparse_taken(self, X, y, cols, memo) -> tuple:
+        """(counts_.sparse_minus_at(X, y, cols): the fold model's counts at cols, class totals
+        and class counts; and per column whether any count is left there), shared through
+        ``memo`` as _taken's."""
+        key = (id(self.counts_), "sparse", self.same_features) if memo is not None and self.same_features else None
+        if key is None or key not in memo:
+            taken, totals, cc = self.counts_.sparse_minus_at(X, y, cols)
+            out = (taken, totals, cc, taken.token_totals() > 1e-9)
+            if key is None:
+                return out
+            memo[key] = out
+        return memo[key]
+
     def _taken(self, X, y, cols, memo, doc_freq: bool = False) -> tuple:
         """(counts_.minus_at(X, y, cols)'s fold counts, document frequencies (with ``doc_freq``,
         else None), class counts and the counts held at cols; and per column whether any count
@@ -505,11 +518,27 @@ class MultinomialNB(_BaseNB):
         w = F.multinomial_weight(s.values, log_den[cls], alpha[s.token_of_entries()], np.log)
         return SparseLinear.of(s, w, -log_den, terms, self.featurizer(), np.log(alpha), np.ones(len(log_den)))
 
+    def _sparse_fold_linear(self, X, y, cols, memo):
+        """_fold_linear of sparse counts: the fold model's weights at the fold's columns, from
+        its counts there and its class totals (the same formulas as _sparse_linear, on the same
+        numbers: the same bits for whole counts, tests/test_sparse_state.py)."""
+        alpha = self._check_alpha()
+        if np.ndim(alpha):
+            return None
+        taken, totals, cc, seen = self._sparse_taken(X, y, cols, memo)
+        with np.errstate(divide="ignore"):
+            log_den = np.log(totals + alpha * self.counts_.width)
+        k = len(log_den)
+        w = F.multinomial_weight(taken.values, log_den[taken.classes.astype(np.int64)], alpha, np.log)
+        linear = SparseLinear.of(taken, w, F.multinomial_weight(np.zeros(k), log_den, alpha, np.log),
+                                 F.Multinomial.bias_terms(k, self._log_prior(cc), None), self.featurizer())
+        return None if linear is None else (linear, seen)
+
     same_features = "counts"
 
     def _fold_linear(self, X, y, cols, memo=None):
         if self.counts_.sparse:
-            return None  # (the reference: the fold model's sparse counts, at the fold's columns)
+            return self._sparse_fold_linear(X, y, cols, memo)
         self._check_alpha()
         counts = self.counts_
         fc, _, cc, held, seen = self._taken(X, y, cols, memo)
@@ -715,6 +744,25 @@ class ComplementNB(_BaseNB):
             return F.complement_weight(logged, log_sum[cls]), -log_den / log_sum, g, 1 / log_sum, log_den, log_sum
         return F.complement_weight(logged), log_den, g, -np.ones(k), log_den, None
 
+    def _sparse_fold_linear(self, X, y, cols, memo):
+        """_fold_linear of sparse counts without idf or norm (whose weights move at every token
+        with a fold): at the fold's columns, from its counts there and its sums over the
+        vocabulary (its class totals), as _sparse_parts makes them."""
+        alpha = self._check_alpha()
+        if np.ndim(alpha):
+            return None
+        taken, n_c, cc, seen = self._sparse_taken(X, y, cols, memo)
+        cls, tok = taken.classes.astype(np.int64), taken.token_of_entries()
+        all_t = taken.token_totals()
+        with np.errstate(divide="ignore"):
+            log_den = np.log(n_c.sum() + alpha * self.counts_.width - n_c)
+            g = np.log(all_t + alpha)
+        w = F.complement_weight(F.complement_logged(all_t[tok], taken.values, log_den[cls], alpha, np.log))
+        k = len(n_c)
+        linear = SparseLinear.of(taken, w, log_den, F.Complement.bias_terms(k, self._log_prior(cc), None),
+                                 self.featurizer(), g, -np.ones(k))
+        return None if linear is None else (linear, seen)
+
     def summary(self) -> dict:
         if self.counts_.sparse:
             *_, log_den, log_sum = self._derived("sparse", self._sparse_parts)
@@ -743,7 +791,9 @@ class ComplementNB(_BaseNB):
 
     def _fold_linear(self, X, y, cols, memo=None):
         counts = self.counts_
-        if counts.width < 2 or counts.sparse:  # (sparse: the reference, the fold model's sparse counts)  # (a one-token vocabulary: summed across classes otherwise)
+        if counts.sparse and not (self.idf or self.norm):
+            return self._sparse_fold_linear(X, y, cols, memo)
+        if counts.width < 2 or counts.sparse:  # (sparse with idf or norm: the reference, the fold model's)  # (a one-token vocabulary: summed across classes otherwise)
             return None
         self._check_alpha()
         k = len(counts.classes)

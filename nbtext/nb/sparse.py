@@ -123,9 +123,15 @@ class TokenSums:
         order = np.argsort(keys, kind="stable")
         keys, values = keys[order], values[order]
         del order
-        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]])) if len(keys) else np.zeros(0, int)
-        sums = np.add.reduceat(values, starts) if len(starts) else values
-        keys = keys[starts]
+        new = np.empty(len(keys), dtype=bool)
+        new[:1] = True
+        np.not_equal(keys[1:], keys[:-1], out=new[1:])
+        # (bincount adds each key's values one by one, in the order they came, from 0: as a
+        # dense array's += and Rows.group_sums add them, to the bit; reduceat adds in pairs)
+        cell = np.cumsum(new) - 1
+        sums = np.bincount(cell, weights=values, minlength=int(cell[-1]) + 1 if len(cell) else 0)
+        del cell
+        keys = keys[new]
         keep = sums != 0
         keys, sums = keys[keep], sums[keep]
         tokens = keys // k
@@ -141,12 +147,7 @@ class TokenSums:
 
     def token_totals(self) -> np.ndarray:
         """Per token, its sum over the classes (added in class order)."""
-        self.settle()
-        out = np.zeros(self.width)
-        full = np.flatnonzero(np.diff(self.indptr))
-        if len(full):
-            out[full] = np.add.reduceat(self.values, self.indptr[full])
-        return out
+        return np.bincount(self.token_of_entries(), weights=self.values, minlength=self.width).astype(np.float64)
 
     def class_totals(self) -> np.ndarray:
         """Per class, its sum over the tokens (added in token order)."""
@@ -201,22 +202,31 @@ class TokenSums:
 
 def product(X, indptr: np.ndarray, classes: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
     """X (Rows, documents x tokens) times the tokens x k matrix held in CSR arrays: documents x
-    k, a piece of X's entries at a time (each entry's token's nonzeros, multiplied and added
-    into its row's classes)."""
-    n = X.shape[0]
-    out = np.zeros(n * k)
-    lengths_of_row = np.diff(X.indptr)
-    r0 = 0
-    while r0 < n:  # (pieces of whole rows, about PIECE entries each)
-        r1 = int(np.searchsorted(X.indptr, X.indptr[r0] + PIECE, side="right")) - 1
-        r1 = min(max(r1, r0 + 1), n)
-        lo, hi = X.indptr[r0], X.indptr[r1]
-        cols = np.asarray(X.indices[lo:hi], dtype=np.int64)
-        lengths = indptr[cols + 1] - indptr[cols]
-        at = ranges(indptr[cols], lengths)
-        rows = np.repeat(np.repeat(np.arange(r1 - r0, dtype=np.int64), lengths_of_row[r0:r1]), lengths)
-        cells = rows * k + classes[at]
-        contrib = np.repeat(np.asarray(X.data[lo:hi], dtype=np.float64), lengths) * values[at]
-        out[r0 * k:r1 * k] = np.bincount(cells, weights=contrib, minlength=(r1 - r0) * k)
-        r0 = r1
-    return out.reshape(n, k)
+    k, by scipy.sparse's product (imported here: only models of three classes or more come
+    here)."""
+    import scipy.sparse as sp
+
+    n, width = X.shape
+    D = sp.csr_matrix((values, classes, indptr[:width + 1]), shape=(width, k))
+    Xs = sp.csr_matrix((np.asarray(X.data, dtype=np.float64), X.indices, X.indptr), shape=(n, width))
+    return np.asarray((Xs @ D).toarray())
+
+
+def group_sums(X, group: np.ndarray, k: int, weights: np.ndarray | None = None) -> tuple:
+    """Rows.group_sums of k groups held by token (TokenSums of X's columns x k), and each
+    column's documents (nonzero entries; with weights, their rows' weights): the sums a chunk
+    of many classes adds, without a columns x k array."""
+    lengths = np.diff(X.indptr)
+    rows = np.repeat(np.arange(X.shape[0], dtype=np.int64), lengths)
+    values = np.asarray(X.data, dtype=np.float64)
+    row_weights = None
+    if weights is not None:
+        row_weights = np.asarray(weights, dtype=np.float64)[rows]
+        values = values * row_weights
+    nonzero = X.data != 0
+    df = np.bincount(X.indices[nonzero], minlength=X.shape[1],
+                     weights=None if row_weights is None else row_weights[nonzero])
+    sums = TokenSums(X.shape[1], k)
+    sums.append(np.asarray(X.indices, dtype=np.int64), np.asarray(group, dtype=np.int64)[rows], values)
+    sums.settle()
+    return sums, df
