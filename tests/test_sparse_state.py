@@ -321,3 +321,27 @@ def test_learn_then_forget_of_a_three_class_model_file_gives_back_its_bytes(run,
     assert (back.counts.last_seen >= trained.counts.last_seen).all()
     back.counts.last_seen[:] = trained.counts.last_seen  # (the same unless learn ran on a later day)
     assert store.encode(back) == before
+
+
+def test_predict_explain_of_sparse_counts_is_the_dense_ones(run, tmp_path, monkeypatch):
+    """predict --explain reads the chunk's tokens' weights of the sparse view: the tokens and
+    contributions the dense arrays give (to 1e-9)."""
+    train = tmp_path / "t.tsv"
+    train.write_text("".join(f"{lab}\t{text}\n" for lab, text in [
+        ("astro", "star orbit planet"), ("cook", "flour butter oven"), ("sail", "boat wind mast"),
+        ("astro", "galaxy telescope star"), ("cook", "dough oven salt"), ("sail", "rope anchor wind")] * 3))
+    doc = tmp_path / "doc.txt"
+    doc.write_text("a star over the oven and the wind\n")
+    outs = []
+    for sparse_from in (3, 10**9):
+        monkeypatch.setattr(counts_module, "SPARSE_FROM", sparse_from)
+        model = tmp_path / f"m{sparse_from}.nbm"
+        assert run("train", train, "--no-calibrate", "-o", model).exit_code == 0
+        assert store.load(str(model)).counts.sparse == (sparse_from == 3)
+        r = run("predict", "-m", model, "--format", "jsonl", "--explain", "4", doc)
+        assert r.exit_code == 0, r.stderr
+        outs.append(json.loads(r.stdout)["explain"])
+    sparse, dense = outs
+    for side in ("for", "against"):
+        assert [t for t, _ in sparse[side]] == [t for t, _ in dense[side]] and sparse[side]
+        assert [v for _, v in sparse[side]] == pytest.approx([v for _, v in dense[side]], rel=1e-9)
