@@ -24,17 +24,21 @@ def explanation(k: int, bias: list, contrib: dict, unknown: int, n: int) -> dict
 
 def explain_rows(model, batch, proba, verdicts, n: int) -> list[dict]:
     """explanation() of each document of a counted chunk (a Batch) and its scores."""
+    from .features.rows import distinct
+
     ids = batch.ids_in(model.vocab, grow=False)
     est = model.estimator
     linear = est.linear()
     X = est.features(batch.rows.moved(ids, len(model.vocab)))
     raw = batch.rows
     bias = linear.b.tolist()
+    used = distinct(X.indices)  # (the weights of the chunk's tokens alone: a sparse view's W is classes x tokens)
+    W, at = linear.columns(used).W, {int(t): j for j, t in enumerate(used)}
     out = []
     for i, (label, row) in enumerate(zip(verdicts, proba)):
         cols = X.indices[X.indptr[i]:X.indptr[i + 1]]
         values = X.data[X.indptr[i]:X.indptr[i + 1]]
-        contrib = {model.vocab.token(int(t)): (v * linear.W[:, t]).tolist() for t, v in zip(cols, values)}
+        contrib = {model.vocab.token(int(t)): (v * W[:, at[int(t)]]).tolist() for t, v in zip(cols, values)}
         local = slice(raw.indptr[i], raw.indptr[i + 1])
         unknown = int(raw.data[local][ids[raw.indices[local]] < 0].sum())
         out.append(explanation(model.classes.index(label), bias, contrib, unknown, n))
@@ -49,8 +53,9 @@ def top_tokens(model, n: int, min_count: int = 5) -> dict:
     import numpy as np
 
     W = model.estimator.linear().W
-    totals = model.feature_count.sum(axis=0)
+    totals = model.counts.token_totals()
     eligible = totals >= min(min_count, totals.max(initial=0))
+    fc = model.feature_count
     out = {}
     for c, name in enumerate(model.classes):
         others = np.delete(W, c, axis=0)
@@ -58,5 +63,5 @@ def top_tokens(model, n: int, min_count: int = 5) -> dict:
         llr = np.where(eligible, W[c] - other, -np.inf)
         best = np.argsort(-llr, kind="stable")[:n]
         out[name] = [{"token": model.vocab.token(i), "llr": round(float(llr[i]), 4),
-                      "count": int(model.feature_count[c, i])} for i in best if np.isfinite(llr[i])]
+                      "count": int(fc[c, i])} for i in best if np.isfinite(llr[i])]
     return out

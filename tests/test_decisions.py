@@ -550,7 +550,7 @@ def test_fold_workers_forked_without_what_they_never_read_make_the_same_model(mo
         one, _ = train.train_model(docs(), calibration_sample=sample)
         forked, _ = train.train_model(docs(), calibration_sample=sample, n_jobs=2)
         assert encode(forked) == encode(one)
-    assert withheld == [4, 1]  # (the vocabulary and the counts' three arrays; the vocabulary alone)
+    assert withheld == [5, 1]  # (the vocabulary and the counts' four arrays; the vocabulary alone)
 
 
 def test_buffers_withheld_from_forks_are_not_in_the_child_and_are_again_after():
