@@ -469,10 +469,19 @@ def test_http_checkv2_learn_forget_ping_and_metrics(daemon, sample_copy):
 # -- bad clients --------------------------------------------------------------------------
 
 def test_bad_clients_stall_nobody(daemon, sample_model):
-    """60 idle connections, an oversized message and garbage bytes, all on one worker: each bad
-    client gets an error reply, and a well-formed CHECK from spamc is still answered."""
+    """60 idle connections (a third silent, the others a request begun and never finished: a
+    slow client, garbage without an end), an oversized message and garbage bytes, all on one
+    worker: each bad client that ends its request gets an error reply, and a well-formed CHECK
+    from spamc is answered while the 60 are still open and before any of them is timed out
+    (none has been sent anything: the daemon's answer to a timeout is a line), so the CHECK
+    waited on none of them."""
     d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "1", "--max-size", "64K")
     idle = [socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY) for _ in range(60)]
+    begun = [b"", b"CHECK SPAMC/1.5\r\n", b"CHECK SPAMC/1.5\r\nContent-length: 500\r\n\r\nFrom: a@b",
+             bytes(range(256)) * 2]
+    for i, s in enumerate(idle):
+        if begun[i % 4]:
+            s.sendall(begun[i % 4])
     try:
         big = raw(d.port, request("CHECK", b"x" * (65 << 10)), shut=False)
         assert big == b"SPAMD/1.0 65 message too big: 66560 bytes, the limit is 65536 (--max-size)\r\n"
@@ -483,6 +492,10 @@ def test_bad_clients_stall_nobody(daemon, sample_model):
         head = raw(d.port, b"CHECK SPAMC/1.5\r\nX-Filler: " + b"z" * (70 << 10))
         assert head.startswith(b"SPAMD/1.0 76 Bad header line: request head too long")
         assert d.spamc("-c", data=SPAM.read_bytes()).returncode == 1
+        for s in idle:  # (still open, answered nothing: not one timed out before the CHECK)
+            s.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                s.recv(1)
     finally:
         for s in idle:
             s.close()
