@@ -454,8 +454,6 @@ def bind(address) -> socket.socket:
 
 def serve(opts: ServeOptions) -> int:
     """Run the daemon until SIGTERM or SIGINT; the exit status."""
-    import gc
-
     metrics = Metrics(opts.workers)
     models = Models(opts.model, opts.user_models, opts.min_learns, log_line, metrics)
     model = models.load()  # (a model that cannot be read is an error before anything listens)
@@ -472,8 +470,6 @@ def serve(opts: ServeOptions) -> int:
             log_line(f"listening for {address.protocol} on {address.shown(sock)}")
         log_line(f"model {opts.model}: {int(sum(model.class_count))} documents learned "
                  f"({', '.join(f'{c} {n}' for c, n in model.learned.items())}); {opts.workers} workers")
-        gc.collect()
-        gc.freeze()  # (what the parent read is shared with the workers: no collection touches it)
         return _supervise(opts, listeners, metrics, models)
     finally:
         for sock, address in listeners:
