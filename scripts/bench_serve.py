@@ -274,9 +274,10 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for w, (tput, p50, p99, cpu, own) in med.items():
         ratio = f"{tput / base[0]:.2f}x" if base else "-"
-        cpu_ratio = f"{base[3] / cpu:.2f}x" if base else "-"
+        cpu_ratio = f"{base[3] / cpu:.2f}x" if base and cpu else "-"  # (0: below the clock's tick)
         print(f"| {w} | {ways[w][0]} | {tput:.0f} | {p50 * 1e3:.1f} | {p99 * 1e3:.1f} | {ratio} | "
-              f"{cpu * 1e3:.2f} | {f'{own * 1e3:.2f}' if ways[w][2] else '-'} | {cores / cpu:.0f} | {cpu_ratio} |")
+              f"{cpu * 1e3:.2f} | {f'{own * 1e3:.2f}' if ways[w][2] else '-'} | {f'{cores / cpu:.0f}' if cpu else '-'} "
+              f"| {cpu_ratio} |")
     mib = lambda m: f"RSS {m[0] / 1024:.1f} MiB, PSS {m[1] / 1024:.1f} MiB"  # noqa: E731
     for w in daemons:
         print(f"\nDaemon memory, {w} (parent and {a.workers} workers, summed): {mib(rss_start[w])} after "

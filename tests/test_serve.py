@@ -729,3 +729,25 @@ def test_systemd_unit_starts_the_daemon(daemon, sample_model, tmp_path):
     d.wait_for("listening for spamd on unix:")
     assert d.spamc("-c", data=SPAM.read_bytes()).returncode == 1
     assert oct((tmp_path / "spamd.sock").stat().st_mode & 0o777) == "0o666"
+
+
+# -- the benchmark ------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_bench_serve_compares_another_daemon_and_samples_memory(tmp_path):
+    """scripts/bench_serve.py (make bench-serve), briefly on the bundled sample: a row per way,
+    one for a daemon of another install (--compare; here this one's own console script), each
+    daemon's memory, and the memory samples of --long. Its figures are not checked: they
+    measure the machine."""
+    nbtext = os.path.join(os.path.dirname(sys.executable), "nbtext")
+    r = subprocess.run([sys.executable, str(DATA.parent / "scripts" / "bench_serve.py"), "--shared", str(tmp_path),
+                        "--requests", "20", "--per-process", "2", "--rounds", "1", "--concurrency", "2",
+                        "--workers", "1", "--long", "20", "--compare", f"again={nbtext}"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    rows = [line.split(" | ")[0].lstrip("| ") for line in r.stdout.splitlines() if line.startswith("| serve")]
+    assert rows[:2] == ["serve (spamd protocol, 32 connections)", "serve (spamd protocol, 32 connections), again"]
+    assert "| way | messages a round | messages/s | p50 ms | p99 ms | vs bogofilter | CPU ms a message " \
+           "| of which the daemon's |" in r.stdout
+    assert r.stdout.count("Daemon memory, serve (spamd protocol") == 2
+    assert re.search(r"Over 20 more messages through the protocol client, PSS \(MiB\) after: 2: [\d.]+, ", r.stdout)
