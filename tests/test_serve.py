@@ -751,3 +751,14 @@ def test_bench_serve_compares_another_daemon_and_samples_memory(tmp_path):
            "| of which the daemon's |" in r.stdout
     assert r.stdout.count("Daemon memory, serve (spamd protocol") == 2
     assert re.search(r"Over 20 more messages through the protocol client, PSS \(MiB\) after: 2: [\d.]+, ", r.stdout)
+
+
+def test_profile_serve_prints_each_ways_cpu(sample_model, small_corpus):
+    """scripts/profile_serve.py: the CPU a message of counting and of each way to a verdict."""
+    r = subprocess.run([sys.executable, str(DATA.parent / "scripts" / "profile_serve.py"), str(sample_model),
+                        str(small_corpus / "spam"), "--rounds", "1"], capture_output=True, text=True, timeout=SAFETY)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "20 messages, best of 1 passes, CPU ms a message:"
+    names = [re.fullmatch(r"  (.+): \d+\.\d{3}", line).group(1) for line in lines[1:]]
+    assert names[0] == "counting alone" and names[-1] == "verdict, fastscore's sums in Python"
