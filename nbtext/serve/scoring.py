@@ -83,9 +83,10 @@ class ServedModel(FastScorer):
 
         compiled = kernel.compiled()
         mode = self.variant.kernel_values(self.settings)
-        if compiled is None or self.index is None or mode is None:
+        keyindex = self.index.compiled_index() if compiled is not None and self.index is not None else None
+        if keyindex is None or mode is None:
             return None
-        return compiled, self.index.compiled_index(), mode, kernel.mail_parts(compiled, self.tokenizer)
+        return compiled, keyindex, mode, kernel.mail_parts(compiled, self.tokenizer)
 
     def _key_index(self):
         """The vocabulary's key -> id index, or None where two tokens share a key (then the
