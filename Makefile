@@ -49,10 +49,10 @@ bench-scale: $(STAMP)
 	@mkdir -p $(BUILD)
 	$(BIN)/python scripts/bench_scale.py
 
-## bench-serve: nbtext serve under 32 concurrent connections beside bogofilter and classify per message (docs/serve.md)
+## bench-serve: nbtext serve under 32 concurrent connections beside bogofilter and classify per message, and its memory over 100,000 more (docs/serve.md); BENCH_SERVE="--compare NAME=PATH/bin/nbtext" adds a daemon
 bench-serve: $(STAMP)
 	@mkdir -p $(BUILD)
-	$(BIN)/python scripts/bench_serve.py > $(BUILD)/bench_serve.md && cat $(BUILD)/bench_serve.md
+	$(BIN)/python scripts/bench_serve.py --long 100000 $(BENCH_SERVE) > $(BUILD)/bench_serve.md && cat $(BUILD)/bench_serve.md
 
 ## floor: what tokenizing alone costs, against bench's peers in the same run (docs/floor.md)
 floor: $(STAMP)

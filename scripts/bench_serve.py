@@ -3,6 +3,7 @@ per message and one `nbtext classify` per message, on the same messages, in one 
 
     python scripts/bench_serve.py [--shared ../shared/data] [--concurrency 32] [--requests 3000]
                                   [--rounds 3] [--workers N] [--long 100000]
+                                  [--compare NAME=PATH/bin/nbtext ...]
 
 Messages: the 650 test messages of the spamassassin-2002 split (the bundled sample where
 ../shared is absent), cycled; nbtext's model and bogofilter's wordlist are trained on the
@@ -26,6 +27,10 @@ over rounds, so that a neighbour's load on a shared machine falls on all of them
 Memory is the daemon's parent and workers' RSS and PSS summed (/proc), after the model is read
 and after the rounds; --long N then sends N more messages through the protocol client and
 samples it ten times on the way, to show whether memory stays flat.
+
+--compare NAME=NBTEXT runs another daemon beside this checkout's, from another install's
+`nbtext` (a checkout of main, or of a change to measure: before and after in one run), as one
+more way of each round, on the same model and messages.
 
 Set-up installs spamc and bogofilter with apt-get when missing and run as root; a way whose
 program is missing is skipped with a note.
@@ -121,9 +126,14 @@ def tree(pid: int) -> list[int]:
 def cpu_seconds(daemon_pid: int | None) -> float:
     """CPU seconds used so far by this process, its waited-for children (the programs started
     per message) and the daemon's processes: what a message costs whatever else runs."""
-    ticks = os.sysconf("SC_CLK_TCK")
     own = os.times()
-    total = own.user + own.system + own.children_user + own.children_system
+    return own.user + own.system + own.children_user + own.children_system + daemon_seconds(daemon_pid)
+
+
+def daemon_seconds(daemon_pid: int | None) -> float:
+    """CPU seconds used so far by the daemon's processes alone (0 for none)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
     for p in tree(daemon_pid) if daemon_pid else []:
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
@@ -147,8 +157,8 @@ def memory_kib(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-def start_daemon(model: Path, workers: int) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen([str(ROOT / ".venv" / "bin" / "nbtext"), "serve", "-m", str(model), "-q",
+def start_daemon(model: Path, workers: int, nbtext: str) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([nbtext, "serve", "-m", str(model), "-q",
                              "--spamd", "127.0.0.1:0", "--workers", str(workers),
                              "--max-connections", "1024"],
                             stderr=subprocess.PIPE, text=True)
@@ -185,7 +195,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--long", type=int, default=0, help="then N messages more, sampling the daemon's RSS")
+    ap.add_argument("--compare", action="append", default=[], metavar="NAME=NBTEXT",
+                    help="also a daemon run by another install's nbtext executable, as a way named NAME")
     a = ap.parse_args()
+    others = dict(c.split("=", 1) for c in a.compare)
     notes: list[str] = []
     spamc = ensure("spamc", "spamc", notes)
     bogo = ensure("bogofilter", "bogofilter", notes)
@@ -205,32 +218,38 @@ def main() -> None:
         db = tmp / "bogo"
         if bogo:
             bogofilter_scores(bogo, sorted((train / "spam").iterdir()), sorted((train / "ham").iterdir()), [], tmp)
-        proc, port = start_daemon(model, a.workers)
+        proc, port = start_daemon(model, a.workers, nbtext)
+        daemons = {"serve (spamd protocol, 32 connections)": (proc, port)}
         try:
-            for m in messages[:200]:  # (warm: every worker's weights for common tokens)
-                check(port, m)
-            rss_start = memory_kib(proc.pid)
-            # (name: messages a round, one message, whether the daemon's CPU is the way's)
-            ways = {"serve (spamd protocol, 32 connections)":
-                    (a.requests, lambda i: check(port, messages[i % len(messages)]), True)}
+            for name, other in others.items():
+                daemons[f"serve (spamd protocol, 32 connections), {name}"] = start_daemon(model, a.workers, other)
+            for _, p in daemons.values():
+                for m in messages[:200]:  # (warm: every worker's weights for common tokens)
+                    check(p, m)
+            rss_start = {w: memory_kib(d.pid) for w, (d, _) in daemons.items()}
+            # (name: messages a round, one message, the daemon whose CPU is the way's, or None)
+            ways = {w: (a.requests, lambda i, p=p: check(p, messages[i % len(messages)]), d)
+                    for w, (d, p) in daemons.items()}
             if spamc:
                 ways["serve (stock spamc -c per message)"] = (a.per_process, lambda i: subprocess.run(
                     [spamc, "-d", "127.0.0.1", "-p", str(port), "-c"], input=messages[i % len(messages)],
-                    capture_output=True), True)
+                    capture_output=True), proc)
             if bogo:
                 ways["bogofilter per message"] = (a.per_process, lambda i: subprocess.run(
-                    [bogo, "-d", str(db)], input=messages[i % len(messages)], capture_output=True), False)
+                    [bogo, "-d", str(db)], input=messages[i % len(messages)], capture_output=True), None)
             ways["nbtext classify per message"] = (a.per_process, lambda i: subprocess.run(
                 [nbtext, "classify", "-m", str(model)], input=messages[i % len(messages)], capture_output=True),
-                False)
+                None)
             results: dict[str, list] = {w: [] for w in ways}
             for _ in range(a.rounds):
                 for name, (n, one, daemon) in ways.items():
-                    cpu = cpu_seconds(proc.pid if daemon else None)
+                    pid = daemon.pid if daemon else None
+                    cpu, own = cpu_seconds(pid), daemon_seconds(pid)
                     wall, times = clients(a.concurrency, n, one)
-                    cpu = cpu_seconds(proc.pid if daemon else None) - cpu
-                    results[name].append((n / wall, percentile(times, 0.5), percentile(times, 0.99), cpu / n))
-            rss_end = memory_kib(proc.pid)
+                    cpu, own = cpu_seconds(pid) - cpu, daemon_seconds(pid) - own
+                    results[name].append((n / wall, percentile(times, 0.5), percentile(times, 0.99), cpu / n,
+                                          own / n))
+            rss_end = {w: memory_kib(d.pid) for w, (d, _) in daemons.items()}
             long_rss = []
             if a.long:
                 step = max(a.long // 10, 1)
@@ -240,9 +259,10 @@ def main() -> None:
                     done += step
                     long_rss.append((done, memory_kib(proc.pid)))
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait()
-    med = {w: tuple(statistics.median(r[k] for r in rs) for k in range(4)) for w, rs in results.items()}
+            for d, _ in daemons.values():
+                d.send_signal(signal.SIGTERM)
+                d.wait()
+    med = {w: tuple(statistics.median(r[k] for r in rs) for k in range(5)) for w, rs in results.items()}
     base = med.get("bogofilter per message")
     cores = os.cpu_count() or 1
     print(f"# nbtext serve: {a.concurrency} concurrent clients, {a.workers} workers, {cores} cores\n")
@@ -250,16 +270,18 @@ def main() -> None:
           f"time a message (the clients, the programs started, the daemon), and the messages a "
           f"second that it allows on {cores} cores of our own.\n")
     print("| way | messages a round | messages/s | p50 ms | p99 ms | vs bogofilter | CPU ms a message "
-          f"| messages/s on {cores} idle cores | vs bogofilter |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for w, (tput, p50, p99, cpu) in med.items():
+          f"| of which the daemon's | messages/s on {cores} idle cores | vs bogofilter |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for w, (tput, p50, p99, cpu, own) in med.items():
         ratio = f"{tput / base[0]:.2f}x" if base else "-"
-        cpu_ratio = f"{base[3] / cpu:.2f}x" if base else "-"
+        cpu_ratio = f"{base[3] / cpu:.2f}x" if base and cpu else "-"  # (0: below the clock's tick)
         print(f"| {w} | {ways[w][0]} | {tput:.0f} | {p50 * 1e3:.1f} | {p99 * 1e3:.1f} | {ratio} | "
-              f"{cpu * 1e3:.2f} | {cores / cpu:.0f} | {cpu_ratio} |")
+              f"{cpu * 1e3:.2f} | {f'{own * 1e3:.2f}' if ways[w][2] else '-'} | {f'{cores / cpu:.0f}' if cpu else '-'} "
+              f"| {cpu_ratio} |")
     mib = lambda m: f"RSS {m[0] / 1024:.1f} MiB, PSS {m[1] / 1024:.1f} MiB"  # noqa: E731
-    print(f"\nDaemon memory (parent and {a.workers} workers, summed): {mib(rss_start)} after reading the "
-          f"model and 200 warm-up messages; {mib(rss_end)} after the rounds.")
+    for w in daemons:
+        print(f"\nDaemon memory, {w} (parent and {a.workers} workers, summed): {mib(rss_start[w])} after "
+              f"reading the model and 200 warm-up messages; {mib(rss_end[w])} after the rounds.")
     if long_rss:
         print(f"\nOver {a.long} more messages through the protocol client, PSS (MiB) after: "
               + ", ".join(f"{n}: {m[1] / 1024:.1f}" for n, m in long_rss))

@@ -269,6 +269,54 @@ def test_verdicts_equal_classify_on_real_mail(daemon, tmp_path):
         assert (got["label"], f"{got['probability']:.6f}") == (label, p)
 
 
+@pytest.mark.parametrize("options", [[], ["--variant", "bernoulli"], ["--variant", "complement", "--tf", "--idf"],
+                                     ["--variant", "complement", "--length-norm"]])
+def test_the_kernels_sums_are_fastscores_bit_for_bit(sample_model, tmp_path, options, run):
+    """A message's sums through the compiled kernel (nbtext/_c/score.c: lookups, byte checks,
+    cached weights, the additions) equal fastscore's own (counted_contributions, then _summed:
+    the reference) to the bit, with the same unknown and known counts, on real mail and for
+    each variant's feature values; and the daemon's verdicts on the kernel and on the
+    pure-Python path (counting, index and sums in Python) are the same tuples."""
+    from conftest import implementation
+    from nbtext.features import kernel
+    from nbtext.serve.scoring import ServedModel
+
+    with implementation("c"):
+        if kernel.compiled() is None:
+            pytest.skip("the compiled kernel is not built (no C compiler at install)")
+    if (SHARED / "splits" / "spamassassin-2002.test").exists():
+        names = sorted((SHARED / "splits" / "spamassassin-2002.test").read_text().split())
+        messages = [(SHARED / "spamassassin-2002" / n).read_bytes() for n in names[::13]]
+    else:
+        messages = [f.read_bytes() for f in sorted((DATA / "corpus" / "spam").iterdir())[:25]
+                    + sorted((DATA / "corpus" / "ham").iterdir())[:25]]
+    messages += [b"", b"Subject: nothing known\n\nzzqx zzqx qqzx", SPAM.read_bytes() * 3]
+    model = tmp_path / "m.nbm"
+    if options:
+        assert run("train", DATA / "corpus", "-o", model, "-q", *options).exit_code == 0
+    else:
+        model = sample_model
+    with implementation("c"):
+        fast = ServedModel(str(model))
+    with implementation("python"):
+        reference = ServedModel(str(model))
+    assert (fast._sums is None) == ("--length-norm" in options)  # (a whole document's values: Python's)
+    assert reference._sums is None
+    for data in messages:
+        with implementation("c"):
+            bias, contrib, unknown, known = fast.counted_contributions(data)
+            if fast._sums is not None:
+                assert fast.counted_sums(data) == (fast._summed(bias, contrib), unknown, known)
+            got = fast.judge(data)
+        with implementation("python"):
+            assert reference.counted_contributions(data) == (bias, contrib, unknown, known)
+            assert reference.judge(data) == got
+    k = len(fast.classes)
+    cached = [t for t in range(fast.n_features) if fast._weights[t * k] == fast._weights[t * k]]
+    assert cached and all(fast._weights[t * k:(t + 1) * k].tolist() == FastScorer.token_weights(fast, t)
+                          for t in cached)
+
+
 # -- learning -----------------------------------------------------------------------------
 
 def test_spamc_learn_and_forget_go_to_disk_through_the_ledger(daemon, sample_copy, sample_model):
@@ -421,10 +469,19 @@ def test_http_checkv2_learn_forget_ping_and_metrics(daemon, sample_copy):
 # -- bad clients --------------------------------------------------------------------------
 
 def test_bad_clients_stall_nobody(daemon, sample_model):
-    """60 idle connections, an oversized message and garbage bytes, all on one worker: each bad
-    client gets an error reply, and a well-formed CHECK from spamc is still answered."""
+    """60 idle connections (a third silent, the others a request begun and never finished: a
+    slow client, garbage without an end), an oversized message and garbage bytes, all on one
+    worker: each bad client that ends its request gets an error reply, and a well-formed CHECK
+    from spamc is answered while the 60 are still open and before any of them is timed out
+    (none has been sent anything: the daemon's answer to a timeout is a line), so the CHECK
+    waited on none of them."""
     d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "1", "--max-size", "64K")
     idle = [socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY) for _ in range(60)]
+    begun = [b"", b"CHECK SPAMC/1.5\r\n", b"CHECK SPAMC/1.5\r\nContent-length: 500\r\n\r\nFrom: a@b",
+             bytes(range(256)) * 2]
+    for i, s in enumerate(idle):
+        if begun[i % 4]:
+            s.sendall(begun[i % 4])
     try:
         big = raw(d.port, request("CHECK", b"x" * (65 << 10)), shut=False)
         assert big == b"SPAMD/1.0 65 message too big: 66560 bytes, the limit is 65536 (--max-size)\r\n"
@@ -435,6 +492,10 @@ def test_bad_clients_stall_nobody(daemon, sample_model):
         head = raw(d.port, b"CHECK SPAMC/1.5\r\nX-Filler: " + b"z" * (70 << 10))
         assert head.startswith(b"SPAMD/1.0 76 Bad header line: request head too long")
         assert d.spamc("-c", data=SPAM.read_bytes()).returncode == 1
+        for s in idle:  # (still open, answered nothing: not one timed out before the CHECK)
+            s.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                s.recv(1)
     finally:
         for s in idle:
             s.close()
@@ -668,3 +729,36 @@ def test_systemd_unit_starts_the_daemon(daemon, sample_model, tmp_path):
     d.wait_for("listening for spamd on unix:")
     assert d.spamc("-c", data=SPAM.read_bytes()).returncode == 1
     assert oct((tmp_path / "spamd.sock").stat().st_mode & 0o777) == "0o666"
+
+
+# -- the benchmark ------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_bench_serve_compares_another_daemon_and_samples_memory(tmp_path):
+    """scripts/bench_serve.py (make bench-serve), briefly on the bundled sample: a row per way,
+    one for a daemon of another install (--compare; here this one's own console script), each
+    daemon's memory, and the memory samples of --long. Its figures are not checked: they
+    measure the machine."""
+    nbtext = os.path.join(os.path.dirname(sys.executable), "nbtext")
+    r = subprocess.run([sys.executable, str(DATA.parent / "scripts" / "bench_serve.py"), "--shared", str(tmp_path),
+                        "--requests", "20", "--per-process", "2", "--rounds", "1", "--concurrency", "2",
+                        "--workers", "1", "--long", "20", "--compare", f"again={nbtext}"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    rows = [line.split(" | ")[0].lstrip("| ") for line in r.stdout.splitlines() if line.startswith("| serve")]
+    assert rows[:2] == ["serve (spamd protocol, 32 connections)", "serve (spamd protocol, 32 connections), again"]
+    assert "| way | messages a round | messages/s | p50 ms | p99 ms | vs bogofilter | CPU ms a message " \
+           "| of which the daemon's |" in r.stdout
+    assert r.stdout.count("Daemon memory, serve (spamd protocol") == 2
+    assert re.search(r"Over 20 more messages through the protocol client, PSS \(MiB\) after: 2: [\d.]+, ", r.stdout)
+
+
+def test_profile_serve_prints_each_ways_cpu(sample_model, small_corpus):
+    """scripts/profile_serve.py: the CPU a message of counting and of each way to a verdict."""
+    r = subprocess.run([sys.executable, str(DATA.parent / "scripts" / "profile_serve.py"), str(sample_model),
+                        str(small_corpus / "spam"), "--rounds", "1"], capture_output=True, text=True, timeout=SAFETY)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "20 messages, best of 1 passes, CPU ms a message:"
+    names = [re.fullmatch(r"  (.+): \d+\.\d{3}", line).group(1) for line in lines[1:]]
+    assert names[0] == "counting alone" and names[-1] == "verdict, fastscore's sums in Python"

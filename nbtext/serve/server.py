@@ -272,19 +272,27 @@ class Worker:
         c.out = out
         c.stage = "write"
         c.deadline = time.monotonic() + self.opts.timeout
-        self._watch(c, selectors.EVENT_WRITE)
-        self._send(c)
+        try:
+            self._send(c)
+        except OSError:  # (the client is gone)
+            self._close(c)
 
     def _send(self, c: Conn) -> None:
+        """Send what is left of the reply (a reply is tried at once: most fit the socket's
+        buffer, and then the connection is never watched for writing), then end it."""
         while c.out:
             try:
                 n = c.sock.send(c.out)
             except BlockingIOError:
-                return
+                return self._watch(c, selectors.EVENT_WRITE)
             c.out = c.out[n:]
         self._log(c)
         try:
             c.sock.shutdown(socket.SHUT_WR)
+            if not c.sock.recv(READ):  # (the client has ended its side: nothing to drain)
+                return self._close(c)
+        except BlockingIOError:
+            pass
         except OSError:
             return self._close(c)
         c.stage = "linger"
@@ -446,8 +454,6 @@ def bind(address) -> socket.socket:
 
 def serve(opts: ServeOptions) -> int:
     """Run the daemon until SIGTERM or SIGINT; the exit status."""
-    import gc
-
     metrics = Metrics(opts.workers)
     models = Models(opts.model, opts.user_models, opts.min_learns, log_line, metrics)
     model = models.load()  # (a model that cannot be read is an error before anything listens)
@@ -464,8 +470,6 @@ def serve(opts: ServeOptions) -> int:
             log_line(f"listening for {address.protocol} on {address.shown(sock)}")
         log_line(f"model {opts.model}: {int(sum(model.class_count))} documents learned "
                  f"({', '.join(f'{c} {n}' for c, n in model.learned.items())}); {opts.workers} workers")
-        gc.collect()
-        gc.freeze()  # (what the parent read is shared with the workers: no collection touches it)
         return _supervise(opts, listeners, metrics, models)
     finally:
         for sock, address in listeners:
