@@ -7,14 +7,6 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "nbtext"
 
-# Cycles that remain in files other work is rewriting now; each goes when that work lands.
-# Any other cycle fails the test.
-ALLOWED = {
-    frozenset({"nbtext.store.codec", "nbtext.store.tables"}):
-        "store/: a table model's sections and a text model's, being split by the model file's rework",
-}
-
-
 def modules() -> dict[str, tuple[pathlib.Path, bool]]:
     """Every module of nbtext by dotted name: (its file, whether it is a package)."""
     found = {}
@@ -109,6 +101,5 @@ def test_imports_are_read_inside_functions_and_relative_ones_resolved():
 
 
 def test_no_module_imports_itself_through_others():
-    found = cycles(import_graph())
-    new = [sorted(c) for c in found if not any(c <= allowed for allowed in ALLOWED)]
-    assert new == [], f"import cycles: {new}"
+    found = [sorted(c) for c in cycles(import_graph())]
+    assert found == [], f"import cycles: {found}"

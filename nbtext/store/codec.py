@@ -26,10 +26,10 @@ numpy only inside decode.
 from __future__ import annotations
 
 import math
-import re
 
-from ..errors import BAD_NAME_CHAR, ModelFileError, NbtextError, shown
+from ..errors import ModelFileError, NbtextError, shown
 from .container import frame, read_container, section
+from .fields import MAX_COUNT, array_section, names, whole_counts
 from .vocabfile import BLOCK, SortedVocabulary, VocabularyError, check_tokens, front_code, front_decode
 
 
@@ -57,66 +57,10 @@ def meta(d: dict) -> tuple:
     return tokenizer, settings, classes, class_count, decision
 
 
-MAX_COUNT = 2.0 ** 53  # (a count beyond it is no longer a whole number in a float64)
 # A stored sum over the vocabulary (derived) at most this in size: nbtext's own are logarithms
 # and their sums over at most 2**40 tokens (below 1e15); a model's scores stay below 1e107,
 # where nbtext.nb.decision's calibration map is finite (NaN came of a stored Infinity).
 MAX_SCORE = 1e100
-
-
-def names(value, what: str) -> list:
-    """A model file's list of names (classes, columns): strings, not empty, without the
-    characters no name may hold (nbtext.errors.BAD_NAME_CHAR: a class "a<TAB>b" split every
-    output row, an escape sequence drove the terminal)."""
-    if not isinstance(value, list) or not all(isinstance(c, str) and c for c in value):
-        raise ValueError(f"{what} must be a list of names")
-    for c in value:
-        if BAD_NAME_CHAR.search(c):
-            raise ValueError(f"{what}: {c!r} holds a control character")
-    return value
-
-
-# A count as the text dump writes it (store.dump._num): digits, or a float's repr (1.5, 1e-05).
-# Nothing else: float() would take '1_000', ' 7', '+3' and '1e300' too.
-COUNT_TEXT = r"[0-9]{1,17}(?:\.[0-9]{1,17})?(?:e[+-][0-9]{1,3})?"
-_COUNT = re.compile(COUNT_TEXT)
-
-
-def count_of(value) -> float:
-    """A count of a model file or dump (a JSON number, or text as the dump writes it) as a
-    float; ValueError unless it is a number from 0 to 2**53, exactly: 9007199254740993 is no
-    count, though float() makes it 2**53."""
-    if type(value) is str and _COUNT.fullmatch(value):
-        x = float(value)
-        if x == MAX_COUNT:  # (only there can rounding bring a larger number in)
-            from fractions import Fraction
-
-            exact = Fraction(value)
-        else:
-            exact = x
-    elif type(value) in (int, float):
-        x = exact = float(value) if type(value) is float else value
-        x = float(x) if 0 <= exact <= MAX_COUNT else math.nan
-    else:
-        raise ValueError(f"{shown(str(value))[:40]!r} is not a count")
-    if not 0 <= exact <= MAX_COUNT:
-        raise ValueError(f"{shown(str(value))[:40]!r} is not a count from 0 to 2**53")
-    return x
-
-
-def whole_counts(value, n: int, what: str, whole: bool = True) -> list:
-    """A list of ``n`` counts: numbers from 0 to 2**53 (JSON numbers, or strings of them as the
-    text dump writes them; not true or false), whole ones unless ``whole`` is false (a text
-    model learned with fractional sample weights, as scikit-learn's partial_fit takes them)."""
-    if not isinstance(value, list) or len(value) != n:
-        raise ValueError(f"{what} must hold one count per class ({n})")
-    try:
-        counts = [count_of(x) for x in value]
-    except ValueError:
-        counts = [math.nan]
-    if not all(0 <= x <= MAX_COUNT and (x.is_integer() or not whole) for x in counts):
-        raise ValueError(f"{what} must hold {'whole ' if whole else ''}numbers from 0 to 2**53")
-    return counts
 
 
 def _object(d: dict, key: str) -> dict:
@@ -209,30 +153,11 @@ def _stored_summary(header: dict) -> dict:
     return out
 
 
-def _array_section(name: str, a) -> tuple:
-    """Whole numbers in the smallest unsigned type that holds them (a quarter of float64's
-    bytes where they fit 16 bits, as a mail corpus's counts do), anything else as float64."""
-    import numpy as np
-
-    a = np.asarray(a, dtype=np.float64)  # (read in place, in any layout: the counts are a
-    step = 1 << 16                       # transposed view, and a whole float64 copy would sit in save's peak)
-    rows = () if a.size == 0 else a.reshape(1, -1) if a.ndim < 2 else a.reshape(-1, a.shape[-1])
-    whole = a.size == 0 or (a.min() >= 0 and all(
-        np.array_equal(r[i:i + step], np.round(r[i:i + step])) for r in rows for i in range(0, len(r), step)))
-    top = a.max() if a.size else 0
-    dtype = ("|u1" if top < 2**8 else "<u2" if top < 2**16 else "<u4" if top < 2**32 else "<f8") \
-        if whole else "<f8"
-    out = np.empty(a.shape, dtype=dtype)  # (C order, written once: no copy made by tobytes)
-    out[...] = a
-    return (name, dtype, a.shape, out.reshape(-1).view(np.uint8))
-
-
-
 def _counts_sections(counts) -> list:
     """The counts' sections: by token, only where not zero, for counts held so (three classes
     or more: the smaller file there, docs/state.md), else the classes x tokens array."""
     if not counts.sparse:
-        return [_array_section("counts", counts.feature_count)]
+        return [array_section("counts", counts.feature_count)]
     from ..nb.sparse import class_dtype
 
     s = counts.token_sums
@@ -240,7 +165,7 @@ def _counts_sections(counts) -> list:
     cls = {1: "|u1", 2: "<u2"}.get(class_dtype(s.k)().itemsize, "<u4")
     return [("counts_indptr", ptr, s.indptr.shape, s.indptr.astype(ptr).tobytes()),
             ("counts_classes", cls, s.classes.shape, s.classes.astype(cls).tobytes()),
-            _array_section("counts_values", s.values)]
+            array_section("counts_values", s.values)]
 
 
 def encode(model) -> bytes:
@@ -278,7 +203,7 @@ def encode_pieces(model) -> list:
     if len(days) and one_day is None:
         sections.append(("last_seen", "<u2", (len(days),), days.astype("<u2").tobytes()))
     if model.settings.idf:
-        sections.append(_array_section("doc_freq", counts.doc_freq))
+        sections.append(array_section("doc_freq", counts.doc_freq))
     derived = make_estimator(model.settings, counts).summary() if len(model.vocab) else {}
     del counts  # (a reordered copy, now in the sections)
     header = {

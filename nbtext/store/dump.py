@@ -61,7 +61,8 @@ def import_lines(lines: Iterable[str], source: str):
     from ..features.vocabulary import Vocabulary
     from ..model import Model
     from ..nb.counts import Counts
-    from .codec import COUNT_TEXT, MAX_COUNT, count_of, meta
+    from .codec import meta
+    from .fields import COUNT_TEXT, MAX_COUNT, count_of
 
     count_text = re.compile(COUNT_TEXT)
     counts_text = re.compile(f"(?:\t{COUNT_TEXT})+")

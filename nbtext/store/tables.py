@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from ..errors import ModelFileError, NbtextError
-from .codec import MAX_COUNT, names, whole_counts
+from .fields import MAX_COUNT, names, whole_counts
 from .container import frame, section
 
 TABLE_DUMP_MAGIC = "# nbtext table dump 1"
@@ -73,11 +73,11 @@ def _exact_strings(model) -> dict:
 
 def encode_table(model) -> list:
     from .. import __version__
-    from .codec import _array_section
+    from .fields import array_section
 
     header = {"format": "nbtext-model", "created_by": f"nbtext {__version__}", **_header_fields(model)}
     arrays = _arrays(model)
-    sections = [_array_section("cat_counts", arrays["cat_counts"]),
+    sections = [array_section("cat_counts", arrays["cat_counts"]),
                 ("gauss", "<f8", arrays["gauss"].shape, np.ascontiguousarray(arrays["gauss"], dtype="<f8").tobytes())]
     if "joint" in arrays:
         sections.append(("joint", "<f8", arrays["joint"].shape,
