@@ -292,6 +292,20 @@ def test_decode_header_matches_the_standard_library(text):
     assert outcome(mail.decode_header, text) == outcome(email.header.decode_header, text)
 
 
+@pytest.mark.parametrize("text", ["=?\n=?q?==?=?", "=?utf-8\n?q?a?=", "=?\n?b??=", "=?a?q\n?x?=", "a=?q?x?="])
+def test_an_encoded_words_charset_may_hold_a_line_end(text):
+    """ecre's charset is [^?]*: a line end in it still makes an encoded word, so decode_header
+    goes on to decode line by line (hypothesis found '=?\n=?q?==?=?' read as no encoded word)."""
+    assert mail.has_encoded_word(text) == bool(email.header.ecre.search(text))
+    assert outcome(mail.decode_header, text) == outcome(email.header.decode_header, text)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(soup("=?", "?=", "?", "=", "q", "B", "a", "\n", "\r", " "))
+def test_has_encoded_word_is_the_standard_librarys_search(text):
+    assert mail.has_encoded_word(text) == bool(email.header.ecre.search(text))
+
+
 # -- classify --passthrough -----------------------------------------------------------------------
 
 def headers(nl=b"\n", label=b"spam"):
