@@ -300,7 +300,7 @@ def test_an_encoded_words_charset_may_hold_a_line_end(text):
     assert outcome(mail.decode_header, text) == outcome(email.header.decode_header, text)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(soup("=?", "?=", "?", "=", "q", "B", "a", "\n", "\r", " "))
 def test_has_encoded_word_is_the_standard_librarys_search(text):
     assert mail.has_encoded_word(text) == bool(email.header.ecre.search(text))
