@@ -126,7 +126,25 @@ def engine_options(f):
 
 def engine_of(kw: dict) -> Engine:
     """The engine a command's -j, --engine and --scheduler ask for."""
-    return Engine(kw.get("engine") or Engine.name, kw.get("scheduler"), kw.get("jobs"))
+    return Engine(kw.get("engine") or Engine.name, kw.get("scheduler"), kw.get("jobs"), kw.get("max_memory"))
+
+
+class SizeParam(click.ParamType):
+    name = "size"
+
+    def convert(self, value, param, ctx):
+        from .options import parse_size
+
+        try:
+            return value if isinstance(value, int) else parse_size(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+def memory_option(f):
+    return click.option("--max-memory", "max_memory", type=SizeParam(), default=None, metavar="SIZE",
+                        help="Memory train's vocabulary and counts may hold (2G, 500M; default 1G); past it "
+                             "the rarest tokens are dropped and `info` says so.")(f)
 
 
 def dask_cluster(engine: Engine, quiet: bool, inputs: list[str]):
@@ -386,6 +404,7 @@ def info_line(quiet: bool, msg: str):
 @click.option("-o", "--output", "output", required=True, metavar="MODEL", help="Model file to write.")
 @jobs_option
 @engine_options
+@memory_option
 @quiet_option
 def train(**kw):
     """Learn a model from labelled documents and write it to MODEL.
@@ -432,10 +451,10 @@ def train(**kw):
 
         with cluster:
             model, fit = train_on_cluster(cluster, cluster_parts(cluster, sources, unread), tok, settings, feats,
-                                          decisions, progress=progress, on_error=unread)
+                                          decisions, progress=progress, on_error=unread, max_memory=engine.max_memory)
     else:
         model, fit = train_model(read_labelled(sources, unread), tok, settings, feats, decisions,
-                                 n_jobs=n_jobs(engine), progress=progress)
+                                 n_jobs=n_jobs(engine), progress=progress, max_memory=engine.max_memory)
     progress.done()
     unread.check()
     store.save(model, output)

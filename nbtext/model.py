@@ -30,6 +30,7 @@ class Model:
     counts: Counts                     # per class and token: the state (columns are vocab ids)
     decision: Decision = field(default_factory=Decision)
     ledger: set = field(default_factory=set)  # content digests of learned documents
+    pruned: dict | None = None  # what train's memory budget dropped (batch.train.Reduction.pruning), else exact
     kind = "text"  # (a class attribute, not a field; a table model's is "table": commands dispatch on it)
 
     def __post_init__(self):

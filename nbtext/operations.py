@@ -95,6 +95,10 @@ def merge(models: list[tuple[str, Model]], disjoint: bool = False) -> Model:
     counts.compact()
     out = Model(first.tokenizer_settings, first.settings, vocab, counts,
                 Decision.from_dict(first.decision.to_dict()), set().union(*(m.ledger for _, m in models)))
+    pruned = [m.pruned for _, m in models if m.pruned]
+    if pruned:  # (counts pruned anywhere are pruned here: the largest threshold, the tokens of all)
+        out.pruned = {"tokens": sum(p["tokens"] for p in pruned), "threshold": max(p["threshold"] for p in pruned),
+                      "documents": max(p["documents"] for p in pruned)}
     if out.decision.positive not in out.classes:
         out.decision.positive = None
     return out

@@ -17,6 +17,25 @@ def parse_pair(value: str, cast=float) -> tuple:
     return lo, hi
 
 
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+LEAST_MEMORY = 1 << 20  # --max-memory at least: a budget below one chunk's tokens would drop every token
+
+
+def parse_size(value: str) -> int:
+    """A size as `sort -S` and fastText's users write it: bytes, or a number with K, M, G or T
+    (powers of 1024, a B after it allowed: "2G", "500M", "1.5GB"); ValueError otherwise."""
+    text = value.strip().upper().removesuffix("B")
+    unit = text[-1:] if text[-1:] in ("K", "M", "G", "T") else ""
+    number = text[:len(text) - len(unit)]
+    try:
+        size = float(number) * SIZE_UNITS[unit]
+    except ValueError:
+        raise ValueError(f"{value!r} is not a size (bytes, or a number with K, M, G or T: 2G, 500M)") from None
+    if not LEAST_MEMORY <= size < 2**63:
+        raise ValueError(f"{value!r} is out of range: from 1M")
+    return int(size)
+
+
 class Sources(Record):
     """A command's labelled inputs: SOURCEs (a labelled folder, a line file, a table) and
     ``labelled`` (LABEL, PATH) pairs of --label, with how line files are read
@@ -56,11 +75,13 @@ class Inputs(Record):
 class Engine(Record):
     """Where documents are counted or scored: here, on ``jobs`` worker processes (None: all
     cores when the input is large), or (``name`` dask) on the Dask cluster at ``scheduler``
-    (None: a local one)."""
+    (None: a local one); and the bytes train's counting state may hold (``max_memory``, None:
+    batch.train.MAX_MEMORY)."""
 
     name: str = "local"
     scheduler: str | None = None
     jobs: int | None = None
+    max_memory: int | None = None
 
 
 class Overrides(Record):

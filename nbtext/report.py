@@ -298,6 +298,7 @@ def describe(model, header: dict, top: int) -> dict:
         "tokenizer": model.tokenizer_settings.to_dict(),
         "decision": model.decision.to_dict(),
         "learned_digests": len(model.ledger),
+        "pruned": model.pruned,
         "top_tokens": top_tokens(model, top) if top else {},
     }
 
@@ -306,7 +307,12 @@ def format_info(d: dict) -> str:
     lines = [f"model format   {d['format_version']} ({d['created_by']})", f"documents      {d['documents']}"]
     for c, n in d["classes"].items():
         lines.append(f"  {c:<12} {n} documents, {int(d['tokens_counted'][c])} tokens")
+    p = d["pruned"]
     lines += [f"vocabulary     {d['vocabulary']} tokens",
+              "counts         " + ("exact: nothing pruned" if not p else
+                                   f"pruned: tokens in at most {p['threshold']} documents before document "
+                                   f"{p['documents']} were dropped ({p['tokens']} tokens), to train within "
+                                   f"--max-memory"),
               "model          " + ", ".join(f"{k}={v}" for k, v in d["model"].items()),
               "tokenizer      " + ", ".join(f"{k}={v}" for k, v in d["tokenizer"].items()),
               "decision       " + ", ".join(f"{k}={v}" for k, v in d["decision"].items())]

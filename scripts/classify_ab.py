@@ -41,15 +41,21 @@ def export_base(rev: str, dest: pathlib.Path) -> None:
 
 def run_once(src: pathlib.Path, model: str, message: str, cwd: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds: user + system) of one classify process."""
+    return timed_nbtext(src, ["classify", "-m", model, message], cwd)
+
+
+def timed_nbtext(src: pathlib.Path, args: list[str], cwd: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system, its workers' included) of one `nbtext ARGS`
+    process running the nbtext under ``src``."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    cmd = [sys.executable, "-c", "from nbtext.__main__ import run; run()", "classify", "-m", model, message]
+    cmd = [sys.executable, "-c", "from nbtext.__main__ import run; run()", *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     p = subprocess.run(cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
-        raise SystemExit(f"classify_ab: {src}: {p.stderr.decode(errors='replace').strip()}")
+        raise SystemExit(f"{args[0]}: {src}: {p.stderr.decode(errors='replace').strip()}")
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 

@@ -6,6 +6,7 @@ import re
 import signal
 import sys
 
+import numpy as np
 import pytest
 
 distributed = pytest.importorskip("distributed")
@@ -444,3 +445,25 @@ def test_columns_retyped_after_the_first_block_are_typed_as_locally(cluster, tab
     local = list(export_lines(_table_model([str(path)], "shared", chunk_rows=100)))
     assert '"kinds": ["categorical", "numeric", "categorical", "categorical", "numeric", "numeric"]' in local[1]
     assert list(export_lines(_table_model([str(path)], "shared", engine, chunk_rows=100))) == local
+
+
+def test_past_the_memory_budget_the_cluster_prunes_as_local_training_does(cluster):
+    """The client's reduce is local training's, budget included: past it the rare tokens go and
+    the model says so; a token kept counts at most what training without a budget counts (less
+    where it was dropped, and counted again from its return), the most frequent exactly that
+    (which tokens are rare at a pruning depends on where the chunks end, local and on the
+    cluster alike: docs/memory.md)."""
+    tok, settings, features, decisions = TokenizerSettings(), ModelSettings(), FeatureOptions(), DecisionOptions()
+    exact, _ = train_model(labelled_documents([CORPUS], [], LineOptions()), tok, settings, features, decisions)
+    parts = C.labelled_parts([CORPUS], [], LineOptions(), None, part_bytes=SMALL)
+    remote, _ = C.train_on_cluster(cluster[0], parts, tok, settings, features, decisions, max_memory=1 << 20)
+    local, _ = train_model(labelled_documents([CORPUS], [], LineOptions()), tok, settings, features, decisions,
+                           max_memory=1 << 20)
+    for pruned in (remote, local):
+        assert pruned.pruned["tokens"] > 0 and len(pruned.vocab) < len(exact.vocab) // 2
+        kept = pruned.vocab.tokens
+        assert (pruned.feature_count <= exact.feature_count[:, exact.vocab.lookup(kept)]).all()
+        frequent = [t for t, df in zip(exact.vocab.tokens, exact.counts.doc_freq) if df >= 200]
+        assert len(frequent) > 40
+        np.testing.assert_array_equal(pruned.feature_count[:, pruned.vocab.lookup(frequent)],
+                                      exact.feature_count[:, exact.vocab.lookup(frequent)])

@@ -1,4 +1,4 @@
-"""The forked worker pool (nbtext.batch.pool) that counts train's, predict's and eval's chunks:
+"""The forked workers (nbtext.batch.pool, ProcessPoolExecutor with the fork start method) that counts train's, predict's and eval's chunks:
 results in input order, a worker's error raised in the parent, a worker that dies named, no
 deadlock when tasks and results are larger than a socket's buffer, workers gone when the pool
 closes; and the loky path it replaces where forking is unsafe gives the same batches."""
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from nbtext.batch import chunks
-from nbtext.batch.pool import ForkPool, WorkerError
+from nbtext.batch.pool import ForkedWorkers, WorkerError
 from nbtext.errors import NbtextError
 from nbtext.features.kernel import compiled as compiled_kernel
 from nbtext.read import Document
@@ -49,9 +49,9 @@ def test_results_come_in_input_order_from_every_worker():
     def work(n):
         return n, os.getpid(), sum(range((40 - n) * 20_000))
 
-    with ForkPool(work, 3) as pool:
+    with ForkedWorkers(work, 3) as pool:
         out = list(pool.map(range(40), ahead=2))
-        pids = [w.pid for w in pool.workers]
+        pids = list(pool.pids)
     assert [n for n, _, _ in out] == list(range(40))
     assert [s for _, _, s in out] == [sum(range((40 - n) * 20_000)) for n in range(40)]
     assert {p for _, p, _ in out} == set(pids) and os.getpid() not in pids
@@ -68,7 +68,7 @@ def test_tasks_and_results_larger_than_a_socket_buffer_do_not_deadlock():
     previous = signal.signal(signal.SIGALRM, hung)
     signal.alarm(60)
     try:
-        with ForkPool(lambda b: b[::-1] + b, 2) as pool:
+        with ForkedWorkers(lambda b: b[::-1] + b, 2) as pool:
             blobs = [bytes([i]) * (2 << 20) for i in range(8)]
             assert list(pool.map(blobs)) == [b + b for b in blobs]
     finally:
@@ -85,7 +85,7 @@ def test_the_parents_own_work_runs_once_while_the_workers_work():
     def work(n):
         return n * n
 
-    with ForkPool(work, 2) as pool:  # (3 tasks, 2 a worker at most: all out at once, then idle)
+    with ForkedWorkers(work, 2) as pool:  # (3 tasks, 2 a worker at most: all out at once, then idle)
         for value in pool.map(range(3), ahead=2, idle=lambda: events.append(("idle", os.getpid()))):
             events.append(value)
     assert events == [("idle", os.getpid()), 0, 1, 4]
@@ -93,8 +93,8 @@ def test_the_parents_own_work_runs_once_while_the_workers_work():
     def failing():
         raise NbtextError("no room")
 
-    pool = ForkPool(work, 2)
-    pids = [w.pid for w in pool.workers]
+    pool = ForkedWorkers(work, 2)
+    pids = list(pool.pids)
     with pytest.raises(NbtextError, match="^no room$"), pool:
         list(pool.map(range(3), idle=failing))
     assert all(gone(p) for p in pids)
@@ -106,8 +106,8 @@ def test_an_error_in_a_worker_is_raised_in_the_parent_and_ends_the_workers():
             raise NbtextError(f"bad task {n}")
         return n
 
-    pool = ForkPool(work, 2)
-    pids = [w.pid for w in pool.workers]
+    pool = ForkedWorkers(work, 2)
+    pids = list(pool.pids)
     with pytest.raises(NbtextError, match="^bad task 5$"):
         with pool:
             list(pool.map(range(10)))
@@ -121,7 +121,7 @@ def test_an_error_that_does_not_pickle_still_says_what_it_was():
     def work(n):
         raise Local("no pickling me")
 
-    with ForkPool(work, 2) as pool, pytest.raises(RuntimeError, match="Local: no pickling me"):
+    with ForkedWorkers(work, 2) as pool, pytest.raises(RuntimeError, match="Local: no pickling me"):
         list(pool.map(range(3)))
 
 
@@ -131,13 +131,13 @@ def test_a_worker_that_dies_is_named_not_waited_for():
             os.kill(os.getpid(), signal.SIGKILL)
         return n
 
-    with ForkPool(work, 2) as pool, pytest.raises(WorkerError, match=r"worker process \d+ ended without answering"):
+    with ForkedWorkers(work, 2) as pool, pytest.raises(WorkerError, match=r"worker process \(\d+, \d+\) ended without answering"):
         list(pool.map(range(10)))
 
 
 def test_leaving_early_stops_the_workers():
-    pool = ForkPool(lambda n: n, 2)
-    pids = [w.pid for w in pool.workers]
+    pool = ForkedWorkers(lambda n: n, 2)
+    pids = list(pool.pids)
     results = pool.map(range(1000))
     assert next(results) == 0
     results.close()
@@ -341,11 +341,11 @@ def test_calibrations_fold_workers_are_kept_for_the_fits():
 
 
 def test_workers_get_four_small_tasks_ahead_but_big_ones_two():
-    """ForkPool.map sends a worker up to AHEAD tasks before reading its results (a walk's chunks
-    of file references: the counting workers no longer wait on the parent), but past
-    AHEAD_ALWAYS only while the tasks out hold under AHEAD_BYTES: chunks carrying documents'
-    bytes (an mbox, stdin), which the caller holds until each is given out, stay at two a
-    worker. Counted as the tasks the pool has taken before it gives out the first result."""
+    """ForkedWorkers.map sends up to AHEAD tasks a worker before reading its results (a walk's
+    chunks of file references: the counting workers no longer wait on the parent), but past
+    AHEAD_ALWAYS only while the tasks out hold under AHEAD_BYTES (``size``): chunks carrying
+    documents' bytes (an mbox, stdin), which the caller holds until each is given out, stay at
+    two a worker. Counted as the tasks taken before the first result is given out."""
     from nbtext.batch import pool
 
     for size, want in ((10, pool.AHEAD), (3 << 20, pool.AHEAD_ALWAYS)):
@@ -354,10 +354,10 @@ def test_workers_get_four_small_tasks_ahead_but_big_ones_two():
         def tasks():
             for i in range(8):
                 taken.append(i)
-                yield b"x" * size
+                yield size
 
-        with ForkPool(len, 1) as p:
-            results = p.map(tasks())
+        with ForkedWorkers(int, 1) as p:
+            results = p.map(tasks(), size=int)
             assert next(results) == size
             assert len(taken) == want, (size, taken)
             assert list(results) == [size] * 7

@@ -109,7 +109,7 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
             yield answered(chunk, work(chunk))
         return
     if fork_safe():
-        from .pool import ForkPool
+        from .pool import ForkedWorkers
 
         pending: deque = deque()
 
@@ -120,13 +120,18 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
 
         parent = os.getpid()
         with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
-            pool = ForkPool(worker, n_jobs, on_fork=lambda: watch_parent(parent))
+            pool = ForkedWorkers(worker, n_jobs, on_fork=lambda: watch_parent(parent))
         with pool:
-            for result in pool.map(tasks()):
+            for result in pool.map(tasks(), size=_held):
                 yield answered(pending.popleft(), result)
         return
     for chunk, batch in _loky_counted(rest, settings, n_jobs):
         yield chunk, finish(chunk, batch)
+
+
+def _held(items: list) -> int:
+    """The documents' bytes a chunk carries to its worker (a file not read yet carries none)."""
+    return sum(len(d.data) for d in items if not isinstance(d, FileRef))
 
 
 def fork_safe() -> bool:

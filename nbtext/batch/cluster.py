@@ -4,22 +4,23 @@ on a Dask cluster's workers, and the result equal to local training, count for c
 The spine (docs/architecture.md) is what makes this a map and a reduce:
 
 - map (workers): a partition (a list of files, or a byte range of a line file or an mbox) is read with
-  read.py's own readers, cut into chunks and counted as on one machine (batch.chunks), into
-  the partition's own statistics: its vocabulary in first-seen order (tokens as bytes and their
-  64-bit keys, no ids) and a Counts over it, its ledger digests, its number of documents;
-- reduce (a tree of ``combine`` tasks on the workers, pairs of neighbours in input order, and
-  the one result sent to the client): the right one's tokens are given ids after the left one's
-  (Vocabulary.extend_encoded: the new ones appended in its first-seen order, so that the result
-  is in the whole input's first-seen order, as local training numbers tokens), and its counts
-  are Counts.merge'd at those ids. Counts of whole numbers add exactly in float64 whatever the
-  grouping, so the sums are local training's bits.
-- calibration's sample: the reservoir keys are drawn on the client after the reduce, from the
-  same seeded generator in input order (one key per document, as batch.train.Reservoir draws
-  them), the documents with the smallest keys chosen, and only those documents' rows counted
-  again on the workers (a second, small map): the sample local training keeps, row for row.
+  read's own readers, cut into chunks and counted as on one machine (batch.chunks.counted,
+  batch.train.chunk_sums), and its chunks reduced there by local training's reduce
+  (batch.train.Reduction) into the partition's Sums: its tokens in first-seen order (bytes and
+  64-bit keys, no ids), its sums over them, its labels and ledger digests;
+- reduce (the client): the partitions' Sums, in input order, added by the same Reduction as
+  local training's chunks: tokens appended in first-seen order (the whole input's, as local
+  training numbers them), counts added at their ids. Counts of whole numbers add exactly in
+  float64 whatever the grouping, so the sums are local training's bits.
+- calibration's sample: the partitions' rows sent with their Sums and kept by the same
+  Reservoir; or, on a large input, the reservoir keys drawn on the client after the reduce from
+  the same seeded generator in input order (one key per document, as batch.train.Reservoir
+  draws them), the documents with the smallest keys chosen, and only those documents' rows
+  counted again on the workers (a second, small map): the sample local training keeps, row
+  for row.
 
-A new model family plugs in by its statistics: a map function from its input to its mergeable
-counts object, and the same reduce with its own join. Table models do so (the end of this
+Table models plug in by their statistics: a map function from a partition to its mergeable
+statistics, and a tree of joins on the workers (Cluster.reduced). They do so (the end of this
 file): byte ranges of CSV/TSV tables read by nbtext.table.read's reader on the workers into
 TableStats, whose Gaussian statistics are exact sums (nbtext.table.exact), so that the tree of
 combines gives local training's bits whatever the partitions. Inputs must be paths
@@ -140,12 +141,10 @@ class Cluster:
     def __exit__(self, *exc):
         self.close()
 
-    def reduced(self, fn, parts: list, args: tuple, progress=None, join=None):
+    def reduced(self, fn, parts: list, args: tuple, join, progress=None):
         """fn(part, *args) for each part on the workers, combined pairwise in the parts' order
-        (``join``, by default combine) on the workers too: the client receives one result (None:
-        no parts). ``progress`` is called with each part's number of documents (or rows) as it
-        is counted."""
-        join = join or combine
+        by ``join`` on the workers too: the client receives one result (None: no parts).
+        ``progress`` is called with each part's number of documents (or rows) as it is counted."""
         distributed = _distributed()
         client, tag = self.client, uuid.uuid4().hex  # (keys of their own: a run's keys are cancelled at its end)
         level = [client.submit(fn, p, *args, key=f"nbtext-{fn.__name__}-{i}-{tag}", pure=False)
@@ -397,42 +396,7 @@ def number_lines(cluster: Cluster, parts: list[Part]) -> None:
 
 # -- the map: on the workers ----------------------------------------------------------------------
 
-class PartCounts:
-    """Consecutive partitions' statistics: their tokens (first-seen order, NUL-terminated UTF-8,
-    and their 64-bit keys), a Counts over them, their ledger digests, each partition's number of
-    documents (``sizes``), the errors reading them met; with rows kept, their documents' rows
-    over these tokens and their labels."""
-
-    def __init__(self, blob, keys, counts, ledger, sizes, errors, rows=None, labels=()):
-        self.blob, self.keys, self.counts, self.ledger = blob, keys, counts, ledger
-        self.sizes, self.errors, self.rows, self.labels = sizes, errors, rows, list(labels)
-
-    @property
-    def n_documents(self) -> int:
-        return sum(self.sizes)
-
-
-def combine(a: PartCounts, b: PartCounts) -> PartCounts:
-    """The statistics of a's partitions followed by b's: the reduce, associative and in input
-    order, so a tree of combines on the workers is the client's in-order reduce. b's tokens get
-    ids after a's (the new ones in b's first-seen order: the first-seen order of both) and b's
-    whole-number counts are added at them, exactly in any grouping. (a is changed and returned:
-    a task's input is dropped once its one combine has it, and a lost worker's results are
-    recomputed from the partitions, not from it.)"""
-    from ..features.rows import Rows
-    from ..features.vocabulary import Vocabulary
-
-    vocab = Vocabulary.from_encoded(a.blob, a.keys)
-    ids = vocab.extend_encoded(b.blob, b.keys)
-    a.counts.merge(b.counts, ids=ids, width=len(vocab))
-    rows = None
-    if a.rows is not None:
-        rows = Rows.stack([a.rows.widened(len(vocab)), b.rows.moved(ids, len(vocab))], len(vocab))
-    return PartCounts(vocab.encoded(), vocab.keys(), a.counts, a.ledger | b.ledger, a.sizes + b.sizes,
-                      a.errors + b.errors, rows, a.labels + b.labels)
-
-
-def _documents_of(result: PartCounts) -> int:
+def _documents_of(result) -> int:
     return result.n_documents
 
 
@@ -441,30 +405,20 @@ def _errors() -> tuple[list, Callable]:
     return errors, lambda e: errors.append(str(e))
 
 
-def count_part(part: Part, tokenizer, settings, keep_rows: bool = False) -> PartCounts:
-    """The map of train: a partition's documents counted as train_model counts them; with
-    ``keep_rows``, their rows too (over the partition's tokens), for calibration's sample."""
-    from ..features.rows import Rows
-    from ..features.vocabulary import Vocabulary
-    from ..nb.counts import Counts
+def count_part(part: Part, tokenizer, settings, keep_rows: bool = False) -> tuple:
+    """The map of train: a partition's documents counted and mapped as local training maps
+    them (batch.chunks.counted, batch.train.chunk_sums), its chunks reduced here by the same
+    reduce (batch.train.Reduction) into one Sums for the client's; with ``keep_rows``, its rows
+    and labels too, for calibration's sample. (Sums, errors reading it)."""
     from ..nb.estimators import make_estimator
-    from ..operations import digest
     from .chunks import counted
+    from .train import Reduction, chunk_sums
 
     errors, on_error = _errors()
-    vocab, counts, ledger, labels, rows = Vocabulary(), Counts(), set(), [], []
-    counting = make_estimator(settings)
+    reduction, featurize = Reduction(partition=True, keep_rows=keep_rows), make_estimator(settings).featurizer()
     for chunk, batch in counted(part.documents(on_error), tokenizer):
-        chunk_labels = [d.label for d in chunk]
-        labels += chunk_labels
-        ledger.update(digest(d.label, d.data) for d in chunk)
-        ids = batch.ids_in(vocab, grow=True)
-        counts.add(counting.features(batch.rows), chunk_labels, ids=ids, width=len(vocab))
-        if keep_rows:
-            rows.append(batch.rows.moved(ids, len(vocab)))
-    counts.compact()
-    return PartCounts(vocab.encoded(), vocab.keys(), counts, ledger, [len(labels)], errors,
-                      Rows.stack(rows, len(vocab)) if keep_rows else None, labels if keep_rows else ())
+        reduction.add(chunk_sums(chunk, batch, featurize, keep_rows))
+    return reduction.sums(), errors
 
 
 def rows_part(part: Part, tokenizer, wanted: np.ndarray | None = None):
@@ -538,14 +492,15 @@ def estimated_documents(parts: list[Part]) -> int:
 
 def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, features, decisions,
                      progress=None, calibration_sample: int | None = None, on_error=None,
-                     resample: bool | None = None):
-    """train_model's model (and max_fpr's fit), from partitions counted on the cluster.
-    ``resample``: whether calibration's sample is counted again by a second map (None: when the
-    input holds more than RESAMPLE_SHARE times as many documents) rather than sent with the
-    counts and kept by a Reservoir on the client, as local training keeps it."""
+                     resample: bool | None = None, max_memory: int | None = None):
+    """train_model's model (and max_fpr's fit), from partitions counted on the cluster: each
+    partition's Sums (count_part) added in input order by local training's reduce
+    (batch.train.Reduction) here. ``resample``: whether calibration's sample is counted again by
+    a second map (None: when the input holds more than RESAMPLE_SHARE times as many documents)
+    rather than sent with the counts and kept by a Reservoir here, as local training keeps it.
+    ``max_memory``: the budget of the reduce here, as local training's (None: MAX_MEMORY)."""
     from ..features.rows import Rows
-    from ..features.vocabulary import Vocabulary
-    from .train import CALIBRATION_SAMPLE, Reservoir, model_from_counts
+    from .train import CALIBRATION_SAMPLE, MAX_MEMORY, Reduction, Reservoir
 
     if settings.tf or settings.length_norm:
         raise SettingError("tf" if settings.tf else "length_norm", None,
@@ -558,25 +513,30 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     if resample is None:
         resample = needs_sample and estimated_documents(parts) > RESAMPLE_SHARE * size
     keep_rows = needs_sample and not resample
-    result = cluster.reduced(count_part, parts, (tokenizer, settings, keep_rows), progress)
-    if result is None or not result.n_documents:
-        raise NbtextError("no documents found in the training sources")
-    _report(result.errors, on_error)
-    vocab = Vocabulary.from_encoded(result.blob, result.keys)  # (ids: the positions, first-seen order)
-    counts, ledger, sizes, n_docs = result.counts, result.ledger, result.sizes, result.n_documents
-    X = y = None
-    if keep_rows:
-        reservoir = Reservoir(size, decisions.seed)
-        reservoir.add(result.rows, result.labels)
-        del result
-        X, y = reservoir.sample(len(vocab))
-    elif needs_sample:
-        del result
-        chosen = sample_positions(n_docs, size, decisions.seed)
-        X, y = _sample_rows(cluster, parts, sizes, chosen, tokenizer, vocab, Rows)
-    model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, X, y)
-    model.ledger = ledger
-    return model, fit
+    reduction = Reduction(Reservoir(size, decisions.seed) if keep_rows else None,
+                          budget=MAX_MEMORY if max_memory is None else max_memory)
+    sizes = []
+    for part, errors in cluster.ordered(count_part, parts, tokenizer, settings, keep_rows):
+        _report(errors, on_error)
+        reduction.add(part)
+        sizes.append(len(part.labels))
+        if progress:
+            progress(len(part.labels))
+        del part
+    if needs_sample and not keep_rows and reduction.n_documents:
+        chosen = sample_positions(reduction.n_documents, size, decisions.seed)
+        reduction.sample = _FixedSample(*_sample_rows(cluster, parts, sizes, chosen, tokenizer, reduction.vocab, Rows))
+    return reduction.model(tokenizer, settings, features, decisions)
+
+
+class _FixedSample:
+    """Calibration's sample counted by a second map, standing in for the Reduction's Reservoir."""
+
+    def __init__(self, X, y):
+        self.X, self.y = X, y
+
+    def sample(self, width: int):
+        return self.X, self.y
 
 
 def sample_positions(n: int, size: int, seed: int) -> np.ndarray:
@@ -808,7 +768,7 @@ class ClusterTables:
         o = TableOptions(format=opts.format, label_column=label_name, chunk_rows=opts.chunk_rows)
         provisional = {j for j in auto if kinds[j] == NUMERIC}
         result = self.cluster.reduced(table_stats_part, self.parts, (o, settings, names, kinds, provisional),
-                                      progress, join=combine_tables)
+                                      combine_tables, progress)
         if result.retype:
             raise Retype()
         return TableModel(settings, label_name, names, kinds, result.stats)

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 CALIBRATION_SAMPLE = 5_000  # one temperature (or threshold) is well fitted by 5,000 documents
+MAX_MEMORY = 1 << 30  # train's counting state at most (--max-memory): a laptop's share (docs/memory.md)
+INDEX_BYTES = 16      # the key -> id index's bytes a token, about (a 64-bit key and its id)
+PRUNED_TO = 3 / 4     # of the budget, what a pruning leaves at most: room for the next chunks
 
 
 class Reservoir:
@@ -107,6 +110,11 @@ class Reservoir:
         self.rows = sum(len(p[2]) for p in self.parts)
         self.cut = float(cut)
 
+    def renumber(self, mapping: np.ndarray, width: int) -> None:
+        """Each held row's column j moved to mapping[j] (-1: dropped), in a vocabulary of ``width``
+        (Reduction's pruning)."""
+        self.parts = [(X.moved(mapping[:X.shape[1]], width), y, keys) for X, y, keys in self.parts]
+
     def sample(self, width: int) -> tuple[Rows, np.ndarray]:
         """The sample as one matrix, each part let go as it is copied (so that the parts and the
         matrix are never all held at once)."""
@@ -118,55 +126,146 @@ class Reservoir:
         return Rows.stack(matrices, width, consume=True), labels
 
 
+class Sums:
+    """A chunk's statistics, as the map makes them where the chunk was counted (a forked worker,
+    a Dask worker, or here): its tokens (NUL-terminated UTF-8, first-seen order) and their 64-bit
+    keys, Counts.summed's sums over them (``distinct``: no two of its tokens share a key), its
+    documents' labels and ledger digests, and for calibration's sample its rows over its tokens
+    (None: not kept). A Dask partition's are its chunks' reduced (Reduction.sums)."""
+
+    __slots__ = ("blob", "keys", "sums", "distinct", "labels", "digests", "rows")
+
+    def __init__(self, blob: bytes, keys: np.ndarray, sums: tuple, distinct: bool, labels: list[str],
+                 digests: list[bytes], rows: Rows | None = None):
+        self.blob, self.keys, self.sums, self.distinct = blob, keys, sums, distinct
+        self.labels, self.digests, self.rows = labels, digests, rows
+
+
+def chunk_sums(chunk: list[Document], batch: Batch, featurize: Callable, keep_rows: bool) -> Sums:
+    """The map's last step, where the chunk was counted: its sums over its own columns (added
+    in the reduce at their ids: work in proportion to the chunk, not to the whole vocabulary),
+    as 16-bit whole numbers where they are (Counts.compacted); its rows, when kept, compacted
+    where no two of its columns can meet on one id (distinct keys), else as they are (added up
+    in the reduce first, then compacted)."""
+    labels = [d.label for d in chunk]
+    sums = Counts.compacted(Counts.summed(featurize(batch.rows), labels))
+    distinct = batch.keys_distinct()
+    rows = None if not keep_rows else Reservoir.compact(batch.rows) if distinct else batch.rows
+    return Sums(batch.blob, batch.keys, sums, distinct, labels, _digests(chunk), rows)
+
+
+class Reduction:
+    """The one reduce of every way of counting a corpus: chunks' Sums, in input order, into one
+    Vocabulary (first-seen order), one Counts over it, the ledger and calibration's sample
+    (``sample``: a Reservoir). A Dask partition's (``partition``) keeps its labels for sums(),
+    and with ``keep_rows`` every row instead of a sample. Local training (serial or forked workers) adds each chunk's;
+    the Dask engine adds each partition's, a Reduction of its chunks on its worker. Whole-number
+    counts add exactly in float64 in any grouping, so every way gives the same bits.
+
+    ``budget``: bytes the vocabulary and counts may hold (held()). Past it, as fastText's
+    dictionary raises its min-count and SpamAssassin expires hapaxes, the tokens in at most t
+    documents so far are dropped (t = 1, then higher while that is not enough), to PRUNED_TO of
+    the budget, and counting goes on: the tokens that matter, those seen often, keep exact
+    counts from their first document on, and ``pruning`` says what was dropped (docs/memory.md).
+    Under the budget nothing changes: the model is the one trained without it."""
+
+    def __init__(self, sample: Reservoir | None = None, partition: bool = False, keep_rows: bool = False,
+                 budget: int | None = None):
+        self.vocab, self.counts, self.ledger, self.n_documents = Vocabulary(), Counts(), set(), 0
+        self.sample, self.budget = sample, budget
+        self.pruning: dict | None = None  # {tokens dropped, threshold, documents counted at the last}
+        self.labels: list[str] | None = [] if partition else None
+        self.rows: list | None = [] if partition and keep_rows else None
+
+    def add(self, part: Sums) -> None:
+        ids = self.vocab.extend_encoded(part.blob, part.keys)
+        width = len(self.vocab)
+        self.counts.add_summed(part.sums, ids=ids, width=width, distinct=part.distinct)
+        self.n_documents += len(part.labels)
+        self.ledger.update(part.digests)
+        if self.labels is not None:
+            self.labels += part.labels
+        if self.rows is not None:
+            self.rows.append(part.rows.moved(ids, width, distinct=part.distinct))
+        elif self.sample is not None and part.rows is not None:
+            # (the rows of the documents that may be in the sample, on their ids)
+            self.sample.add(part.rows, part.labels, move=lambda X: X.moved(ids, width, distinct=part.distinct))
+        if self.budget is not None and self.held() > self.budget:
+            self.prune()
+
+    def held(self) -> int:
+        """The bytes the vocabulary and counts hold, about: the tokens, their index, the counts'
+        arrays (their spare rows included)."""
+        return (self.vocab.buffer().nbytes + INDEX_BYTES * len(self.vocab)
+                + sum(a.nbytes for a in self.counts.arrays()))
+
+    def prune(self) -> None:
+        """Drop the tokens in at most t documents, t the least (and no less than the last
+        pruning's) that leaves at most PRUNED_TO of the budget, estimated at held()'s bytes a token."""
+        width, df = len(self.vocab), self.counts.doc_freq
+        most = int(self.budget * PRUNED_TO / (self.held() / max(width, 1)))
+        # (the least t that keeps at most `most`: the (most+1)-th largest document frequency)
+        least = np.partition(df, width - most - 1)[width - most - 1] if most < width else 0
+        t = max(self.pruning["threshold"] if self.pruning else 1, int(least))
+        keep = np.flatnonzero(df > t)
+        self.vocab, self.counts = self.vocab.subset(keep), self.counts.columns(keep)
+        if self.sample is not None:
+            mapping = np.full(width, -1, dtype=np.int64)
+            mapping[keep] = np.arange(len(keep))
+            self.sample.renumber(mapping, len(keep))
+        dropped = width - len(keep) + (self.pruning["tokens"] if self.pruning else 0)
+        self.pruning = {"tokens": dropped, "threshold": int(t), "documents": self.n_documents}
+        release_free_memory()
+
+    def sums(self) -> Sums:
+        """What this reduce holds, as one Sums (a Dask partition's, for the client's reduce)."""
+        c = self.counts
+        rows = None if self.rows is None else Rows.stack(self.rows, len(self.vocab))
+        return Sums(self.vocab.encoded(), self.vocab.keys(), (c.classes, c.token_major, c.doc_freq, c.class_count),
+                    True, self.labels, sorted(self.ledger), rows)
+
+    def model(self, tokenizer, settings, features, decisions, n_jobs: int = 1) -> tuple[Model, ThresholdFit | None]:
+        """The model of what was reduced (model_from_counts), and max_fpr's fit."""
+        if not self.n_documents:
+            raise NbtextError("no documents found in the training sources")
+        vocab, counts = self.vocab, self.counts
+        vocab.drop_index()  # (counted: from here on only the tokens are read)
+        release_free_memory()
+        sample = self.sample.sample(len(vocab)) if self.sample is not None else (None, None)
+        release_free_memory()
+        model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
+                                           n_jobs=n_jobs)
+        model.ledger, model.pruned = self.ledger, self.pruning
+        return model, fit
+
+
 def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = TokenizerSettings(),
                 settings: ModelSettings = ModelSettings(), features: FeatureOptions = FeatureOptions(),
                 decisions: DecisionOptions = DecisionOptions(), n_jobs: int = 1, progress=None,
-                calibration_sample: int = CALIBRATION_SAMPLE) -> tuple[Model, ThresholdFit | None]:
+                calibration_sample: int = CALIBRATION_SAMPLE, max_memory: int | None = None
+                ) -> tuple[Model, ThresholdFit | None]:
     """Count every document into a new model, then keep the features the options select and
     fit the decisions; returns the model and, for max_fpr, what its threshold costs.
+    ``max_memory``: the counting state's budget in bytes (Reduction; None: MAX_MEMORY).
 
-    Counts stream chunk by chunk: nothing per document is kept but its label and digest.
-    Calibration and max_fpr, which need out-of-fold predictions, fit on a uniform random
-    sample of at most ``calibration_sample`` documents (all of them in a smaller corpus), so
-    memory stays bounded however large the corpus."""
-    vocab, counts, ledger, n_docs = Vocabulary(), Counts(), set(), 0
-    counting = make_estimator(settings)  # (how the variant counts a document)
+    Counts stream chunk by chunk (the map: batch.chunks.counted, then chunk_sums, here or in
+    forked workers), reduced in input order (Reduction): nothing per document is kept but its
+    label and digest. Calibration and max_fpr, which need out-of-fold predictions, fit on a
+    uniform random sample of at most ``calibration_sample`` documents (all of them in a smaller
+    corpus), so memory stays bounded however large the corpus."""
     needs_sample = decisions.needs_matrix or settings.choosing
-    reservoir = Reservoir(calibration_sample, decisions.seed) if needs_sample else None
-    featurize = counting.featurizer()
+    reduction = Reduction(Reservoir(calibration_sample, decisions.seed) if needs_sample else None,
+                          budget=MAX_MEMORY if max_memory is None else max_memory)
+    featurize = make_estimator(settings).featurizer()  # (how the variant counts a document)
 
-    def summed(chunk: list[Document], batch) -> tuple:
-        # Where the chunk was counted (a forked worker, else here): its ledger digests, and its
-        # sums over its own columns, then added here at their ids: work in proportion to the
-        # chunk, not to the whole vocabulary. Its rows go
-        # on only for the sample, compacted here where no two of its columns can meet on one
-        # id (distinct keys), else as they are (added up there first, then compacted); the sums
-        # as 16-bit whole numbers where they are (Counts.compacted).
-        sums = Counts.compacted(Counts.summed(featurize(batch.rows), [d.label for d in chunk]))
-        distinct = batch.keys_distinct()
-        rows = None if reservoir is None else Reservoir.compact(batch.rows) if distinct else batch.rows
-        return Batch(batch.blob, batch.keys, rows, distinct), _digests(chunk), sums, distinct
+    def summed(chunk: list[Document], batch) -> Sums:
+        return chunk_sums(chunk, batch, featurize, needs_sample)
 
-    for chunk, (batch, digests, sums, distinct) in counted(docs, tokenizer, n_jobs=n_jobs, then=summed):
-        labels = [d.label for d in chunk]
-        n_docs += len(chunk)
-        ledger.update(digests)
-        ids = batch.ids_in(vocab, grow=True)
-        counts.add_summed(sums, ids=ids, width=len(vocab), distinct=distinct)
-        if reservoir is not None:  # (the rows of the documents that may be in the sample, on their ids)
-            reservoir.add(batch.rows, labels, move=lambda X: X.moved(ids, len(vocab), distinct=distinct))
+    for chunk, part in counted(docs, tokenizer, n_jobs=n_jobs, then=summed):
+        reduction.add(part)
         if progress:
             progress(len(chunk))
-    if not n_docs:
-        raise NbtextError("no documents found in the training sources")
-    vocab.drop_index()  # (counted: from here on only the tokens are read)
-    release_free_memory()
-    sample = reservoir.sample(len(vocab)) if reservoir is not None else (None, None)
-    release_free_memory()
-    model, _, fit = model_from_counts(counts, vocab, tokenizer, settings, features, decisions, *sample,
-                                       n_jobs=n_jobs)
-    model.ledger = ledger
-    return model, fit
+    return reduction.model(tokenizer, settings, features, decisions, n_jobs=n_jobs)
 
 
 def _digests(docs: list[Document]) -> list[bytes]:
@@ -312,9 +411,9 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, mapper=map) -> Thresho
 def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None):
     """A mapper for calibration's folds (nbtext.nb.calibrate.out_of_fold_jlls: mapper(fn, folds)
     gives fn(fold) for each, in order) that uses ``n_jobs`` cores: as many worker processes
-    (at most one a fold) forked (batch.pool.ForkPool) when fn is called, so that they hold the
-    sample and the counts as the parent does (shared, copy on write; nothing big is sent: only
-    their folds' scores come back), each taking the next fold as it is free (_forked_map). One
+    (at most one a fold) forked (batch.pool.ForkedWorkers) when fn is called, so that they hold
+    the sample and the counts as the parent does (shared, copy on write; nothing big is sent:
+    a fold's number goes, its scores come back), each taking the next fold as it is free. One
     fold after another in this process on one core, with a single fold, or where forking is not
     safe (batch.chunks.fork_safe): a fresh interpreter (loky) would have to be sent the sample
     and the counts, more than a fold's work saves. The same numbers either way: each fold is the
@@ -325,9 +424,9 @@ def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None):
 
 
 class FoldWorkers:
-    """fold_mapper's mapper: called, the folds by forked workers (_forked_map), or one after
-    another here (one core, one fold, or where forking is not safe); then the workers are kept
-    for starmap (calibration's fits of tied candidates, one a core), until close()."""
+    """fold_mapper's mapper: called, the folds by forked workers, or one after another here
+    (one core, one fold, or where forking is not safe); then the workers are kept for starmap
+    (calibration's fits of tied candidates, one a core), until close()."""
 
     def __init__(self, n_jobs: int, unread: Callable[[], list] | None = None):
         self.n_jobs, self.unread, self.pool = n_jobs, unread, None
@@ -335,11 +434,19 @@ class FoldWorkers:
     def __call__(self, fn, tasks) -> list:
         """[fn(t) for t in tasks]."""
         tasks = list(tasks)
-        if self.n_jobs < 2 or len(tasks) < 2 or len(tasks) > _MOST_FORKED or not fork_safe():
+        if self.n_jobs < 2 or len(tasks) < 2 or not fork_safe():
             return list(map(fn, tasks))
-        results, self.pool = _forked_map(fn, tasks, min(self.n_jobs, len(tasks)),
-                                         self.unread() if self.unread else [])
-        return results
+        from .chunks import sigint_ignored, watch_parent
+        from .pool import ForkedWorkers
+
+        def taken(task):
+            """A fold's number: fn of it; later, a call (starmap)."""
+            return task[1](*task[2]) if isinstance(task, tuple) else fn(tasks[task])
+
+        parent = os.getpid()
+        with sigint_ignored(loky=False), withheld_from_forks(self.unread() if self.unread else []):
+            self.pool = ForkedWorkers(taken, min(self.n_jobs, len(tasks)), on_fork=lambda: watch_parent(parent))
+        return list(self.pool.map(range(len(tasks)), ahead=len(tasks)))
 
     def starmap(self, fn, arglists: list) -> list:
         """[fn(*args) for args in arglists]: the first ones by the workers kept from the folds
@@ -347,7 +454,7 @@ class FoldWorkers:
         sent (pickled): a module's function and arrays."""
         if self.pool is None or len(arglists) < 2:
             return [fn(*args) for args in arglists]
-        there = arglists[:-1][:len(self.pool.workers)]
+        there = arglists[:-1][:self.pool.n_jobs]
         rest = arglists[len(there):]
         here: list = []
         done = list(self.pool.map([(_CALL, fn, args) for args in there],
@@ -361,53 +468,7 @@ class FoldWorkers:
             self.pool = None
 
 
-_MOST_FORKED = 1024  # tasks _forked_map deals: their numbers (4 bytes each) fill at most a page,
-# a pipe's least capacity, so that they are written at once without waiting (folds: at most 1,000)
-
-
 _CALL = "call"  # (a task for FoldWorkers' workers after their folds: (_CALL, function, arguments))
-
-
-def _forked_map(fn, tasks: list, workers: int, unread: list = ()) -> tuple[list, object]:
-    """[fn(t) for t in tasks], by ``workers`` forked processes, each taking the next task as it
-    is free: the tasks' numbers wait in a pipe, and each worker reads one (4 bytes: a pipe's
-    reads take turns, so each number goes to one reader) until none is left. A slow worker
-    (the machine is shared) takes fewer; none waits on a share dealt in advance. They are
-    forked with Ctrl-C ignored, without the ``unread`` buffers."""
-    from .chunks import sigint_ignored, watch_parent
-    from .pool import ForkPool
-
-    out, into = os.pipe()
-    try:
-        os.write(into, b"".join(i.to_bytes(4, "little") for i in range(len(tasks))))
-    finally:
-        os.close(into)  # (read once empty: end of file, never a wait)
-
-    def taken(start) -> list:
-        """(number, fn(task)) of each task this worker takes; later, a call (FoldWorkers.starmap)."""
-        if isinstance(start, tuple) and start[0] == _CALL:
-            return start[1](*start[2])
-        done = []
-        while len(number := os.read(out, 4)) == 4:
-            i = int.from_bytes(number, "little")
-            done.append((i, fn(tasks[i])))
-        return done
-
-    results: list = [None] * len(tasks)
-    parent = os.getpid()
-    try:
-        with sigint_ignored(loky=False), withheld_from_forks(unread):
-            pool = ForkPool(taken, workers, on_fork=lambda: watch_parent(parent))
-        try:
-            for done in pool.map(range(workers)):  # (one start a worker: the pool gives each
-                for i, value in done:              # task to the worker holding fewest)
-                    results[i] = value
-        except BaseException:
-            pool.close()
-            raise
-    finally:
-        os.close(out)
-    return results, pool  # (the pool kept: FoldWorkers.starmap, then close)
 
 
 def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptions = DecisionOptions(),

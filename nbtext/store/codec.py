@@ -234,6 +234,7 @@ def encode_pieces(model) -> list:
         "vocab_block": BLOCK,
         "decision": model.decision.to_dict(),
         "derived": derived,
+        **({"pruned": model.pruned} if model.pruned else {}),  # (absent: exact counts, the file as before)
     }
     return frame(header, sections)
 
@@ -279,7 +280,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
             raise ValueError("the ledger is not a whole number of 16-byte digests")
         model = Model(tokenizer, settings, Vocabulary.from_encoded(blob),
                       Counts.of_arrays(classes, counts, class_count, doc_freq), decision,
-                      {ledger_raw[i:i + 16] for i in range(0, len(ledger_raw), 16)})
+                      {ledger_raw[i:i + 16] for i in range(0, len(ledger_raw), 16)}, pruning(header))
     except VocabularyError as e:
         raise ModelFileError(f"{path}: corrupt model file ({e})") from None
     except (KeyError, TypeError, ValueError) as e:
@@ -291,6 +292,17 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
     if len(model.vocab) != n_tokens:
         raise ModelFileError(f"{path}: corrupt model file (a token appears twice in the vocabulary)")
     return model
+
+
+def pruning(header: dict) -> dict | None:
+    """The header's record of what train's memory budget dropped (None: exact counts)."""
+    pruned = header.get("pruned")
+    if pruned is None:
+        return None
+    if not (isinstance(pruned, dict) and set(pruned) == {"tokens", "threshold", "documents"}
+            and all(type(v) is int and 0 <= v < 2**63 for v in pruned.values())):
+        raise ValueError("pruned must be {tokens, threshold, documents}, whole numbers")
+    return pruned
 
 
 def load(path: str):

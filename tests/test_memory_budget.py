@@ -1,0 +1,117 @@
+"""train's memory budget (--max-memory, batch.train.Reduction): a corpus whose distinct tokens
+outgrow it trains in bounded memory, keeps exact counts of the tokens it keeps and says in
+`info` that it pruned; a corpus under it gives the very model trained without it."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from nbtext import store
+from nbtext.store import codec
+from nbtext.batch.train import train_model
+from nbtext.read import Document
+
+from conftest import ROOT
+
+
+def growing(n_docs: int, seed: int = 0) -> list[Document]:
+    """Documents whose vocabulary grows with their number, as real text's does: 60 rare words
+    each (a random 40-bit number: nearly all seen once) among 40 common ones of a class."""
+    rng = np.random.default_rng(seed)
+    docs = []
+    for i in range(n_docs):
+        label = "ab"[i % 2]
+        rare = [f"r{x:x}" for x in rng.integers(0, 1 << 40, size=60)]
+        common = [f"{label}{x}" for x in rng.integers(0, 50, size=40)]
+        docs.append(Document(str(i), " ".join(rare + common).encode(), label))
+    return docs
+
+
+def test_under_the_budget_the_model_is_the_one_trained_without_it():
+    docs = growing(300)
+    free, _ = train_model(iter(docs), max_memory=1 << 40)
+    assert free.pruned is None
+    for budget in (None, 50 << 20):  # (the default, and one the corpus stays under)
+        model, _ = train_model(iter(docs), max_memory=budget)
+        assert model.pruned is None
+        assert codec.encode(model) == codec.encode(free)
+
+
+def test_past_the_budget_the_rare_tokens_go_and_the_frequent_keep_exact_counts(tmp_path):
+    docs = growing(600)
+    exact, _ = train_model(iter(docs), max_memory=1 << 40)
+    pruned, _ = train_model(iter(docs), max_memory=300_000)
+    p = pruned.pruned
+    assert p["threshold"] >= 1 and p["tokens"] > 10_000 and 0 < p["documents"] <= 600
+    assert len(pruned.vocab) < len(exact.vocab) // 4
+    # every common word kept, with the counts of the exact model (seen from their first document on)
+    common = [t for t in exact.vocab.tokens if re.fullmatch(r"[ab]\d+", t)]
+    assert len(common) == 100 and set(common) <= set(pruned.vocab.tokens)
+    ids_exact, ids_pruned = exact.vocab.lookup(common), pruned.vocab.lookup(common)
+    np.testing.assert_array_equal(pruned.feature_count[:, ids_pruned], exact.feature_count[:, ids_exact])
+    np.testing.assert_array_equal(pruned.class_count, exact.class_count)
+    # the model file keeps the record, and refuses a corrupt one
+    store.save(pruned, str(tmp_path / "p.nbm"))
+    assert store.load(str(tmp_path / "p.nbm")).pruned == p
+    for bad in ({**p, "tokens": -1}, {**p, "threshold": 1.5}, {"tokens": 1}, [1, 2, 3]):
+        with pytest.raises(ValueError, match="pruned must be"):
+            codec.pruning({"pruned": bad})
+
+
+PEAK = """
+import sys, tracemalloc
+sys.path.insert(0, {tests!r})
+from test_memory_budget import growing
+from nbtext.batch.train import train_model
+from nbtext.settings import DecisionOptions
+docs = growing(int(sys.argv[1]), seed=1)
+tracemalloc.start()
+model, _ = train_model(iter(docs), decisions=DecisionOptions(calibrate=False), calibration_sample=200,
+                       max_memory=int(sys.argv[2]))
+print(tracemalloc.get_traced_memory()[1], len(model.vocab))
+"""
+
+
+def peak(n_docs: int, budget: int) -> tuple[int, int]:
+    """(tracemalloc's peak of train_model in a process of its own, the model's tokens)."""
+    r = subprocess.run([sys.executable, "-c", PEAK.format(tests=str(ROOT / "tests")), str(n_docs), str(budget)],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    traced, tokens = map(int, r.stdout.split())
+    return traced, tokens
+
+
+@pytest.mark.slow
+def test_a_corpus_past_the_budget_trains_in_memory_that_grows_far_less_than_it():
+    """Four times the documents, three times the distinct tokens: with a 2 MB budget train's
+    traced peak grows by under a fifth, and by under a tenth of what it grows without the
+    budget (whose growth is the test's check that it measures the vocabulary)."""
+    small, large = 1500, 6000
+    bounded = [peak(n, 2 << 20) for n in (small, large)]
+    free = [peak(n, 1 << 40) for n in (small, large)]
+    assert free[1][1] > 2.5 * free[0][1] and bounded[1][1] < 1.2 * bounded[0][1], (free, bounded)
+    assert bounded[1][0] < 1.2 * bounded[0][0], (free, bounded)
+    assert bounded[1][0] - bounded[0][0] < (free[1][0] - free[0][0]) / 10, (free, bounded)
+
+
+def test_max_memory_on_the_command_line(run, tmp_path):
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text("".join(f"{d.label}\t{d.data.decode()}\n" for d in growing(1200)))
+    r = run("train", corpus, "-o", tmp_path / "p.nbm", "--max-memory", "1M")
+    assert r.exit_code == 0, r.stderr
+    info = run("info", "-m", tmp_path / "p.nbm", "--top", "0").stdout
+    line = next(x for x in info.splitlines() if x.startswith("counts"))
+    m = store.load(str(tmp_path / "p.nbm")).pruned
+    assert line == (f"counts         pruned: tokens in at most {m['threshold']} documents before document "
+                    f"{m['documents']} were dropped ({m['tokens']} tokens), to train within --max-memory")
+    r = run("train", corpus, "-o", tmp_path / "e.nbm", "--max-memory", "2G")
+    assert r.exit_code == 0
+    assert "counts         exact: nothing pruned" in run("info", "-m", tmp_path / "e.nbm").stdout
+    for bad in ("lots", "10", "-1G"):
+        r = run("train", corpus, "-o", tmp_path / "x.nbm", "--max-memory", bad)
+        assert r.exit_code == 2 and f"Invalid value for '--max-memory': '{bad}'" in r.stderr, r.stderr
+        assert not (tmp_path / "x.nbm").exists()
