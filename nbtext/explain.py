@@ -49,8 +49,9 @@ def top_tokens(model, n: int, min_count: int = 5) -> dict:
     import numpy as np
 
     W = model.estimator.linear().W
-    totals = model.feature_count.sum(axis=0)
+    totals = model.counts.token_totals()
     eligible = totals >= min(min_count, totals.max(initial=0))
+    fc = model.feature_count
     out = {}
     for c, name in enumerate(model.classes):
         others = np.delete(W, c, axis=0)
@@ -58,5 +59,5 @@ def top_tokens(model, n: int, min_count: int = 5) -> dict:
         llr = np.where(eligible, W[c] - other, -np.inf)
         best = np.argsort(-llr, kind="stable")[:n]
         out[name] = [{"token": model.vocab.token(i), "llr": round(float(llr[i]), 4),
-                      "count": int(model.feature_count[c, i])} for i in best if np.isfinite(llr[i])]
+                      "count": int(fc[c, i])} for i in best if np.isfinite(llr[i])]
     return out

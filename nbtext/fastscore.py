@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from .errors import ModelFileError, NbtextError
 from .nb import weights as F
 from .nb.decision import calibrated, decide
-from .store.codec import check_header, decode, meta, summary
+from .store.codec import SPARSE_SECTIONS, check_header, decode, meta, summary
 from .store.container import read_container, section
 from .store.vocabfile import VocabularyError, vocabulary_index
 from .text.tokenizer import Tokenizer
@@ -52,7 +52,10 @@ class FastScorer:
             self.n_features: int = check_header(header)
             self.summary: dict = summary(header) if self.n_features else {}
             self.vocab = vocabulary_index(header, payload, self.n_features)
-            self.counts = section(header, payload, "counts")
+            if "counts" in header["sections"]:
+                self.counts, self.sparse = section(header, payload, "counts"), None
+            else:  # (counts by token: a token's row read by its start and end, store.codec)
+                self.counts, self.sparse = None, [section(header, payload, name) for name in SPARSE_SECTIONS]
             self.doc_freq = section(header, payload, "doc_freq") if self.settings.idf else None
             if self.doc_freq is not None and len(self.doc_freq) != self.n_features:
                 raise ValueError("document frequencies do not match the vocabulary")
@@ -65,8 +68,20 @@ class FastScorer:
         return self.vocab.token_id(token.encode("utf-8", "surrogatepass"))
 
     def _column(self, tid: int) -> list[float]:
-        V = self.n_features
-        return [float(self.counts[c * V + tid]) for c in range(len(self.classes))]
+        V, k = self.n_features, len(self.classes)
+        if self.sparse is None:
+            return [float(self.counts[c * V + tid]) for c in range(k)]
+        indptr, classes, values = self.sparse
+        lo, hi = indptr[tid], indptr[tid + 1]
+        col = [0.0] * k
+        if not lo <= hi <= len(values):
+            raise ModelFileError(f"{self.path}: corrupt model file (the sparse counts' token starts are out of order)")
+        for j in range(lo, hi):
+            c = classes[j]
+            if c >= k:
+                raise ModelFileError(f"{self.path}: corrupt model file (the sparse counts name a class past the classes)")
+            col[c] = float(values[j])
+        return col
 
     def bias(self) -> list[float]:
         """b_c of the linear view: the variant's bias terms summed (nbtext.nb.weights)."""

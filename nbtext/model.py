@@ -99,7 +99,7 @@ class Model:
         restore the model as it was before learning: a token left behind at count zero still
         widens the smoothing denominator (alpha * V) and moved every prediction (0.999314 vs
         0.999310). Ids of the tokens kept stay in their order."""
-        used = self.counts.token_major.sum(axis=1) > 0
+        used = self.counts.token_totals() > 0
         if not used.all():
             keep = np.flatnonzero(used)
             self.vocab, self.counts = self.vocab.subset(keep), self.counts.columns(keep)

@@ -293,7 +293,7 @@ def describe(model, header: dict, top: int) -> dict:
         "classes": {c: int(n) for c, n in zip(model.classes, model.class_count)},
         "documents": model.n_documents,
         "vocabulary": len(model.vocab),
-        "tokens_counted": {c: float(n) for c, n in zip(model.classes, model.feature_count.sum(axis=1))},
+        "tokens_counted": {c: float(n) for c, n in zip(model.classes, model.counts.class_totals())},
         "model": model.settings.to_dict(),
         "tokenizer": model.tokenizer_settings.to_dict(),
         "decision": model.decision.to_dict(),

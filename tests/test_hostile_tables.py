@@ -213,7 +213,8 @@ def test_statistics_too_large_to_hold_are_refused_before_they_are_allocated(run,
 
 def test_text_counts_too_large_to_hold_are_refused(run, tmp_path, monkeypatch):
     """A TSV of 20,000 labels, one a line, took 6.5 GB and was still growing after two minutes
-    (the counts are a class by every token). Beyond counts.MAX_NUMBERS they are refused."""
+    (the counts were a class by every token). Beyond counts.MAX_NUMBERS held counts (the nonzero
+    ones, from three classes on) they are refused."""
     from nbtext.nb import counts
 
     many = tmp_path / "many.tsv"

@@ -282,7 +282,8 @@ def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, fe
     batch.cluster's partitions reduce into counts, then come here."""
     counts.compact()
     width = counts.width
-    fc = counts.feature_count if features.max_features is None else np.ascontiguousarray(counts.feature_count)
+    # (the counts as an array only where --max-features ranks tokens by them)
+    fc = None if features.max_features is None else np.ascontiguousarray(counts.feature_count)
     keep = select(counts.doc_freq, fc, counts.class_count, features)
     del fc
     if width and not len(keep):

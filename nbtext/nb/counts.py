@@ -8,33 +8,52 @@ these: training a chunk at a time (serial, or chunks counted by worker processes
 columns; which token a column is, is the vocabulary's business (nbtext.features.vocabulary):
 a chunk counted elsewhere is added at the ids its tokens got in the vocabulary (``ids``).
 
-The arrays are kept token by class and grow by a quarter at a time, in place (numpy's resize
-of the rows at the end): streamed training adds columns for every chunk, and a new array per
-chunk would hold the old and the new at once.
+A token's counts per class are held by token: for one or two classes (mail) as a tokens x
+classes array, which grows by a quarter at a time, in place (numpy's resize of the rows at the
+end: streamed training adds columns for every chunk, and a new array per chunk would hold the
+old and the new at once); from SPARSE_FROM classes only where they are not zero (nb.sparse), as
+nearly every token of real text occurs in one or two classes (docs/state.md). Both hold the
+same numbers, and every method gives the same counts either way; ``feature_count`` and
+``token_major`` make the dense arrays of sparse counts (classes x tokens numbers: callers that
+read a model of many classes use ``token_sums``, ``token_totals``, ``class_totals``).
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..errors import NbtextError
 from ..features.rows import Rows
+from .sparse import TokenSums, group_sums
 
-# The numbers a model's counts may hold (1 GiB of float64; growth copies them once): they are
-# dense, a class by every token, and without a bound a file of many distinct labels (a TSV of
-# one label a line) fills the memory before anything refuses it.
+# The counts a model may hold (1 GiB of float64 values; a sparse entry holds its class number
+# too): without a bound a file of many distinct labels and tokens fills the memory before
+# anything refuses it. Held counts are what is stored: a class by every token for one or two
+# classes, the nonzero ones from SPARSE_FROM classes.
 MAX_NUMBERS = 1 << 27
+SPARSE_FROM = 3  # classes from which counts are held by token, only where not zero (docs/state.md)
+# Documents' sums (summed) are a tokens x classes array while it has at most this many cells an
+# entry of the documents (memory in proportion to them, and the quicker sum), else held by token.
+DENSE_CELLS = 4
+UNKNOWN_DAY = 0  # a token's last_seen where it is not known (a model file older than format 5)
 
 
-def room(k: int, tokens: int) -> None:
-    """Refuse counts of ``k`` classes and ``tokens`` tokens beyond MAX_NUMBERS numbers, before
-    they are allocated."""
-    if k * tokens > MAX_NUMBERS:
-        raise NbtextError(f"the counts would hold {k * tokens:,} numbers ({k:,} classes x {tokens:,} tokens), "
-                          f"more than {MAX_NUMBERS:,}: too many classes (are the labels right?) or tokens "
-                          "(every distinct token is counted before --max-features or --min-df choose; "
-                          "--ngrams 1 and --char-ngrams 0,0 make fewer)")
+def day_of(seconds: float) -> int:
+    """The UTC day of a time (days since 1970-01-01), as last_seen keeps it (16 bits: to 2149)."""
+    return min(max(int(seconds // 86400), 0), 2**16 - 1)
+
+
+def room(held: int, k: int, tokens: int) -> None:
+    """Refuse counts that would hold ``held`` numbers (of ``k`` classes and ``tokens`` tokens)
+    beyond MAX_NUMBERS."""
+    if held > MAX_NUMBERS:
+        what = f"{k:,} classes x {tokens:,} tokens" if k < SPARSE_FROM else \
+            f"nonzero counts of {k:,} classes and {tokens:,} tokens"
+        raise NbtextError(f"the counts would hold {held:,} numbers ({what}), more than {MAX_NUMBERS:,}: "
+                          "too many classes (are the labels right?) or tokens (every distinct token is counted "
+                          "before --max-features or --min-df choose; --ngrams 1 and --char-ngrams 0,0 make fewer)")
 
 
 def add_rows_at(a: np.ndarray, rows: np.ndarray, values: np.ndarray, columns: np.ndarray | None = None) -> None:
@@ -63,6 +82,24 @@ def take_rows(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.take(a, rows, axis=0)
 
 
+def _append_summed(held: TokenSums, sums, cols: np.ndarray | None, rows: np.ndarray, sign: float = 1.0) -> None:
+    """Append summed()'s sums (dense or a TokenSums) times ``sign`` to ``held``: sums' row j at
+    token cols[j] (None: j), column i at class rows[i]."""
+    if isinstance(sums, TokenSums):
+        tokens = sums.token_of_entries()
+        held.append(tokens if cols is None else cols[tokens], rows[sums.classes.astype(np.int64)],
+                    sums.values if sign == 1 else sign * sums.values)
+    else:
+        held.append_dense(cols, rows, sums if sign == 1 else sign * sums)
+
+
+def _class_sums(sums, rows: np.ndarray, k: int) -> np.ndarray:
+    """summed()'s sums per class (at rows) over all its tokens."""
+    if isinstance(sums, TokenSums):
+        return np.bincount(rows[sums.classes.astype(np.int64)], weights=sums.values, minlength=k).astype(np.float64)
+    return np.bincount(rows, weights=sums.sum(axis=0), minlength=k).astype(np.float64)
+
+
 def _as_uint16(a: np.ndarray) -> np.ndarray:
     """a in 16 bits when every value is a whole number that fits, else a as it is."""
     if not a.size or a.dtype == np.uint16:
@@ -76,37 +113,110 @@ class Counts:
     def __init__(self, classes: Sequence[str] = (), n_features: int = 0):
         self.classes: list[str] = sorted(set(classes))
         k = len(self.classes)
-        self._fc = np.zeros((n_features, k))        # tokens x classes
+        self._sp = TokenSums(n_features, k) if k >= SPARSE_FROM else None  # (else:)
+        self._fc = np.zeros((0 if self._sp else n_features, k))  # tokens x classes
         self._cc = np.zeros(k)
         self._df = np.zeros(n_features, dtype=np.int32)  # int32 while whole (half the memory)
+        # Per token, the last day (UTC, days since 1970) a document holding it was counted in: what
+        # pruning by age reads. Added counts stamp their tokens with ``today`` (set it to count
+        # as of another day); taking documents out leaves it; merge keeps the later day.
+        self._ls = np.zeros(n_features, dtype=np.uint16)
+        self.today = day_of(time.time())
         self.width = n_features
         self.version = 0  # bumped by every change: estimators cache what they derive by it
 
     @classmethod
     def of_arrays(cls, classes: Sequence[str], feature_count: np.ndarray, class_count: np.ndarray,
-                  doc_freq: np.ndarray | None = None) -> "Counts":
-        """Counts holding these arrays (classes x tokens, per class, per token)."""
+                  doc_freq: np.ndarray | None = None, last_seen: np.ndarray | None = None) -> "Counts":
+        """Counts holding these arrays (classes x tokens, per class, per token; ``last_seen``
+        None: UNKNOWN_DAY)."""
         classes = list(classes)
         if classes != sorted(set(classes)):
             raise NbtextError(f"classes must be distinct and sorted, got {classes}")
         c = cls(classes, 0)
         fc = np.asarray(feature_count, dtype=np.float64)
-        c._fc, c._cc = np.ascontiguousarray(fc.T), np.array(class_count, dtype=np.float64)
+        if c._sp is not None:
+            c._sp = TokenSums.of_dense(fc.T)
+        else:
+            c._fc = np.ascontiguousarray(fc.T)
+        c._cc = np.array(class_count, dtype=np.float64)
         c.width = fc.shape[1]
         c._df = (np.zeros(c.width, dtype=np.int32) if doc_freq is None
                  else np.asarray(doc_freq, dtype=np.float64))
+        c._ls = c._last_seen_of(last_seen)
+        return c
+
+    def _last_seen_of(self, last_seen: np.ndarray | None) -> np.ndarray:
+        if last_seen is None:
+            return np.full(self.width, UNKNOWN_DAY, dtype=np.uint16)
+        last_seen = np.array(last_seen, dtype=np.uint16)
+        if last_seen.shape != (self.width,):
+            raise NbtextError(f"last_seen holds {len(last_seen)} days for {self.width} tokens")
+        return last_seen
+
+    @classmethod
+    def of_token_sums(cls, classes: Sequence[str], sums: TokenSums, class_count: np.ndarray,
+                      doc_freq: np.ndarray | None = None, last_seen: np.ndarray | None = None) -> "Counts":
+        """Counts holding a token's nonzero classes' sums (``sums``: k classes, in order)."""
+        c = cls.of_arrays(classes, np.zeros((len(classes), 0)), class_count, None)
+        if c._sp is None:
+            c._fc = sums.dense()
+        else:
+            c._sp = sums
+        c.width = sums.width
+        c._df = np.zeros(c.width, dtype=np.int32) if doc_freq is None else np.asarray(doc_freq, dtype=np.float64)
+        c._ls = c._last_seen_of(last_seen)
         return c
 
     # -- the sums, as arrays (views: valid until the next change) ---------------------------
     @property
+    def sparse(self) -> bool:
+        """Whether the counts are held by token, only where not zero (SPARSE_FROM classes on)."""
+        return self._sp is not None
+
+    @property
+    def token_sums(self) -> TokenSums:
+        """The counts by token, only where not zero (settled; made of the array for one or two
+        classes)."""
+        if self._sp is None:
+            return TokenSums.of_dense(self.token_major)
+        self._sp.grow(self.width)
+        self._sp.settle()
+        return self._sp
+
+    @property
     def feature_count(self) -> np.ndarray:
-        """classes x tokens (a transposed view of the token-major store)."""
-        return self._fc[:self.width, :len(self.classes)].T
+        """classes x tokens (a transposed view of the token-major store; of sparse counts, a
+        dense array made of them)."""
+        return self.token_major.T
 
     @property
     def token_major(self) -> np.ndarray:
-        """tokens x classes, C-ordered: what deriving log-probabilities reads."""
+        """tokens x classes, C-ordered: what deriving log-probabilities reads (of sparse counts, a
+        dense array made of them)."""
+        if self._sp is not None:
+            return self.token_sums.dense()
         return self._fc[:self.width, :len(self.classes)]
+
+    def token_totals(self) -> np.ndarray:
+        """Per token, its counts over all classes."""
+        if self._sp is not None:
+            return self.token_sums.token_totals()
+        return self.token_major.sum(axis=1)
+
+    def class_totals(self) -> np.ndarray:
+        """Per class, its counts over all tokens."""
+        if self._sp is not None:
+            return self.token_sums.class_totals()
+        return self.feature_count.sum(axis=1)
+
+    def held(self) -> int:
+        """The counts held: nonzero ones of sparse counts, else a class by every token."""
+        return self._sp.nnz if self._sp is not None else self.width * len(self.classes)
+
+    def nbytes(self) -> int:
+        """The bytes the counts and per-token arrays hold (spare rows included)."""
+        return (self._sp.nbytes() if self._sp is not None else self._fc.nbytes) + self._cc.nbytes + self._df.nbytes
 
     @property
     def class_count(self) -> np.ndarray:
@@ -116,9 +226,17 @@ class Counts:
     def doc_freq(self) -> np.ndarray:
         return self._df[:self.width]
 
+    @property
+    def last_seen(self) -> np.ndarray:
+        """Per token, the last UTC day (days since 1970-01-01) it was counted; UNKNOWN_DAY where
+        not known."""
+        return self._ls[:self.width]
+
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The arrays that hold the counts (as stored, spare rows included)."""
-        return self._fc, self._cc, self._df
+        if self._sp is not None:
+            return (*self._sp.arrays(), self._cc, self._df, self._ls)
+        return self._fc, self._cc, self._df, self._ls
 
     @property
     def n_documents(self) -> int:
@@ -130,14 +248,21 @@ class Counts:
         new = sorted(set(labels) - set(self.classes))
         if new:  # rare (a corpus's classes come early): the one growth that copies
             classes = sorted(self.classes + new)
-            room(len(classes), self._fc.shape[0])
             place = {c: i for i, c in enumerate(classes)}  # (classes.index: quadratic in classes)
             where = [place[c] for c in self.classes]
-            fc = np.zeros((self._fc.shape[0], len(classes)))
-            fc[:, where] = self._fc[:, :len(self.classes)]
+            if self._sp is None and len(classes) >= SPARSE_FROM:  # (from here on held by token)
+                self._sp = TokenSums.of_dense(self._fc[:self.width, :len(self.classes)])
+                self._fc = np.zeros((0, len(classes)))
+            if self._sp is not None:
+                self._sp.renumber_classes(np.asarray(where, dtype=np.int64), len(classes))
+            else:
+                room(self._fc.shape[0] * len(classes), len(classes), self._fc.shape[0])
+                fc = np.zeros((self._fc.shape[0], len(classes)))
+                fc[:, where] = self._fc[:, :len(self.classes)]
+                self._fc = fc
             cc = np.zeros(len(classes))
             cc[where] = self.class_count
-            self._fc, self._cc, self.classes = fc, cc, classes
+            self._cc, self.classes = cc, classes
         index = {c: i for i, c in enumerate(self.classes)}
         return np.asarray([index[lab] for lab in labels], dtype=np.int64)
 
@@ -146,23 +271,37 @@ class Counts:
             self._fc, self._cc = self._fc.copy(), self._cc.copy()         # another process)
         if not (self._df.flags.owndata and self._df.flags.writeable):
             self._df = self._df.copy()
+        if not (self._ls.flags.owndata and self._ls.flags.writeable):
+            self._ls = self._ls.copy()
+        if len(self._ls) < len(self._df):
+            self._ls.resize(len(self._df), refcheck=False)
+        if self._sp is not None:  # (the counts grow as entries come: only the per-token arrays here)
+            self._sp.grow(width)
+            if width > len(self._df):
+                self._df.resize(max(width, len(self._df) + len(self._df) // 4), refcheck=False)
+                self._ls.resize(len(self._df), refcheck=False)
+            self.width = max(self.width, width)
+            return
         rows, k = self._fc.shape
         if width > rows:
-            room(k, width)
+            room(k * width, k, width)
             rows = max(width, min(rows + rows // 4, MAX_NUMBERS // max(k, 1)))
             self._fc.resize((rows, self._fc.shape[1]), refcheck=False)  # new rows are 0
             self._df.resize(rows, refcheck=False)
+            self._ls.resize(rows, refcheck=False)
         elif len(self._df) < rows:
             self._df.resize(rows, refcheck=False)
+            self._ls.resize(rows, refcheck=False)
         self.width = max(self.width, width)
 
     @staticmethod
     def summed(X, labels: Sequence[str], weights: np.ndarray | None = None) -> tuple:
         """Documents' sums, to be added to counts elsewhere (add_summed): (their classes,
-        sorted; X's sums per token and class, tokens x those classes, C order; its documents
-        per token; its documents per class). train's worker processes make them for their own
-        chunks. Each class's sums are added in the same order whatever other classes there
-        are, so they are the same numbers, bit for bit, as sums over a model's classes."""
+        sorted; X's sums per token and class, tokens x those classes, C order, or from
+        SPARSE_FROM classes a TokenSums of them; its documents per token; its documents per
+        class). train's worker processes make them for their own chunks. Each class's sums are
+        added in the same order whatever other classes there are, so they are the same
+        numbers, bit for bit, as sums over a model's classes."""
         X = Rows.of(X)
         if X.shape[0] != len(labels):
             raise NbtextError(f"X has {X.shape[0]} rows but there are {len(labels)} labels")
@@ -170,7 +309,10 @@ class Counts:
         index = {c: i for i, c in enumerate(classes)}
         idx = np.asarray([index[lab] for lab in labels], dtype=np.int64)
         k = len(classes)
-        sums, df = X.group_sums(idx, k, weights, doc_freq=True)
+        if k >= SPARSE_FROM and X.shape[1] * k > DENSE_CELLS * X.nnz:
+            sums, df = group_sums(X, idx, k, weights)
+        else:
+            sums, df = X.group_sums(idx, k, weights, doc_freq=True)
         return classes, sums, df, np.bincount(idx, weights=weights, minlength=k)
 
     @staticmethod
@@ -179,7 +321,7 @@ class Counts:
         they all are (add_summed takes them back exactly): what train's workers send for a chunk,
         a quarter of its float64 and int64."""
         classes, sums, df, cc = summed
-        return classes, _as_uint16(sums), _as_uint16(df), cc
+        return classes, sums if isinstance(sums, TokenSums) else _as_uint16(sums), _as_uint16(df), cc
 
     def _sums(self, X, labels: Sequence[str], weights) -> tuple:
         """summed(), over all this model's classes (tokens x classes; per class)."""
@@ -207,9 +349,10 @@ class Counts:
         """Add what summed() made of documents (columns and ids as in add; ``distinct``: whether
         no id repeats is known, as train knows it from the chunk's keys, else it is checked)."""
         classes, sums, df, cc = summed
-        sums = np.asarray(sums, dtype=np.float64)  # (compacted's 16 bits: the same numbers)
+        if not isinstance(sums, TokenSums):
+            sums = np.asarray(sums, dtype=np.float64)  # (compacted's 16 bits: the same numbers)
         rows = self._class_rows(classes)
-        n, k = sums.shape[0], len(self.classes)
+        n, k = sums.width if isinstance(sums, TokenSums) else sums.shape[0], len(self.classes)
         cols = None if ids is None else np.asarray(ids, dtype=np.int64)
         if width is None:
             width = max(self.width, n if cols is None else int(cols.max(initial=-1)) + 1)
@@ -219,7 +362,16 @@ class Counts:
         df = df.astype(self._df.dtype)
         every = len(rows) == k  # (the chunk has every class: rows are 0..k-1, a slice)
         at = slice(0, k) if every else rows
-        if cols is None:
+        if self._sp is not None:
+            _append_summed(self._sp, sums, cols, rows)
+            self._check_held()
+            if cols is None:
+                self._df[:n] += df
+            elif distinct if distinct is not None else self._distinct(cols):
+                self._df[cols] += df
+            else:
+                np.add.at(self._df, cols, df)
+        elif cols is None:
             self._fc[:n, at] += sums
             self._df[:n] += df
         elif distinct if distinct is not None else self._distinct(cols):
@@ -229,7 +381,16 @@ class Counts:
             np.add.at(self._fc, (cols[:, None], rows[None, :]), sums)
             np.add.at(self._df, cols, df)
         self._cc[rows] += cc
+        held = df != 0  # (the tokens in a document of these)
+        self._ls[np.flatnonzero(held) if cols is None else cols[held]] = self.today
         self.version += 1
+
+    def _check_held(self) -> None:
+        """Refuse sparse counts past MAX_NUMBERS entries (settled first: appended entries may
+        repeat)."""
+        if self._sp.nnz > MAX_NUMBERS:
+            self._sp.settle()
+            room(self._sp.nnz, len(self.classes), self.width)
 
     def add_whole(self, X, labels: Sequence[str]) -> bool:
         """add(X, labels) for documents whose values are 16-bit whole numbers (train's
@@ -242,7 +403,7 @@ class Counts:
         from ..features.kernel import compiled
 
         kernel, X = compiled(), Rows.of(X)
-        if (kernel is None or X.data.dtype != np.uint16 or X.indices.dtype not in (np.int32, np.int64)
+        if (kernel is None or self._sp is not None or X.data.dtype != np.uint16 or X.indices.dtype not in (np.int32, np.int64)
                 or X.shape[0] != len(labels) or self._df.dtype != np.int32
                 or self.n_documents + X.shape[0] >= 2**31):  # (a document frequency stays an int32)
             return False
@@ -256,6 +417,7 @@ class Counts:
                                  self._fc, self._df):  # (columns and groups in range: never False)
             raise ValueError("add_whole: the rows' starts do not span their entries")
         self._cc[:k] += np.bincount(idx, minlength=k)
+        self._ls[entries[1]] = self.today
         self.version += 1
         return True
 
@@ -266,6 +428,8 @@ class Counts:
         zero (rounding dust) becomes zero. The documents' sums are made in a new array that
         becomes the result's: no copy of these counts is made on the way."""
         self.check_labels(labels)
+        if self._sp is not None:
+            return self._sparse_plus(Rows.of(X).widened(self.width), labels, weights)
         fc, df, cc = self._sums(Rows.of(X).widened(self.width), labels, weights)
         np.add(self.token_major, fc, out=fc)  # one layout, one rounding
         cc = self.class_count + cc
@@ -274,7 +438,56 @@ class Counts:
         out = Counts(self.classes, 0)
         out._fc, out._cc = np.maximum(fc, 0.0, out=fc), np.maximum(cc, 0.0)
         out._df, out.width = np.maximum(self.doc_freq + df, 0.0), self.width
+        return self._stamped(out, X, weights)
+
+    def _stamped(self, out: "Counts", X, weights: np.ndarray) -> "Counts":
+        """plus()'s new counts with this one's last_seen, the tokens of documents added at a
+        positive weight stamped ``today`` (taken out: left as they were)."""
+        out._ls, out.today = self.last_seen.copy(), self.today
+        added = np.asarray(weights) > 0
+        if added.any():
+            out._ls[Rows.of(X)[added].indices] = self.today
         return out
+
+    def _sparse_plus(self, X: Rows, labels: Sequence[str], weights: np.ndarray) -> "Counts":
+        """plus() of sparse counts: the documents' sums made over their own columns, the new
+        counts a copy of these with them added (no tokens x classes array)."""
+        if X.shape[0] != len(labels):
+            raise NbtextError(f"X has {X.shape[0]} rows but there are {len(labels)} labels")
+        classes, fc, df, cc = Counts.summed(X, labels, weights)
+        rows = self._class_rows(classes)
+        sums = self.token_sums.copy()
+        _append_summed(sums, fc, None, rows)
+        sums.settle()
+        cc = self.class_count + np.bincount(rows, weights=cc, minlength=len(self.classes))
+        if (sums.values < -1e-9).any() or (cc < -1e-9).any():
+            raise NbtextError("that would take counts below zero: those documents were not learned")
+        out = Counts(self.classes, 0)
+        out._sp, out._cc = sums.with_values(np.maximum(sums.values, 0.0)), np.maximum(cc, 0.0)
+        out._df = np.array(self.doc_freq, dtype=np.float64)
+        out._df += df
+        out._df, out.width = np.maximum(out._df, 0.0), self.width
+        return self._stamped(out, X, weights)
+
+    def sparse_minus_at(self, X, labels: Sequence[str], cols: np.ndarray) -> tuple:
+        """minus_at() of sparse counts: (the counts of plus(X', labels, -1) at the columns ``cols``
+        alone, a TokenSums of len(cols) tokens; its class totals over every token; its class
+        counts), X' being X over the whole vocabulary with column j at ``cols[j]``: a fold of
+        calibration costs its own columns, not the vocabulary."""
+        self.check_labels(labels)
+        X = Rows.of(X)
+        if X.shape[0] != len(labels):
+            raise NbtextError(f"X has {X.shape[0]} rows but there are {len(labels)} labels")
+        classes, sums, _, cc = Counts.summed(X, labels)
+        rows, k = self._class_rows(classes), len(self.classes)
+        taken = self.token_sums.take(np.asarray(cols, dtype=np.int64))
+        _append_summed(taken, sums, None, rows, sign=-1.0)
+        taken.settle()
+        cc = self.class_count - np.bincount(rows, weights=cc, minlength=k)
+        if (taken.values < -1e-9).any() or (cc < -1e-9).any():
+            raise NbtextError("that would take counts below zero: those documents were not learned")
+        totals = self.class_totals() - _class_sums(sums, rows, k)
+        return taken.with_values(np.maximum(taken.values, 0.0)), np.maximum(totals, 0.0), np.maximum(cc, 0.0)
 
     def minus_at(self, X, labels: Sequence[str], cols: np.ndarray, doc_freq: bool = True) -> tuple:
         """What ``plus(X', labels, -1)`` gives at the columns ``cols`` alone, X' being X over the
@@ -282,7 +495,10 @@ class Counts:
         document frequencies at cols, or None without ``doc_freq``; class counts), the same
         numbers bit for bit (every other column keeps this model's counts); and this model's
         feature counts at cols, as they were. Calibration's folds take each fold out of the model
-        this way, without a copy of the whole counts per fold on train's peak memory."""
+        this way, without a copy of the whole counts per fold on train's peak memory. (Counts of
+        one or two classes: sparse counts' folds are plus() with their own columns.)"""
+        if self._sp is not None:
+            raise ValueError("minus_at reads counts of one or two classes")
         self.check_labels(labels)
         cols = np.asarray(cols, dtype=np.int64)
         X = Rows.of(X)
@@ -317,8 +533,14 @@ class Counts:
         width = width if width is not None else max(self.width, int(cols.max(initial=-1)) + 1)
         rows = self._class_rows(other.classes)
         self._reserve(width)
-        if other.classes:
+        if other.classes and self._sp is not None:
+            s = other.token_sums
+            self._sp.append(cols[s.token_of_entries()], rows[s.classes.astype(np.int64)], s.values)
+            self._check_held()
+        elif other.classes:
             np.add.at(self._fc, (cols[:, None], rows[None, :]), other.token_major)
+        np.maximum.at(self._ls, cols, other.last_seen)
+        if other.classes:
             self._cc[rows] += other.class_count
             if not np.array_equal(other.doc_freq, np.round(other.doc_freq)):
                 self._df = self._df.astype(np.float64)
@@ -330,7 +552,9 @@ class Counts:
         """Cut the arrays to size (growth leaves a quarter spare) and make the document
         frequencies float64, as a finished model keeps them."""
         k = len(self.classes)
-        if self._fc.shape != (self.width, k):  # (a slice would keep the spare rows)
+        if self._sp is not None:
+            self.token_sums  # (settled, as long as the vocabulary)
+        elif self._fc.shape != (self.width, k):  # (a slice would keep the spare rows)
             try:  # (cut off in place, where nothing else holds the array: a copy of the whole
                 if self._fc.shape[1] != k:  # counts would sit on train's serial path)
                     raise ValueError
@@ -339,6 +563,7 @@ class Counts:
                 self._fc = self._fc[:self.width, :k].copy()
         self._cc = self._cc[:k].copy()
         self._df = self._df[:self.width].astype(np.float64)
+        self._ls = self._ls[:self.width].copy()
 
     def columns(self, keep: np.ndarray, doc_freq: bool = True) -> "Counts":
         """The counts of the tokens ``keep`` (sorted ids), renumbered 0, 1, ...; without
@@ -348,9 +573,13 @@ class Counts:
         out = Counts(self.classes, 0)
         # (take_rows: the rows gathered by a loop that copies each row whole, where indexing
         # goes element by element: the same values, measured faster at save: docs/bench.md)
-        out._fc = take_rows(self.token_major, np.asarray(keep))
+        if self._sp is not None:
+            out._sp = self.token_sums.take(keep)
+        else:
+            out._fc = take_rows(self.token_major, np.asarray(keep))
         out._cc = self.class_count.copy()
         out._df = self.doc_freq[keep].astype(np.float64) if doc_freq else None
+        out._ls, out.today = self.last_seen[keep], self.today
         out.width = len(keep)
         return out
 

@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..features.rows import Rows
 from . import weights as F
 from .counts import Counts
+from .sparse import TokenSums, product
 from .interface import (ClassifierInterface, Labels, TagValues, check_feature_names, check_lengths,
                         check_non_negative, check_sample_weight, check_width, check_X, check_y, partial_fit_classes)
 
@@ -131,6 +132,72 @@ class Linear:
         for term in self.bias_terms:
             out = out + term
         return out
+
+    def columns(self, cols: np.ndarray) -> "Linear":
+        """The view at the tokens ``cols`` alone (what scoring documents that hold no other
+        token reads)."""
+        return Linear(np.ascontiguousarray(self.W[:, cols]), self.bias_terms, self.features)
+
+
+class SparseLinear(Linear):
+    """A linear view of sparse counts (nb.sparse), held as
+
+        W_ct = base_c + scale_c g_t + D_ct
+
+    where base_c + scale_c g_t is what a zero count weighs (per class, and for Complement NB
+    and per-token alphas a per-token part) and D holds the difference only where the counts
+    are not zero: memory in proportion to the counts, not to classes x tokens. Scoring is
+    X @ W.T = rowsum(X) base + (X @ g) scale + X @ D, the same numbers as the dense product to
+    rounding (tests/test_sparse_state.py). ``W`` makes the dense array (explanations, scikit-learn's
+    feature_log_prob_)."""
+
+    def __init__(self, base: np.ndarray, D: TokenSums, bias_terms: tuple, features,
+                 g: np.ndarray | None = None, scale: np.ndarray | None = None):
+        self.base, self.D, self.g, self.scale = base, D, g, scale
+        self.bias_terms, self.features = bias_terms, features
+
+    @property
+    def W(self) -> np.ndarray:
+        W = self.D.dense().T
+        W += self.base[:, None]
+        if self.g is not None:
+            W += self.scale[:, None] * self.g[None, :]
+        return W
+
+    @property
+    def b(self) -> np.ndarray:
+        b = np.zeros(len(self.base))
+        for term in self.bias_terms:
+            b = b + term
+        return b
+
+    def jll(self, X) -> np.ndarray:
+        X = self.features(X)
+        out = product(X, *self.D.arrays(), len(self.base))
+        out += X.row_sums()[:, None] * self.base[None, :]
+        if self.g is not None:
+            out += np.asarray(X @ self.g)[:, None] * self.scale[None, :]
+        for term in self.bias_terms:
+            out = out + term
+        return out
+
+    def columns(self, cols: np.ndarray) -> "SparseLinear":
+        return SparseLinear(self.base, self.D.take(cols), self.bias_terms, self.features,
+                            None if self.g is None else self.g[cols], self.scale)
+
+    @staticmethod
+    def of(s: TokenSums, w: np.ndarray, base: np.ndarray, bias_terms: tuple, features,
+           g: np.ndarray | None = None, scale: np.ndarray | None = None) -> "SparseLinear | None":
+        """The view whose weights at s's nonzeros are ``w`` (one per entry) and elsewhere
+        base_c + scale_c g_t; None where a zero count's weight is not finite (alpha 0: the
+        dense view then)."""
+        if not np.isfinite(base).all() or (g is not None and not np.isfinite(g).all()):
+            return None
+        cls = s.classes.astype(np.int64)
+        d = w - base[cls]
+        if g is not None:
+            d -= scale[cls] * g[s.token_of_entries()]
+        return SparseLinear(base, TokenSums.of_csr(s.indptr, s.classes, d, s.k), bias_terms, features, g, scale)
 
 
 class _BaseNB(ClassifierInterface):
@@ -302,9 +369,7 @@ class _BaseNB(ClassifierInterface):
             return fold
         whole = Rows(X.data, np.asarray(cols, dtype=np.int64)[X.indices], X.indptr, self.counts_.width)
         est = self.of_counts(self.counts_.plus(whole, y, -np.ones(len(y))), **self.get_params())
-        linear = est.linear()
-        seen = est.feature_count_.sum(axis=0)[cols] > 1e-9
-        return Linear(np.ascontiguousarray(linear.W[:, cols]), linear.bias_terms, linear.features), seen
+        return est.linear().columns(cols), est.counts_.token_totals()[cols] > 1e-9
 
     def _fold_linear(self, X, y, cols, memo=None):
         return None
@@ -312,6 +377,19 @@ class _BaseNB(ClassifierInterface):
     # What features() makes of a document, when two variants make the same of it: their fold
     # counts (Counts.minus_at, read only) are then the same, and taken out once (``memo``).
     same_features: str | None = None
+
+    def _sparse_taken(self, X, y, cols, memo) -> tuple:
+        """(counts_.sparse_minus_at(X, y, cols): the fold model's counts at cols, class totals
+        and class counts; and per column whether any count is left there), shared through
+        ``memo`` as _taken's."""
+        key = (id(self.counts_), "sparse", self.same_features) if memo is not None and self.same_features else None
+        if key is None or key not in memo:
+            taken, totals, cc = self.counts_.sparse_minus_at(X, y, cols)
+            out = (taken, totals, cc, taken.token_totals() > 1e-9)
+            if key is None:
+                return out
+            memo[key] = out
+        return memo[key]
 
     def _taken(self, X, y, cols, memo, doc_freq: bool = False) -> tuple:
         """(counts_.minus_at(X, y, cols)'s fold counts, document frequencies (with ``doc_freq``,
@@ -405,6 +483,8 @@ class MultinomialNB(_BaseNB):
         """N_c + alpha * V per class: sum_t (N_ct + alpha). (row by row: the same sums, without
         a smoothed copy of all the counts at once)"""
         alpha = self._alpha()
+        if self.counts_.sparse:  # (N_c, plus alpha V: the same sums, added in another order)
+            return self.counts_.class_totals() + np.sum(alpha) * (1 if np.ndim(alpha) else self.counts_.width)
         return np.array([(row + alpha).sum() for row in self.feature_count_])
 
     def _log_den(self) -> np.ndarray:
@@ -415,6 +495,10 @@ class MultinomialNB(_BaseNB):
         return {"log_den": self._log_den().tolist()}
 
     def _linear(self) -> Linear:
+        if self.counts_.sparse:
+            linear = self._sparse_linear()
+            if linear is not None:
+                return linear
         # Weights are made tokens x classes, in place, and handed out transposed: one V x k
         # array, whose transpose is already the C-ordered operand of the product.
         alpha = self._alpha()
@@ -422,9 +506,39 @@ class MultinomialNB(_BaseNB):
                                  np.asarray(alpha)[:, None], lambda a: np.log(a, out=a)).T
         return Linear(W, F.Multinomial.bias_terms(W.shape[0], self.class_log_prior_, None), self.featurizer())
 
+    def _sparse_linear(self) -> SparseLinear | None:
+        s, alpha, log_den = self.counts_.token_sums, self._alpha(), self._log_den()
+        terms = F.Multinomial.bias_terms(len(log_den), self.class_log_prior_, None)
+        cls = s.classes.astype(np.int64)
+        if np.ndim(alpha) == 0:
+            w = F.multinomial_weight(s.values, log_den[cls], alpha, np.log)
+            return SparseLinear.of(s, w, F.multinomial_weight(np.zeros(len(log_den)), log_den, alpha, np.log),
+                                   terms, self.featurizer())
+        alpha = np.asarray(alpha, dtype=np.float64)  # (a zero count's weight: log alpha_t - log_den_c)
+        w = F.multinomial_weight(s.values, log_den[cls], alpha[s.token_of_entries()], np.log)
+        return SparseLinear.of(s, w, -log_den, terms, self.featurizer(), np.log(alpha), np.ones(len(log_den)))
+
+    def _sparse_fold_linear(self, X, y, cols, memo):
+        """_fold_linear of sparse counts: the fold model's weights at the fold's columns, from
+        its counts there and its class totals (the same formulas as _sparse_linear, on the same
+        numbers: the same bits for whole counts, tests/test_sparse_state.py)."""
+        alpha = self._check_alpha()
+        if np.ndim(alpha):
+            return None
+        taken, totals, cc, seen = self._sparse_taken(X, y, cols, memo)
+        with np.errstate(divide="ignore"):
+            log_den = np.log(totals + alpha * self.counts_.width)
+        k = len(log_den)
+        w = F.multinomial_weight(taken.values, log_den[taken.classes.astype(np.int64)], alpha, np.log)
+        linear = SparseLinear.of(taken, w, F.multinomial_weight(np.zeros(k), log_den, alpha, np.log),
+                                 F.Multinomial.bias_terms(k, self._log_prior(cc), None), self.featurizer())
+        return None if linear is None else (linear, seen)
+
     same_features = "counts"
 
     def _fold_linear(self, X, y, cols, memo=None):
+        if self.counts_.sparse:
+            return self._sparse_fold_linear(X, y, cols, memo)
         self._check_alpha()
         counts = self.counts_
         fc, _, cc, held, seen = self._taken(X, y, cols, memo)
@@ -463,7 +577,23 @@ class BernoulliNB(_BaseNB):
         fc = np.ascontiguousarray(self.feature_count_)
         return F.bernoulli_logs(fc, self.class_count_[:, None], self._alpha(), np.log)
 
+    def _sparse_parts(self):
+        """Of sparse counts (scalar alpha): (the weights at the nonzeros, a zero count's weight
+        per class, the sums over the vocabulary of log(1 - p))."""
+        s, cc, alpha = self.counts_.token_sums, self.class_count_, self._alpha()
+        cls = s.classes.astype(np.int64)
+        log_p0, log_not_p0 = F.bernoulli_logs(np.zeros(len(cc)), cc, alpha, np.log)
+        log_p, log_not_p = F.bernoulli_logs(s.values, cc[cls], alpha, np.log)
+        neg_sum = self.counts_.width * log_not_p0 + np.bincount(cls, weights=log_not_p - log_not_p0[cls],
+                                                                 minlength=len(cc))
+        return log_p - log_not_p, log_p0 - log_not_p0, neg_sum
+
+    def _sparse(self) -> bool:
+        return self.counts_.sparse and np.ndim(self._alpha()) == 0
+
     def summary(self) -> dict:
+        if self._sparse():
+            return {"neg_sum": self._derived("sparse", self._sparse_parts)[2].tolist()}
         return {"neg_sum": self._logs()[1].sum(axis=1).tolist()}
 
     @property
@@ -471,6 +601,12 @@ class BernoulliNB(_BaseNB):
         return self._logs()[0]
 
     def _linear(self) -> Linear:
+        if self._sparse():
+            w, base, neg_sum = self._derived("sparse", self._sparse_parts)
+            terms = F.Bernoulli.bias_terms(len(base), self.class_log_prior_, {"neg_sum": neg_sum})
+            linear = SparseLinear.of(self.counts_.token_sums, w, base, terms, self.featurizer())
+            if linear is not None:
+                return linear
         log_p, log_not_p = self._logs()
         terms = F.Bernoulli.bias_terms(len(log_p), self.class_log_prior_, {"neg_sum": log_not_p.sum(axis=1)})
         return Linear(log_p - log_not_p, terms, self.featurizer())
@@ -535,7 +671,7 @@ class ComplementNB(_BaseNB):
     @property
     def feature_all_(self) -> np.ndarray:
         """Each token's count over every class (scikit-learn's)."""
-        return self.feature_count_.sum(axis=0)
+        return self.counts_.token_totals() if self.counts_.sparse else self.feature_count_.sum(axis=0)
 
     @property
     def doc_freq_(self) -> np.ndarray:
@@ -585,7 +721,52 @@ class ComplementNB(_BaseNB):
                 logs += _column_sums(np.log(terms, out=terms))
         return den, logs
 
+    def _sparse_parts(self):
+        """Of sparse counts: (the weights at the nonzeros, a zero count's weight as base_c +
+        scale_c g_t, log_den, log_sum or None), from the same formulas: a token's count over
+        every class all_t, and a class's sums over the vocabulary, made from the nonzeros (a zero
+        count's log P(t | not c) is log(all_t + alpha) - log_den_c)."""
+        counts, alpha = self.counts_, self._alpha()
+        s, k, V = counts.token_sums, len(counts.classes), counts.width
+        cls, tok = s.classes.astype(np.int64), s.token_of_entries()
+        values = s.values if not self.idf else s.values * idf_weights(self.doc_freq_, self.class_count_.sum())[tok]
+        w_s = TokenSums.of_csr(s.indptr, s.classes, values, k)
+        all_t, n_c = w_s.token_totals(), w_s.class_totals()
+        alpha_t = alpha if np.ndim(alpha) == 0 else np.asarray(alpha, dtype=np.float64)[tok]
+        alpha_sum = alpha * V if np.ndim(alpha) == 0 else np.sum(alpha)
+        with np.errstate(divide="ignore"):
+            log_den = np.log(all_t.sum() + alpha_sum - n_c)
+            g = np.log(all_t + alpha)  # (a zero count's log(all_t + alpha - 0))
+        logged = F.complement_logged(all_t[tok], values, log_den[cls], alpha_t, np.log)
+        log_sum = None
+        if self.norm:
+            log_sum = g.sum() - V * log_den + np.bincount(cls, weights=logged - (g[tok] - log_den[cls]), minlength=k)
+            return F.complement_weight(logged, log_sum[cls]), -log_den / log_sum, g, 1 / log_sum, log_den, log_sum
+        return F.complement_weight(logged), log_den, g, -np.ones(k), log_den, None
+
+    def _sparse_fold_linear(self, X, y, cols, memo):
+        """_fold_linear of sparse counts without idf or norm (whose weights move at every token
+        with a fold): at the fold's columns, from its counts there and its sums over the
+        vocabulary (its class totals), as _sparse_parts makes them."""
+        alpha = self._check_alpha()
+        if np.ndim(alpha):
+            return None
+        taken, n_c, cc, seen = self._sparse_taken(X, y, cols, memo)
+        cls, tok = taken.classes.astype(np.int64), taken.token_of_entries()
+        all_t = taken.token_totals()
+        with np.errstate(divide="ignore"):
+            log_den = np.log(n_c.sum() + alpha * self.counts_.width - n_c)
+            g = np.log(all_t + alpha)
+        w = F.complement_weight(F.complement_logged(all_t[tok], taken.values, log_den[cls], alpha, np.log))
+        k = len(n_c)
+        linear = SparseLinear.of(taken, w, log_den, F.Complement.bias_terms(k, self._log_prior(cc), None),
+                                 self.featurizer(), g, -np.ones(k))
+        return None if linear is None else (linear, seen)
+
     def summary(self) -> dict:
+        if self.counts_.sparse:
+            *_, log_den, log_sum = self._derived("sparse", self._sparse_parts)
+            return {"log_den": log_den.tolist(), **({"log_sum": log_sum.tolist()} if self.norm else {})}
         logged, log_den = self._logged()
         out = {"log_den": log_den.tolist()}
         if self.norm:
@@ -593,6 +774,13 @@ class ComplementNB(_BaseNB):
         return out
 
     def _linear(self) -> Linear:
+        if self.counts_.sparse:
+            w, base, g, scale, *_ = self._derived("sparse", self._sparse_parts)
+            k = len(base)
+            linear = SparseLinear.of(self.counts_.token_sums, w, base,
+                                     F.Complement.bias_terms(k, self.class_log_prior_, None), self.featurizer(), g, scale)
+            if linear is not None:
+                return linear
         logged, _ = self._logged()
         W = F.complement_weight(logged, logged.sum(axis=1, keepdims=True) if self.norm else None)
         return Linear(W, F.Complement.bias_terms(len(W), self.class_log_prior_, None), self.featurizer())
@@ -603,7 +791,9 @@ class ComplementNB(_BaseNB):
 
     def _fold_linear(self, X, y, cols, memo=None):
         counts = self.counts_
-        if counts.width < 2:  # (a one-token vocabulary: summed across classes otherwise)
+        if counts.sparse and not (self.idf or self.norm):
+            return self._sparse_fold_linear(X, y, cols, memo)
+        if counts.width < 2 or counts.sparse:  # (sparse with idf or norm: the reference, the fold model's)  # (a one-token vocabulary: summed across classes otherwise)
             return None
         self._check_alpha()
         k = len(counts.classes)

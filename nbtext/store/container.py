@@ -27,12 +27,15 @@ import zlib
 from ..errors import ModelFileError
 
 MAGIC = b"NBTEXT\x1a\n"
+# 5: a text model's counts of three classes or more are stored by token, only where not zero
+#    (counts_indptr, counts_classes, counts_values: nbtext.store.codec), and each token's
+#    last_seen day;
 # 4: table models too (header "kind": "table", nbtext.store.tables), and a text model's decision
 #    has the calibration map's length_power, soft and floor: an older nbtext must refuse both
 #    as newer rather than call them corrupt;
 # 3: the header's "derived" sums are each estimator's summary() (nbtext.nb.estimators);
 # 2: a sorted, front-coded vocabulary; 1: a hashed one. Every older format is still read.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 PREFIX = struct.Struct("<8sIQI")
 ALIGN = 8
 

@@ -2,7 +2,9 @@
 
 A magic line, one JSON line of settings, classes, documents per class, decision and ledger,
 then one line per token: the token as a JSON string, a tab, its count per class (and, for --idf
-models, a tab and its document frequency).
+models, a tab and its document frequency). The tokens' last_seen days are not in it (the
+dump's lines are as they were before models kept them): import counts its tokens as seen on the
+day of the import.
 """
 from __future__ import annotations
 
@@ -33,9 +35,25 @@ def export_lines(model) -> Iterator[str]:
         "classes": model.classes, "class_count": [_num(x) for x in model.class_count],
         "decision": model.decision.to_dict(), "ledger": sorted(h.hex() for h in model.ledger),
     }, sort_keys=True)
+    if model.counts.sparse:  # (a token's row of its nonzero classes: no classes x tokens array)
+        yield from _sparse_lines(model)
+        return
     fc = model.feature_count if model.doc_freq is None else np.vstack([model.feature_count, model.doc_freq])
     for i, t in enumerate(model.vocab.tokens):
         yield json.dumps(t, ensure_ascii=False) + "\t" + "\t".join(_num(x) for x in fc[:, i])
+
+
+def _sparse_lines(model) -> Iterator[str]:
+    """export_lines' token lines of sparse counts: the same lines."""
+    s, k, df = model.counts.token_sums, len(model.classes), model.doc_freq
+    indptr, classes, values = s.indptr.tolist(), s.classes.tolist(), s.values.tolist()
+    for i, t in enumerate(model.vocab.tokens):
+        row = [0.0] * k
+        for j in range(indptr[i], indptr[i + 1]):
+            row[classes[j]] = values[j]
+        if df is not None:
+            row.append(df[i])
+        yield json.dumps(t, ensure_ascii=False) + "\t" + "\t".join(_num(x) for x in row)
 
 
 def import_lines(lines: Iterable[str], source: str):
@@ -92,6 +110,7 @@ def import_lines(lines: Iterable[str], source: str):
         table = np.asarray(rows, dtype=np.float64).reshape(len(tokens), width).T.copy()
         counts = Counts.of_arrays(classes, table[:len(classes)], class_count,
                                   table[len(classes)] if settings.idf else None)
+        counts.last_seen[:] = counts.today  # (a dump holds no days: its tokens are counted as of the import)
         model = Model(tokenizer, settings, Vocabulary(tokens), counts, decision, ledger)
     except (KeyError, TypeError, ValueError, StopIteration, RecursionError) as e:
         raise NbtextError(f"{source}: malformed dump ({e.__class__.__name__}: {e})") from None

@@ -1,0 +1,232 @@
+"""Counts held by token, only where they are not zero: the state of a model of many classes.
+
+On real text nearly every token occurs in one or two classes, so a token x class array is
+nearly all zeros once there are more than a few classes (docs/state.md). ``TokenSums`` holds a
+token's nonzero classes and their sums in CSR arrays (``indptr`` per token; ``classes`` and
+``values`` per nonzero), in token order and, within a token, class order, with no stored
+zero: equal counts are equal arrays, however they were added up.
+
+Sums are appended as they come (a chunk's, a fold's, another model's) and folded in together
+once the appended entries reach half of those held (``MERGE_SHARE``): a stable sort of the held
+entries (one sorted run) and the new ones, and one addition per repeated (token, class). So a
+chunk costs its own entries, and the held arrays are rewritten a bounded number of times per
+doubling. Entries of one (token, class) are added in the order they came, the held sum first.
+
+``product`` is a matrix of documents (nbtext's Rows) times such arrays, with numpy alone (no
+scipy.sparse import on train's or predict's way: features.rows says why).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..features.rows import PIECE, ranges
+
+MERGE_SHARE = 2  # appended entries are folded in once they reach 1/MERGE_SHARE of those held
+MIN_MERGE = 1 << 18  # ...and at least this many (small models: one sort now and then)
+
+
+def class_dtype(k: int):
+    """The smallest type that numbers k classes."""
+    return np.uint8 if k <= 1 << 8 else np.uint16 if k <= 1 << 16 else np.int32
+
+
+class TokenSums:
+    """Per token, its nonzero classes and their sums (see the module's docstring)."""
+
+    def __init__(self, width: int = 0, k: int = 0):
+        self.k = k
+        self._width = width  # (indptr is made this long when next settled: growth costs nothing till then)
+        self.indptr = np.zeros(width + 1, dtype=np.int64)
+        self.classes = np.zeros(0, dtype=class_dtype(k))
+        self.values = np.zeros(0)
+        self._pending: list = []  # (tokens int64, classes, values float64), in the order added
+        self._pending_n = 0
+
+    @classmethod
+    def of_csr(cls, indptr, classes, values, k: int) -> "TokenSums":
+        """Arrays already in order (each token's classes sorted and distinct, no zero)."""
+        s = cls(len(indptr) - 1, k)
+        s.indptr = np.asarray(indptr, dtype=np.int64)
+        s.classes = np.asarray(classes).astype(class_dtype(k), copy=False)
+        s.values = np.asarray(values, dtype=np.float64)
+        return s
+
+    @classmethod
+    def of_dense(cls, token_major: np.ndarray) -> "TokenSums":
+        """The nonzeros of a tokens x classes array."""
+        t, c = np.nonzero(token_major)
+        s = cls(token_major.shape[0], token_major.shape[1])
+        s.indptr[1:] = np.cumsum(np.bincount(t, minlength=token_major.shape[0]))
+        s.classes = c.astype(class_dtype(s.k))
+        s.values = np.asarray(token_major[t, c], dtype=np.float64)
+        return s
+
+    @property
+    def width(self) -> int:
+        return self._width
+
+    @property
+    def nnz(self) -> int:
+        """The entries held (with those appended and not folded in yet)."""
+        return len(self.values) + self._pending_n
+
+    def nbytes(self) -> int:
+        return self.indptr.nbytes + self.classes.nbytes + self.values.nbytes + sum(
+            sum(a.nbytes for a in p) for p in self._pending)
+
+    def grow(self, width: int) -> None:
+        """Room for tokens up to ``width`` (new tokens have no counts)."""
+        self._width = max(self._width, width)
+
+    def renumber_classes(self, where: np.ndarray, k: int) -> None:
+        """Class i becomes class where[i] of k (classes added at their sorted places: the order
+        within a token is kept)."""
+        where = np.asarray(where, dtype=np.int64)
+        self.classes = where[self.classes].astype(class_dtype(k))
+        self._pending = [(t, where[c], v) for t, c, v in self._pending]
+        self.k = k
+
+    def append(self, tokens: np.ndarray, classes: np.ndarray, values: np.ndarray) -> None:
+        """Add values at (token, class) pairs (repeats allowed: they add up)."""
+        keep = values != 0
+        if not keep.all():
+            tokens, classes, values = tokens[keep], classes[keep], values[keep]
+        if not len(values):
+            return
+        self._pending.append((np.asarray(tokens, dtype=np.int64), np.asarray(classes, dtype=np.int64),
+                              np.asarray(values, dtype=np.float64)))
+        self._pending_n += len(values)
+        if self._pending_n >= max(MIN_MERGE, len(self.values) // MERGE_SHARE):
+            self.settle()
+
+    def append_dense(self, ids: np.ndarray | None, class_rows: np.ndarray, sums: np.ndarray) -> None:
+        """Add a tokens x classes array of sums: row j at token ids[j] (None: at token j), column
+        i at class class_rows[i]."""
+        r, c = np.nonzero(sums)
+        tokens = r if ids is None else np.asarray(ids, dtype=np.int64)[r]
+        self.append(tokens, np.asarray(class_rows, dtype=np.int64)[c], np.asarray(sums[r, c], dtype=np.float64))
+
+    def settle(self) -> None:
+        """Fold the appended entries in (see the module's docstring)."""
+        if not self._pending:
+            if len(self.indptr) - 1 < self._width:
+                self.indptr = np.concatenate([self.indptr, np.full(self._width + 1 - len(self.indptr),
+                                                                   self.indptr[-1])])
+            return
+        k = max(self.k, 1)
+        held_tokens = np.repeat(np.arange(len(self.indptr) - 1, dtype=np.int64), np.diff(self.indptr))
+        keys = np.concatenate([held_tokens * k + self.classes] + [t * k + c for t, c, _ in self._pending])
+        values = np.concatenate([self.values] + [v for *_, v in self._pending])
+        del held_tokens
+        width = self._width = max(self._width, int(max(t.max() for t, *_ in self._pending)) + 1)
+        self._pending, self._pending_n = [], 0
+        order = np.argsort(keys, kind="stable")
+        keys, values = keys[order], values[order]
+        del order
+        new = np.empty(len(keys), dtype=bool)
+        new[:1] = True
+        np.not_equal(keys[1:], keys[:-1], out=new[1:])
+        # (bincount adds each key's values one by one, in the order they came, from 0: as a
+        # dense array's += and Rows.group_sums add them, to the bit; reduceat adds in pairs)
+        cell = np.cumsum(new) - 1
+        sums = np.bincount(cell, weights=values, minlength=int(cell[-1]) + 1 if len(cell) else 0)
+        del cell
+        keys = keys[new]
+        keep = sums != 0
+        keys, sums = keys[keep], sums[keep]
+        tokens = keys // k
+        self.classes = (keys - tokens * k).astype(class_dtype(self.k))
+        self.values = sums
+        self.indptr = np.zeros(width + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tokens, minlength=width), out=self.indptr[1:])
+
+    # -- reading (settled first) ------------------------------------------------------------
+    def token_of_entries(self) -> np.ndarray:
+        self.settle()
+        return np.repeat(np.arange(self.width, dtype=np.int64), np.diff(self.indptr))
+
+    def token_totals(self) -> np.ndarray:
+        """Per token, its sum over the classes (added in class order)."""
+        return np.bincount(self.token_of_entries(), weights=self.values, minlength=self.width).astype(np.float64)
+
+    def class_totals(self) -> np.ndarray:
+        """Per class, its sum over the tokens (added in token order)."""
+        self.settle()
+        return np.bincount(self.classes, weights=self.values, minlength=self.k).astype(np.float64)
+
+    def dense(self) -> np.ndarray:
+        """tokens x classes, C order."""
+        self.settle()
+        out = np.zeros((self.width, self.k))
+        out[self.token_of_entries(), self.classes.astype(np.int64)] = self.values
+        return out
+
+    def take(self, keep: np.ndarray) -> "TokenSums":
+        """The tokens ``keep`` (ids, in that order), renumbered 0, 1, ..."""
+        self.settle()
+        keep = np.asarray(keep, dtype=np.int64)
+        lengths = self.indptr[keep + 1] - self.indptr[keep]
+        at = ranges(self.indptr[keep], lengths)
+        indptr = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        return TokenSums.of_csr(indptr, self.classes[at], self.values[at], self.k)
+
+    def with_values(self, values: np.ndarray) -> "TokenSums":
+        """The same entries with other values (zeros among them dropped)."""
+        self.settle()
+        out = TokenSums.of_csr(self.indptr, self.classes, values, self.k)
+        if (values == 0).any():
+            keep = values != 0
+            lengths = np.bincount(self.token_of_entries()[keep], minlength=self.width)
+            out = TokenSums.of_csr(np.concatenate([[0], np.cumsum(lengths)]), self.classes[keep], values[keep],
+                                   self.k)
+        out._width = self._width
+        return out
+
+    def copy(self) -> "TokenSums":
+        self.settle()
+        return TokenSums.of_csr(self.indptr.copy(), self.classes.copy(), self.values.copy(), self.k)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, TokenSums):
+            return NotImplemented
+        self.settle()
+        other.settle()
+        return (self.k == other.k and np.array_equal(self.indptr, other.indptr)
+                and np.array_equal(self.classes, other.classes) and np.array_equal(self.values, other.values))
+
+    def arrays(self) -> tuple:
+        self.settle()
+        return self.indptr, self.classes, self.values
+
+
+def product(X, indptr: np.ndarray, classes: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
+    """X (Rows, documents x tokens) times the tokens x k matrix held in CSR arrays: documents x
+    k, by scipy.sparse's product (imported here: only models of three classes or more come
+    here)."""
+    import scipy.sparse as sp
+
+    n, width = X.shape
+    D = sp.csr_matrix((values, classes, indptr[:width + 1]), shape=(width, k))
+    Xs = sp.csr_matrix((np.asarray(X.data, dtype=np.float64), X.indices, X.indptr), shape=(n, width))
+    return np.asarray((Xs @ D).toarray())
+
+
+def group_sums(X, group: np.ndarray, k: int, weights: np.ndarray | None = None) -> tuple:
+    """Rows.group_sums of k groups held by token (TokenSums of X's columns x k), and each
+    column's documents (nonzero entries; with weights, their rows' weights): the sums a chunk
+    of many classes adds, without a columns x k array."""
+    lengths = np.diff(X.indptr)
+    rows = np.repeat(np.arange(X.shape[0], dtype=np.int64), lengths)
+    values = np.asarray(X.data, dtype=np.float64)
+    row_weights = None
+    if weights is not None:
+        row_weights = np.asarray(weights, dtype=np.float64)[rows]
+        values = values * row_weights
+    nonzero = X.data != 0
+    df = np.bincount(X.indices[nonzero], minlength=X.shape[1],
+                     weights=None if row_weights is None else row_weights[nonzero])
+    sums = TokenSums(X.shape[1], k)
+    sums.append(np.asarray(X.indices, dtype=np.int64), np.asarray(group, dtype=np.int64)[rows], values)
+    sums.settle()
+    return sums, df
