@@ -166,7 +166,11 @@ class FastScorer:
     def verdict(self, contributions: tuple) -> tuple[str, float, bool, list[float]]:
         """score() of a document's contributions()."""
         bias, contrib, _, known = contributions
-        probs = calibrated(self.decision, self._summed(bias, contrib), known)
+        return self.decided(self._summed(bias, contrib), known)
+
+    def decided(self, jll: list[float], known: int) -> tuple[str, float, bool, list[float]]:
+        """verdict() of a document's summed joint log-likelihoods and known tokens' occurrences."""
+        probs = calibrated(self.decision, jll, known)
         label, unsure = decide(self.classes, self.decision, probs)
         return label, probs[self.classes.index(label)], unsure, probs
 

@@ -7,6 +7,7 @@ The comparisons call both paths explicitly, so they run once: CI's second pass
 (NBTEXT_KERNEL=python, the whole suite on the Python path) skips them. Without a built kernel
 they skip, except in CI's first pass (NBTEXT_KERNEL=c), where a missing kernel fails.
 """
+import math
 import os
 import shutil
 import subprocess
@@ -428,6 +429,70 @@ def test_the_kernels_vocabulary_index_refuses_what_does_not_fit_and_changes_noth
     assert len(v) == 0
 
 
+def test_the_kernels_message_sums_check_every_index_and_size():
+    """score_counted (nbtext/_c/score.c, the daemon's sums) on a small vocabulary: the known
+    tokens' x times weights added to the bias in column order, a token whose key is known but
+    whose bytes differ counted unknown, a weight not cached asked of fill once; and every
+    column, count, span and size it cannot trust refused."""
+    k = compiled()
+    x = k.KeyIndex(1, 2)
+    vocab = b"aa\0b\0"
+    x.extend(vocab, np.array([10, 20], dtype=np.uint64), np.empty(2, dtype=np.int64), bytearray())
+    starts, lengths = np.array([0, 3], dtype=np.int64), np.array([2, 1], dtype=np.int64)
+    weights = np.array([0.5, -1.0, float("nan"), float("nan")])
+    filled = []
+
+    def fill(tid):
+        filled.append(tid)
+        weights[2 * tid:2 * tid + 2] = [0.25, 4.0]
+
+    # tokens: "b" (key 20), "zz" (key 10: aa's key, other bytes), "aa" (key 10), "q" (no key)
+    blob, keys = b"b\0zz\0aa\0q\0", np.array([20, 10, 10, 99], dtype=np.uint64)
+    cols, counts = np.array([0, 1, 2, 3], dtype=np.int64), np.array([2.0, 5.0, 3.0, 1.0])
+
+    def call(**kw):
+        a = dict(index=x, blob=blob, keys=keys, columns=cols, counts=counts, vocab=vocab, starts=starts,
+                 lengths=lengths, weights=weights, mode=0, jll=np.array([1.0, 2.0]), fill=fill)
+        a.update(kw)
+        return k.score_counted(*a.values()), a["jll"]
+
+    for mode, x_b, x_aa in ((0, 2.0, 3.0), (1, 1.0, 1.0), (2, math.log1p(2), math.log1p(3))):  # (math.log1p: the reference's)
+        (unknown, known), jll = call(mode=mode)
+        assert (unknown, known) == (6, 5)
+        assert jll.tolist() == [1.0 + x_b * 0.25 + x_aa * 0.5, 2.0 + x_b * 4.0 + x_aa * -1.0]
+    assert filled == [1]  # (once: then cached)
+    for kw, error in [
+        (dict(columns=np.array([0, 4], dtype=np.int64), counts=np.ones(2)), "column or a count"),
+        (dict(columns=np.array([-1], dtype=np.int64), counts=np.ones(1)), "column or a count"),
+        (dict(counts=np.array([2.0, 5.5, 3.0, 1.0])), "column or a count"),
+        (dict(counts=np.array([2.0, -5.0, 3.0, 1.0])), "column or a count"),
+        (dict(counts=np.array([2.0, float("nan"), 3.0, 1.0])), "column or a count"),
+        (dict(counts=np.ones(3)), "wrong sizes"),
+        (dict(keys=keys[:3]), "3 keys for 4"),
+        (dict(blob=blob + b"x"), "4 keys for 4"),
+        (dict(lengths=lengths[:1]), "wrong sizes"),
+        (dict(weights=weights[:3]), "wrong sizes"),
+        (dict(jll=np.zeros(0)), "wrong sizes"),
+        (dict(jll=weights[:2]), "overlaps"),
+        (dict(keys=b"\0" * 33), "wrong sizes"),
+        (dict(mode=3), "no feature mode 3"),
+        (dict(starts=np.array([0, 5], dtype=np.int64)), "outside the vocabulary"),
+        (dict(lengths=np.array([-1, 1], dtype=np.int64)), "outside the vocabulary"),
+        (dict(starts=np.array([0], dtype=np.int64), lengths=np.array([2], dtype=np.int64),
+              weights=weights[:2].copy()), "does not match the vocabulary"),
+    ]:
+        with pytest.raises(ValueError, match=error):
+            call(**kw)
+    with pytest.raises(TypeError, match="KeyIndex"):
+        call(index=object())
+    with pytest.raises(TypeError, match="callable"):
+        call(fill=None)
+    with pytest.raises(ZeroDivisionError):  # (fill's error is the call's)
+        call(weights=np.full(4, float("nan")), fill=lambda tid: 1 / 0)
+    with pytest.raises(OverflowError):
+        call(columns=np.full(1025, 2, dtype=np.int64), counts=np.full(1025, 2.0 ** 53))  # (past 2 ** 63)
+
+
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.data())
@@ -770,6 +835,23 @@ FUZZ = textwrap.dedent('''
             m = rng.randrange(20)
             k.KeyIndex(1, 2).extend(rng.randbytes(rng.randrange(40)), np.arange(m, dtype=np.uint64),
                                     np.empty(m, np.int64), bytearray())
+        except ValueError:
+            pass
+        try:  # (a message's sums over cached weights, the daemon's: parity in test_serve, only safety here)
+            nv, nk, m = rng.randrange(5), rng.choice([0, 1, 2, 2, 3]), rng.randrange(6)
+            xi = k.KeyIndex(3, 4)
+            vb = b"".join(rng.randbytes(rng.randrange(4)).replace(b"\\0", b"\\1") + b"\\0" for _ in range(nv))
+            xi.extend(vb, np.arange(nv, dtype=np.uint64), np.empty(nv, np.int64), bytearray())
+            wt = np.array([rng.choice([0.5, float("nan")]) for _ in range(nv * nk + rng.choice([0, 0, 0, 1]))])
+            r = rng.randrange(8)
+            k.score_counted(xi, b"".join(rng.choice([b"", b"a", b"\\1"]) + b"\\0" for _ in range(m)),
+                            np.array([rng.randrange(nv + 2) for _ in range(m + rng.choice([0, 0, -1]))], dtype=np.uint64),
+                            np.array([rng.randrange(-1, m + 1) if rng.random() < 0.1 else rng.randrange(max(m, 1))
+                                      for _ in range(r)], dtype=np.int64),
+                            np.array([rng.choice([1.0, 2.0, 3.0, 2.0, 0.5, -1.0]) for _ in range(r)]),
+                            vb, np.array([rng.randrange(-1, len(vb) + 2) for _ in range(nv)], dtype=np.int64),
+                            np.array([rng.randrange(-1, 4) for _ in range(nv)], dtype=np.int64), wt,
+                            rng.choice([0, 1, 2, 0, 1, 2, -1, 3]), np.zeros(nk), lambda tid: wt.__setitem__(slice(tid * nk, tid * nk + nk), 1.0))
         except ValueError:
             pass
         n += 1

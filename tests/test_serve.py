@@ -269,6 +269,54 @@ def test_verdicts_equal_classify_on_real_mail(daemon, tmp_path):
         assert (got["label"], f"{got['probability']:.6f}") == (label, p)
 
 
+@pytest.mark.parametrize("options", [[], ["--variant", "bernoulli"], ["--variant", "complement", "--tf", "--idf"],
+                                     ["--variant", "complement", "--length-norm"]])
+def test_the_kernels_sums_are_fastscores_bit_for_bit(sample_model, tmp_path, options, run):
+    """A message's sums through the compiled kernel (nbtext/_c/score.c: lookups, byte checks,
+    cached weights, the additions) equal fastscore's own (counted_contributions, then _summed:
+    the reference) to the bit, with the same unknown and known counts, on real mail and for
+    each variant's feature values; and the daemon's verdicts on the kernel and on the
+    pure-Python path (counting, index and sums in Python) are the same tuples."""
+    from conftest import implementation
+    from nbtext.features import kernel
+    from nbtext.serve.scoring import ServedModel
+
+    with implementation("c"):
+        if kernel.compiled() is None:
+            pytest.skip("the compiled kernel is not built (no C compiler at install)")
+    if (SHARED / "splits" / "spamassassin-2002.test").exists():
+        names = sorted((SHARED / "splits" / "spamassassin-2002.test").read_text().split())
+        messages = [(SHARED / "spamassassin-2002" / n).read_bytes() for n in names[::13]]
+    else:
+        messages = [f.read_bytes() for f in sorted((DATA / "corpus" / "spam").iterdir())[:25]
+                    + sorted((DATA / "corpus" / "ham").iterdir())[:25]]
+    messages += [b"", b"Subject: nothing known\n\nzzqx zzqx qqzx", SPAM.read_bytes() * 3]
+    model = tmp_path / "m.nbm"
+    if options:
+        assert run("train", DATA / "corpus", "-o", model, "-q", *options).exit_code == 0
+    else:
+        model = sample_model
+    with implementation("c"):
+        fast = ServedModel(str(model))
+    with implementation("python"):
+        reference = ServedModel(str(model))
+    assert (fast._sums is None) == ("--length-norm" in options)  # (a whole document's values: Python's)
+    assert reference._sums is None
+    for data in messages:
+        with implementation("c"):
+            bias, contrib, unknown, known = fast.counted_contributions(data)
+            if fast._sums is not None:
+                assert fast.counted_sums(data) == (fast._summed(bias, contrib), unknown, known)
+            got = fast.judge(data)
+        with implementation("python"):
+            assert reference.counted_contributions(data) == (bias, contrib, unknown, known)
+            assert reference.judge(data) == got
+    k = len(fast.classes)
+    cached = [t for t in range(fast.n_features) if fast._weights[t * k] == fast._weights[t * k]]
+    assert cached and all(fast._weights[t * k:(t + 1) * k].tolist() == FastScorer.token_weights(fast, t)
+                          for t in cached)
+
+
 # -- learning -----------------------------------------------------------------------------
 
 def test_spamc_learn_and_forget_go_to_disk_through_the_ledger(daemon, sample_copy, sample_model):

@@ -173,6 +173,32 @@ static int ki_views(PyObject *keys, PyObject *out, Py_buffer *kv, Py_buffer *ov,
     return 0;
 }
 
+/* ids[j] = the id of k[j], -1 when absent, for j < m. */
+static void ki_find(KeyIndex *x, const uint64_t *k, size_t m, int64_t *ids)
+{
+    if (!x->n) {
+        for (size_t j = 0; j < m; j++)
+            ids[j] = -1;
+        return;
+    }
+    KiAhead a;
+    ki_ahead_start(x, &a, k, m);
+    for (size_t j = 0; j < m; j++) {
+        size_t home = ki_ahead_next(x, &a, k, m, j);
+        ids[j] = (int64_t)x->slots[ki_probe_from(x, k[j], home)] - 1;
+    }
+}
+
+int keyindex_find(PyObject *index, const uint64_t *keys, size_t m, int64_t *ids)
+{
+    if (!PyObject_TypeCheck(index, &KeyIndexType) || !((KeyIndex *)index)->slots) {
+        PyErr_SetString(PyExc_TypeError, "nbtext kernel: an initialized KeyIndex was expected");
+        return -1;
+    }
+    ki_find((KeyIndex *)index, keys, m, ids);
+    return 0;
+}
+
 /* find(keys, ids): ids[j] = the id of keys[j], -1 when absent. */
 static PyObject *KeyIndex_find(KeyIndex *x, PyObject *args)
 {
@@ -181,19 +207,7 @@ static PyObject *KeyIndex_find(KeyIndex *x, PyObject *args)
     size_t m;
     if (!PyArg_ParseTuple(args, "OO:find", &keys, &out) || ki_views(keys, out, &kv, &ov, &m) < 0)
         return NULL;
-    const uint64_t *k = kv.buf;
-    int64_t *ids = ov.buf;
-    if (!x->n) {
-        for (size_t j = 0; j < m; j++)
-            ids[j] = -1;
-    } else {
-        KiAhead a;
-        ki_ahead_start(x, &a, k, m);
-        for (size_t j = 0; j < m; j++) {
-            size_t home = ki_ahead_next(x, &a, k, m, j);
-            ids[j] = (int64_t)x->slots[ki_probe_from(x, k[j], home)] - 1;
-        }
-    }
+    ki_find(x, kv.buf, m, ov.buf);
     PyBuffer_Release(&kv);
     PyBuffer_Release(&ov);
     Py_RETURN_NONE;

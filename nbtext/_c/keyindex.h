@@ -8,7 +8,12 @@
 #define NBTEXT_KEYINDEX_H
 
 #include <Python.h>
+#include <stdint.h>
 
 extern PyTypeObject KeyIndexType;
+
+/* ids[j] = the id of keys[j] (-1: absent) for j < m, in C (nbtext/_c/score.c): 0, or -1 with
+ * TypeError set where index is not an initialized KeyIndex. */
+int keyindex_find(PyObject *index, const uint64_t *keys, size_t m, int64_t *ids);
 
 #endif

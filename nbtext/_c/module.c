@@ -5,6 +5,7 @@
  *   keyindex.h   KeyIndex, the vocabulary's key -> id index
  *   frontcode.h  the model file's vocabulary sorted by bytes, front-coded and decoded
  *   rows.h       sparse rows: moved onto ids, a fold's own columns, rows times W, group sums
+ *   score.h      one counted message's sums over a model's cached token weights (nbtext serve)
  *   mail_api.h   the mail rules of the common message (mail.c; mail.h for what mail_*.c share)
  *   hash.h, bits.h, radix.h, buf.h   what several of them use
  *
@@ -20,6 +21,7 @@
 #include "keyindex.h"
 #include "mail_api.h"
 #include "rows.h"
+#include "score.h"
 #include "tokenize.h"
 
 
@@ -45,6 +47,9 @@ static PyMethodDef kernel_methods[] = {
      "move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool: Rows.moved onto distinct columns"},
     {"front_decode", kernel_front_decode, METH_VARARGS,
      "front_decode(fc, block) -> bytes: the NUL-terminated tokens of a front-coded vocabulary"},
+    {"score_counted", kernel_score_counted, METH_VARARGS,
+     "score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll, fill) -> "
+     "(unknown, known): a counted message's sums over cached token weights, in fastscore's order"},
     {NULL, NULL, 0, NULL},
 };
 

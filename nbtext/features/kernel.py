@@ -111,12 +111,22 @@ def mail_parts(kernel: ModuleType, tokenizer):
 def count(kernel: ModuleType, tokenizer, datas: list) -> tuple:
     """(blob, keys, data, indices, indptr, n_cols) of a chunk: Batch.of_tokens's arrays for
     [tokenizer(d) for d in datas], counted by the kernel."""
+    blob, keys, data, indices, indptr, n_cols = count_bytes(kernel, tokenizer, datas)
+    return (blob, np.frombuffer(keys, dtype=np.uint64), np.frombuffer(data, dtype=np.float64),
+            np.frombuffer(indices, dtype=np.int64).astype(index_dtype(max(n_cols, 1))),
+            np.frombuffer(indptr, dtype=np.int64), n_cols)
+
+
+def count_bytes(kernel: ModuleType, tokenizer, datas: list, parts=None) -> tuple:
+    """count()'s arrays as the kernel gives them, bytes (uint64 keys, float64 data, int64
+    indices and indptr), for a caller that hands them to the kernel again; ``parts``: a
+    mail_parts(kernel, tokenizer) kept by a caller that counts many chunks."""
     from ..text.words import words
 
     s: TokenizerSettings = tokenizer.settings
     counter = kernel.Counter(s.lowercase, s.max_word_length, s.ngram_max, s.char_ngram_min,
                              s.char_ngram_max, partial(words, settings=s))
-    parts = mail_parts(kernel, tokenizer)
+    parts = parts or mail_parts(kernel, tokenizer)
     for d in datas:
         tokens, texts, chars = parts(d)
         try:
@@ -126,7 +136,4 @@ def count(kernel: ModuleType, tokenizer, datas: list) -> tuple:
         for text in texts:
             counter.add_text(text)
         counter.end_document(chars)
-    blob, keys, data, indices, indptr, n_cols = counter.result()
-    return (blob, np.frombuffer(keys, dtype=np.uint64), np.frombuffer(data, dtype=np.float64),
-            np.frombuffer(indices, dtype=np.int64).astype(index_dtype(max(n_cols, 1))),
-            np.frombuffer(indptr, dtype=np.int64), n_cols)
+    return counter.result()

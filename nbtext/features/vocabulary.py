@@ -278,6 +278,12 @@ class Vocabulary:
             self._index = index
         return self._index
 
+    def compiled_index(self):
+        """The kernel's KeyIndex behind this vocabulary, for a kernel function that looks
+        tokens up itself (nbtext/_c/score.c), or None where the index is numpy's."""
+        index = self._indexed()
+        return index._x if isinstance(index, CompiledIndex) else None
+
     # -- finding and adding -----------------------------------------------------------
     def find_keys(self, keys: np.ndarray) -> np.ndarray:
         """Ids of the tokens with these keys, -1 for the ones the vocabulary lacks."""

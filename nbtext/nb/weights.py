@@ -80,6 +80,12 @@ class Variant:
         """The document's features: its token counts."""
         return {t: float(n) for t, n in counts.items()}
 
+    @staticmethod
+    def kernel_values(settings) -> int | None:
+        """values() as the compiled kernel computes a token's (nbtext/_c/score.c's modes: 0 the
+        count, 1 presence, 2 log(1 + count)), or None where it needs the whole document."""
+        return 0
+
 
 class Multinomial(Variant):
     @staticmethod
@@ -102,6 +108,10 @@ class Bernoulli(Variant):
     def values(settings, counts: dict) -> dict:
         """The document's features: present or not."""
         return {t: 1.0 for t in counts}
+
+    @staticmethod
+    def kernel_values(settings) -> int | None:
+        return 1
 
     @staticmethod
     def token_weights(settings, col, df_t, n_docs, class_count, summary, log) -> list:
@@ -130,6 +140,10 @@ class Complement(Variant):
             length = math.sqrt(sum(v * v for v in values.values()))
             values = {t: v / length for t, v in values.items()}
         return values
+
+    @staticmethod
+    def kernel_values(settings) -> int | None:
+        return None if settings.length_norm else 2 if settings.tf else 0
 
     @staticmethod
     def token_weights(settings, col, df_t, n_docs, class_count, summary, log) -> list:

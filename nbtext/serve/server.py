@@ -272,19 +272,27 @@ class Worker:
         c.out = out
         c.stage = "write"
         c.deadline = time.monotonic() + self.opts.timeout
-        self._watch(c, selectors.EVENT_WRITE)
-        self._send(c)
+        try:
+            self._send(c)
+        except OSError:  # (the client is gone)
+            self._close(c)
 
     def _send(self, c: Conn) -> None:
+        """Send what is left of the reply (a reply is tried at once: most fit the socket's
+        buffer, and then the connection is never watched for writing), then end it."""
         while c.out:
             try:
                 n = c.sock.send(c.out)
             except BlockingIOError:
-                return
+                return self._watch(c, selectors.EVENT_WRITE)
             c.out = c.out[n:]
         self._log(c)
         try:
             c.sock.shutdown(socket.SHUT_WR)
+            if not c.sock.recv(READ):  # (the client has ended its side: nothing to drain)
+                return self._close(c)
+        except BlockingIOError:
+            pass
         except OSError:
             return self._close(c)
         c.stage = "linger"

@@ -1,0 +1,15 @@
+/* nbtext's compiled kernel: one counted message's sums over a model's cached token weights
+ * (nbtext.serve.scoring drives it; fastscore's contributions and sums are the reference, and
+ * tests/test_serve.py holds the two equal bit for bit).
+ *
+ * score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll,
+ *               fill) -> (unknown, known): jll[c] += x_t * w_ct over the message's known tokens
+ * in the order of its columns, as fastscore adds them. */
+#ifndef NBTEXT_SCORE_H
+#define NBTEXT_SCORE_H
+
+#include <Python.h>
+
+PyObject *kernel_score_counted(PyObject *self, PyObject *args);
+
+#endif
