@@ -902,6 +902,40 @@ def refuse_empty_stdin(docs, forget: bool):
 
 @cli.command(context_settings=CONTEXT)
 @model_option
+@click.option("--older-than", type=click.IntRange(min=0), default=None, metavar="DAYS",
+              help="Take out tokens last seen more than DAYS days ago that few documents hold (see --seen-at-most).")
+@click.option("--seen-at-most", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="With --older-than: only tokens counted at most N times in all go.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Keep at most N tokens: the least recently seen go first, the rarest first among those of a day.")
+@click.option("--dry-run", is_flag=True, help="Say what would be taken out; change nothing.")
+@quiet_option
+def prune(model_path, older_than, seen_at_most, max_tokens, dry_run, quiet):
+    """Take old, rare tokens out of a model, in place, so that it stays small and current.
+
+    As bogoutil -m and SpamAssassin's expiry do: a model learned into for years keeps every
+    token it ever saw; most were seen once, long ago. The model keeps each token's last day
+    seen (in a model from before nbtext kept days, no token is old by age, and to --max-tokens
+    every token is as old as can be). The documents stay learned: learn and --forget stay exact
+    on the tokens that remain. Concurrent learns wait for the prune.
+
+    \b
+    Examples:
+      nbtext prune -m spam.nbm --older-than 90              # tokens seen once, over 90 days ago
+      nbtext prune -m spam.nbm --older-than 30 --seen-at-most 2 --max-tokens 500000
+    """
+    from .operations import PruneRule, prune_in_place
+
+    if older_than is None and max_tokens is None:
+        raise click.UsageError("give --older-than DAYS, --max-tokens N, or both")
+    rule = PruneRule(older_than=older_than, seen_at_most=seen_at_most, max_tokens=max_tokens)
+    dropped, before = prune_in_place(model_path, rule, dry_run)
+    verb = "would take out" if dry_run else "took out"
+    info_line(quiet, f"nbtext: {verb} {dropped:,} of {before:,} tokens; {before - dropped:,} remain in {model_path}")
+
+
+@cli.command(context_settings=CONTEXT)
+@model_option
 @click.option("--spamd", "spamd", multiple=True, metavar="ADDR",
               help="Answer spamd's protocol (spamc, Exim, spamass-milter) on HOST:PORT or unix:PATH (repeatable).")
 @click.option("--http", "http", multiple=True, metavar="ADDR",

@@ -1,19 +1,25 @@
-"""Operations on whole models: learn and forget in place, and merge.
+"""Operations on whole models: learn and forget in place, merge, and prune.
 
 All exact, because the model is counts (nbtext.nb.counts): learning adds a document's counts,
-forgetting subtracts them, merging adds two models' counts, each at its tokens' ids.
+forgetting subtracts them, merging adds two models' counts, each at its tokens' ids. Pruning
+takes tokens out whole, so what remains is counted exactly as before, and learn and forget
+still add and subtract exactly on it.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from hashlib import blake2b
+
+import numpy as np
 
 from .errors import NbtextError
 from .features.vocabulary import Vocabulary
 from .model import Model
-from .nb.counts import Counts
+from .nb.counts import UNKNOWN_DAY, Counts, day_of
 from .nb.decision import Decision
 from .read import Document
+from .record import Record
 
 
 def digest(label: str, data: bytes | str) -> bytes:
@@ -102,6 +108,60 @@ def merge(models: list[tuple[str, Model]], disjoint: bool = False) -> Model:
     if out.decision.positive not in out.classes:
         out.decision.positive = None
     return out
+
+
+class PruneRule(Record):
+    """Which tokens prune takes out: those counted at most ``seen_at_most`` times in all (as the
+    model counts a document) and last seen more than ``older_than`` days ago (None: none by
+    age), then, while more than ``max_tokens`` remain, the least recently seen (the rarest first
+    among tokens of one day)."""
+
+    older_than: int | None = None
+    seen_at_most: int = 1
+    max_tokens: int | None = None
+
+
+def prune_keep(counts: Counts, rule: PruneRule, today: int) -> np.ndarray:
+    """The ids of the tokens ``rule`` keeps, in id order. A token whose last day is not known
+    (a model file written before days were kept) is never old by age; to a cap it is the
+    least recently seen."""
+    seen, total = counts.last_seen.astype(np.int64), counts.token_totals()
+    drop = np.zeros(counts.width, dtype=bool)
+    if rule.older_than is not None:
+        drop = (seen != UNKNOWN_DAY) & (seen < today - rule.older_than) & (total <= rule.seen_at_most)
+    kept = np.flatnonzero(~drop)
+    if rule.max_tokens is not None and len(kept) > rule.max_tokens:
+        # the most recent first, then the most counted, then the lowest id (a stable order)
+        order = np.lexsort((kept, -total[kept], -seen[kept]))
+        kept = np.sort(kept[order[:rule.max_tokens]])
+    return kept
+
+
+def prune(model: Model, rule: PruneRule, today: int | None = None) -> int:
+    """Take out of a text model the tokens ``rule`` drops; returns how many it took out. The
+    documents stay learned (the ledger and the per-class document counts do not change): a
+    document's surviving tokens are still forgotten exactly."""
+    if model.kind != "text":
+        raise NbtextError("prune takes tokens out of text models; a table model has none")
+    today = day_of(time.time()) if today is None else today
+    keep = prune_keep(model.counts, rule, today)
+    dropped = model.counts.width - len(keep)
+    if dropped:
+        model.vocab, model.counts = model.vocab.subset(keep), model.counts.columns(keep)
+    return dropped
+
+
+def prune_in_place(model_path: str, rule: PruneRule, dry_run: bool = False) -> tuple[int, int]:
+    """Load, prune, save, under the model's lock (a concurrent learn waits, then learns into the
+    pruned model). Returns (tokens taken out, tokens before); ``dry_run`` saves nothing."""
+    from . import store
+
+    with store.locked(model_path):
+        model = store.load(model_path)
+        dropped = prune(model, rule)
+        if dropped and not dry_run:
+            store.save(model, model_path)
+    return dropped, len(model.vocab) + dropped
 
 
 def learn_in_place(model_path: str, docs: Iterable[Document], label: str, forget: bool = False) -> tuple[int, int]:

@@ -716,3 +716,36 @@ def test_systemd_unit_starts_the_daemon(daemon, sample_model, tmp_path):
     d.wait_for("listening for spamd on unix:")
     assert d.spamc("-c", data=SPAM.read_bytes()).returncode == 1
     assert oct((tmp_path / "spamd.sock").stat().st_mode & 0o777) == "0o666"
+
+
+def test_the_prune_timers_service_prunes_what_the_daemon_serves(daemon, sample_copy, tmp_path):
+    """contrib/nbtext-prune.service's command, its paths moved into a temporary directory, run
+    while the daemon serves the model: the file is pruned under its lock, and the daemon's next
+    verdict is classify's on the pruned model."""
+    from nbtext import store
+    from nbtext.nb.counts import day_of
+
+    unit = (CONTRIB / "nbtext-prune.service").read_text()
+    command = re.search(r"^ExecStart=/bin/sh -c '(.*?)'$", unit, re.M | re.S).group(1).replace("\\\n", " ")
+    home = tmp_path / "home"
+    (home / "users").mkdir(parents=True)
+    model = home / "spam.nbm"
+    m = store.load(str(sample_copy))
+    m.counts.last_seen[::2] = day_of(time.time()) - 100  # (half the tokens last seen 100 days ago)
+    store.save(m, str(model))
+    d = daemon(model, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1")
+    before = json.loads(http_post(d.http_url + "/checkv2", SPAM.read_bytes())[1])["nbtext"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nbtext").write_text(f"#!/bin/sh\nexec {sys.executable} -m nbtext \"$@\"\n")
+    (bin_dir / "nbtext").chmod(0o755)
+    moved = command.replace("/var/lib/nbtext", str(home)).replace("/usr/local/bin/nbtext", str(bin_dir / "nbtext"))
+    r = subprocess.run(["/bin/sh", "-c", moved], capture_output=True, text=True, timeout=SAFETY)
+    assert r.returncode == 0, r.stderr
+    assert re.fullmatch(r"nbtext: took out [\d,]+ of [\d,]+ tokens; [\d,]+ remain in \S+\n", r.stderr)
+    pruned = store.load(str(model))
+    assert len(pruned.vocab) < len(m.vocab)
+    label, prob, unsure, _ = FastScorer(str(model)).score(SPAM.read_bytes())  # (what classify runs)
+    got = json.loads(http_post(d.http_url + "/checkv2", SPAM.read_bytes())[1])["nbtext"]
+    assert (got["label"], got["probability"], got["unsure"]) == (label, prob, unsure)
+    assert got["probability"] != before["probability"]  # (the pruned model's, not the one read at start)
