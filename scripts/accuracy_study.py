@@ -17,6 +17,7 @@ Every system is scored in the same stratified k folds (seed 0) as `nbtext cv`
   class's NB log-count ratio r, then a linear SVM one-vs-rest; liblinear is the solver of this
   prototype), and Robinson-Fisher combination of the tokens whose
   Robinson probability is at least min_dev from 0.5 (bogofilter's ranking; two classes only).
+- a probe: nbtext's default log-posteriors plus k times the NB-weighted SVM's decision values.
 
 Accuracy and macro-F1 for every corpus; for spamassassin-2002 also the ROC-AUC of the printed
 P(spam) (spamicity for bogofilter, the decision value for the linear models) and the ham FPR at
@@ -123,6 +124,16 @@ def nbsvm(Xtr, ytr, Xte, tfidf: bool, C=1.0, alpha=1.0):
     return classes, scores
 
 
+def nb_plus_svm(X, y, vocab, tok, tr, te, k: float):
+    """nbtext's default model's log-posteriors plus k times the NB-weighted TF-IDF SVM's
+    decision values: the two summed per class, the verdict their argmax."""
+    from nbtext.batch.train import fit_matrix
+    classes, s = nbsvm(X[tr], y[tr], X[te], True)
+    model, keep = fit_matrix(X[tr], y[tr], vocab, tok, ModelSettings())
+    lp = np.log(np.maximum(model.proba(X[te][:, keep]), np.finfo(float).tiny))
+    return classes, lp[:, [model.classes.index(c) for c in classes]] + k * s
+
+
 def robinson_fisher(Xtr, ytr, Xte, positive="spam", s=1.0, x=0.5, min_dev=0.1):
     """Robinson-Fisher spamicity of the test rows (bogofilter's combination), from document
     frequencies per class: f(w) = (s x + n p(w)) / (s + n), p(w) = b/(b+g) with b and g the
@@ -198,7 +209,10 @@ def verdicts(classes, scores):
 def spam_score(classes, scores):
     if scores.ndim == 1:
         return scores if classes[1] == "spam" else -scores
-    return scores[:, list(classes).index("spam")]
+    spam = list(classes).index("spam")
+    if scores.shape[1] == 2:  # (one-vs-rest's two columns: the margin of spam over ham)
+        return scores[:, spam] - scores[:, 1 - spam]
+    return scores[:, spam]
 
 
 def main():
@@ -227,6 +241,8 @@ def main():
             "scikit-learn TfidfVectorizer(1-2, sublinear) + LinearSVC": None,
             "NBSVM, binarized counts x r (candidate)": lambda tr, te: nbsvm(X[tr], y[tr], X[te], False),
             "NB-weighted TF-IDF x r, L2 + LinearSVC (candidate)": lambda tr, te: nbsvm(X[tr], y[tr], X[te], True),
+            "nbtext log P + 2 x NB-weighted SVM (probe)": lambda tr, te: nb_plus_svm(X, y, vocab, tok, tr, te, 2),
+            "nbtext log P + 4 x NB-weighted SVM (probe)": lambda tr, te: nb_plus_svm(X, y, vocab, tok, tr, te, 4),
         }
         if "spam" in y:
             per_fold_systems["Robinson-Fisher s=1 x=0.5 min_dev=0.1 (candidate)"] = "rf"
