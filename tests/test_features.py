@@ -91,7 +91,8 @@ def test_train_keeps_the_best_tokens_by_the_criterion(run, tmp_path, criterion, 
         ranked = mutual_information(counts)
     best = np.argsort(-ranked, kind="stable")[:300]
     assert ranked[best[-1]] > ranked[np.argsort(-ranked, kind="stable")[300]]  # no tie at the cut
-    assert sorted(store.load(str(model)).vocab.tokens) == sorted(vocab.tokens[i] for i in best)
+    tokens = vocab.tokens  # (a list made at each call)
+    assert sorted(store.load(str(model)).vocab.tokens) == sorted(tokens[i] for i in best)
 
 
 def test_select_needs_max_features(run, tmp_path):
