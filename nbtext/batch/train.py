@@ -198,7 +198,7 @@ class Reduction:
         """The bytes the vocabulary and counts hold, about: the tokens, their index, the counts'
         arrays (their spare rows included)."""
         return (self.vocab.buffer().nbytes + INDEX_BYTES * len(self.vocab)
-                + sum(a.nbytes for a in self.counts.arrays()))
+                + self.counts.nbytes())
 
     def prune(self) -> None:
         """Drop the tokens in at most t documents, t the least (and no less than the last

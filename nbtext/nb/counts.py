@@ -215,8 +215,10 @@ class Counts:
         return self._sp.nnz if self._sp is not None else self.width * len(self.classes)
 
     def nbytes(self) -> int:
-        """The bytes the counts and per-token arrays hold (spare rows included)."""
-        return (self._sp.nbytes() if self._sp is not None else self._fc.nbytes) + self._cc.nbytes + self._df.nbytes
+        """The bytes the counts and per-token arrays hold (spare rows included), without folding
+        sums appended to sparse counts in (arrays() does: a sort of all that is held)."""
+        counts = self._sp.nbytes() if self._sp is not None else self._fc.nbytes
+        return counts + self._cc.nbytes + self._df.nbytes + self._ls.nbytes
 
     @property
     def class_count(self) -> np.ndarray:
