@@ -143,12 +143,10 @@ class ForkedWorkers:
                               f"answering (killed, or out of memory)") from None
 
     def close(self) -> None:
-        """End the workers (SIGKILL: they hold nothing to clean up) and reap them."""
-        for pid in self.pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """End the workers and reap them: the tasks not started are cancelled, those running
+        finish (a chunk's or a fold's work). They are not killed: a worker killed while it
+        writes a result leaves part of it in the result pipe, whose reader (the executor's
+        thread) then waits for the rest for ever, and so does the join at shutdown and at exit."""
         self.pids = []
         self.executor.shutdown(wait=True, cancel_futures=True)  # (its thread joined, the workers reaped)
 
