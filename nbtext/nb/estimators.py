@@ -540,7 +540,6 @@ class MultinomialNB(_BaseNB):
         if self.counts_.sparse:
             return self._sparse_fold_linear(X, y, cols, memo)
         self._check_alpha()
-        counts = self.counts_
         fc, _, cc, held, seen = self._taken(X, y, cols, memo)
         # _log_den's sums: the whole model's (once), less what the fold took at its columns
         whole = self._derived("den_sums", self._den_sums)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..features.rows import PIECE, ranges
+from ..features.rows import ranges
 
 MERGE_SHARE = 2  # appended entries are folded in once they reach 1/MERGE_SHARE of those held
 MIN_MERGE = 1 << 18  # ...and at least this many (small models: one sort now and then)

@@ -185,7 +185,7 @@ def encode_pieces(model) -> list:
     from .. import __version__
     from ..nb.estimators import make_estimator
 
-    if getattr(model, "kind", None) == "table":
+    if model.kind == "table":
         from .tables import encode_table
 
         return encode_table(model)
