@@ -345,3 +345,57 @@ def test_predict_explain_of_sparse_counts_is_the_dense_ones(run, tmp_path, monke
     for side in ("for", "against"):
         assert [t for t, _ in sparse[side]] == [t for t, _ in dense[side]] and sparse[side]
         assert [v for _, v in sparse[side]] == pytest.approx([v for _, v in dense[side]], rel=1e-9)
+
+
+def many_class_model(variant, k=200, width=20000, docs=1000, seed=3):
+    """k classes over width words, Zipf-like: most words rare, many tied counts."""
+    rng = np.random.default_rng(seed)
+    tok = Tokenizer(TokenizerSettings(ngram_max=1, char_ngram_min=0))
+    classes = [f"c{i:02d}" for i in range(k)]
+    m = Model.empty(tok.settings, ModelSettings(variant=variant, alpha=0.5), classes)
+    words = np.minimum(rng.zipf(1.3, size=(docs, 30)), width)
+    m.add([tok(" ".join(f"w{w}" for w in row)) for row in words], [classes[i % k] for i in range(docs)])
+    return m
+
+
+def brute_top_tokens(model, n, min_count=5):
+    """The ranking top_tokens promises, from the whole classes x tokens array."""
+    W, fc = model.estimator.linear().W, model.feature_count
+    totals = fc.sum(axis=0)
+    eligible = totals >= min(min_count, totals.max())
+    out = {}
+    for c, name in enumerate(model.classes):
+        with np.errstate(invalid="ignore"):
+            llr = np.where(eligible, W[c] - np.delete(W, c, axis=0).max(axis=0), -np.inf)
+        best = np.argsort(-llr, kind="stable")[:n]
+        out[name] = [{"token": model.vocab.token(i), "llr": round(float(llr[i]), 4), "count": int(fc[c, i])}
+                     for i in best if np.isfinite(llr[i])]
+    return out
+
+
+TOP_BLOCK_TOKENS = 50
+
+
+@pytest.mark.parametrize("variant", ["multinomial", "bernoulli", "complement"])
+def test_info_top_tokens_of_many_classes_are_ranked_a_block_at_a_time(variant, monkeypatch):
+    """info's top tokens of a sparse model are those of the whole array (ties to the token first
+    in the vocabulary), while the weights are made a few tokens at a time: the peak memory is a
+    block's and the n best's (a block's tokens or fewer), not classes x tokens."""
+    import tracemalloc
+
+    from nbtext import explain
+
+    m = many_class_model(variant)
+    assert m.counts.sparse
+    for n in (1, 10, 60):
+        want = brute_top_tokens(m, n)
+        assert any(len(v) == n for v in want.values())
+        monkeypatch.setattr(explain, "TOP_BLOCK", 200 * TOP_BLOCK_TOKENS)
+        tracemalloc.start()
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        got = explain.top_tokens(m, n)
+        peak = tracemalloc.get_traced_memory()[1] - held
+        tracemalloc.stop()
+        assert got == want
+        assert peak < m.feature_count.nbytes / 4 or n * 2 > TOP_BLOCK_TOKENS
