@@ -51,14 +51,16 @@ def top_tokens(model, n: int, min_count: int = 5) -> dict:
     log-likelihood ratio), among tokens seen at least ``min_count`` times (rare tokens' ratios
     are noise); ties go to the token first in the vocabulary.
 
-    The weights are made a block of tokens at a time (``linear.columns``), each block's n best
-    per class kept: a sparse model's classes x tokens array never exists whole."""
+    The weights are made a block of tokens at a time (``linear.columns``, nb.sparse.DENSE_BLOCK),
+    each block's n best per class kept: a sparse model's classes x tokens array never exists whole."""
     import numpy as np
+
+    from .nb.sparse import block_tokens
 
     linear, k = model.estimator.linear(), len(model.classes)
     totals = model.counts.token_totals()
     eligible = np.flatnonzero(totals >= min(min_count, totals.max(initial=0)))
-    step = max(n, TOP_BLOCK // max(k, 1))
+    step = max(n, block_tokens(k))
     best_llr, best_ids = np.empty((k, 0)), np.empty((k, 0), dtype=np.int64)
     for start in range(0, len(eligible), step):
         ids = eligible[start:start + step]
@@ -74,10 +76,6 @@ def top_tokens(model, n: int, min_count: int = 5) -> dict:
         out[name] = [{"token": model.vocab.token(i), "llr": round(v, 4), "count": _count(model.counts, c, i)}
                      for v, i in row[:n] if np.isfinite(v)]
     return out
-
-
-# Weights made at once by top_tokens: classes x tokens of a block (64 MiB of float64).
-TOP_BLOCK = 1 << 23
 
 
 def _count(counts, c: int, token: int) -> int:

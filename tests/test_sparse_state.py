@@ -384,13 +384,14 @@ def test_info_top_tokens_of_many_classes_are_ranked_a_block_at_a_time(variant, m
     import tracemalloc
 
     from nbtext import explain
+    from nbtext.nb import sparse
 
     m = many_class_model(variant)
     assert m.counts.sparse
     for n in (1, 10, 60):
         want = brute_top_tokens(m, n)
         assert any(len(v) == n for v in want.values())
-        monkeypatch.setattr(explain, "TOP_BLOCK", 200 * TOP_BLOCK_TOKENS)
+        monkeypatch.setattr(sparse, "DENSE_BLOCK", 200 * TOP_BLOCK_TOKENS)
         tracemalloc.start()
         held = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
@@ -399,3 +400,82 @@ def test_info_top_tokens_of_many_classes_are_ranked_a_block_at_a_time(variant, m
         tracemalloc.stop()
         assert got == want
         assert peak < m.feature_count.nbytes / 4 or n * 2 > TOP_BLOCK_TOKENS
+
+
+@pytest.mark.parametrize("criterion", ["frequency", "chi2", "mi"])
+def test_max_features_ranks_sparse_counts_a_block_of_tokens_at_a_time(criterion, monkeypatch):
+    """--max-features of a sparse model keeps the tokens the whole classes x tokens array ranks
+    first, from blocks of a few tokens (peak memory: a block's, not the whole array's)."""
+    import tracemalloc
+
+    from nbtext.features import selection
+    from nbtext.nb import sparse
+    from nbtext.settings import FeatureOptions
+
+    c = many_class_model("multinomial").counts
+    monkeypatch.setattr(sparse, "DENSE_BLOCK", 200 * 7)
+    f = FeatureOptions(max_features=100, select=criterion)
+    whole = np.ascontiguousarray(c.feature_count)
+    want = selection.select(c.doc_freq, whole, c.class_count, f)
+    np.testing.assert_allclose(selection.ranking(criterion, c.token_sums.class_blocks(), c.class_count,
+                                                 c.class_totals()),
+                               selection.scores(criterion, whole, c.class_count), rtol=1e-12)
+    tracemalloc.start()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    got = selection.select(c.doc_freq, c.token_sums.class_blocks(), c.class_count, f, c.class_totals())
+    peak = tracemalloc.get_traced_memory()[1] - held
+    tracemalloc.stop()
+    np.testing.assert_array_equal(got, want)
+    assert len(got) == 100 and peak < whole.nbytes / 4
+
+
+def test_train_keeps_max_features_of_a_sparse_model_without_its_whole_array(monkeypatch):
+    """Train's end (batch.train.model_from_counts) ranks a sparse model's tokens in blocks: its
+    peak memory is a small share of the classes x tokens array."""
+    import tracemalloc
+
+    from nbtext.batch.train import model_from_counts
+    from nbtext.nb import sparse
+    from nbtext.settings import DecisionOptions, FeatureOptions
+
+    m = many_class_model("multinomial")
+    dense_bytes = m.feature_count.nbytes
+    monkeypatch.setattr(sparse, "DENSE_BLOCK", 200 * 7)
+    tracemalloc.start()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    kept, cols, _ = model_from_counts(m.counts, m.vocab, m.tokenizer_settings, m.settings,
+                                      FeatureOptions(max_features=100, select="chi2"), DecisionOptions(calibrate=False))
+    peak = tracemalloc.get_traced_memory()[1] - held
+    tracemalloc.stop()
+    assert len(kept.vocab) == len(cols) == 100 and kept.counts.sparse
+    assert peak < dense_bytes / 4
+
+
+@pytest.mark.parametrize("transforms", [{}, {"idf": True}])
+def test_a_dump_of_many_classes_imports_into_its_sparse_counts(transforms, tmp_path):
+    """export then import gives back the sparse counts (and document frequencies), reading a
+    token's nonzero counts only: the peak is a small share of the classes x tokens array."""
+    import tracemalloc
+
+    from nbtext.store.dump import export_lines, import_lines
+
+    m = many_class_model("complement" if transforms else "multinomial")
+    if transforms:
+        m = Model(m.tokenizer_settings, ModelSettings(variant="complement", alpha=0.5, **transforms), m.vocab,
+                  m.counts, m.decision)
+    lines = list(export_lines(m))
+    tracemalloc.start()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    back = import_lines(iter(lines), "m.dump")
+    peak = tracemalloc.get_traced_memory()[1] - held
+    tracemalloc.stop()
+    assert back.counts.sparse and back.counts.token_sums == m.counts.token_sums
+    np.testing.assert_array_equal(back.class_count, m.class_count)
+    if transforms:
+        np.testing.assert_array_equal(back.doc_freq, m.doc_freq)
+    assert back.vocab.tokens == m.vocab.tokens
+    assert list(export_lines(back)) == lines
+    assert peak < m.feature_count.nbytes / 2
