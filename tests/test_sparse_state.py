@@ -345,3 +345,137 @@ def test_predict_explain_of_sparse_counts_is_the_dense_ones(run, tmp_path, monke
     for side in ("for", "against"):
         assert [t for t, _ in sparse[side]] == [t for t, _ in dense[side]] and sparse[side]
         assert [v for _, v in sparse[side]] == pytest.approx([v for _, v in dense[side]], rel=1e-9)
+
+
+def many_class_model(variant, k=200, width=20000, docs=1000, seed=3):
+    """k classes over width words, Zipf-like: most words rare, many tied counts."""
+    rng = np.random.default_rng(seed)
+    tok = Tokenizer(TokenizerSettings(ngram_max=1, char_ngram_min=0))
+    classes = [f"c{i:02d}" for i in range(k)]
+    m = Model.empty(tok.settings, ModelSettings(variant=variant, alpha=0.5), classes)
+    words = np.minimum(rng.zipf(1.3, size=(docs, 30)), width)
+    m.add([tok(" ".join(f"w{w}" for w in row)) for row in words], [classes[i % k] for i in range(docs)])
+    return m
+
+
+def brute_top_tokens(model, n, min_count=5):
+    """The ranking top_tokens promises, from the whole classes x tokens array."""
+    W, fc = model.estimator.linear().W, model.feature_count
+    totals = fc.sum(axis=0)
+    eligible = totals >= min(min_count, totals.max())
+    out = {}
+    for c, name in enumerate(model.classes):
+        with np.errstate(invalid="ignore"):
+            llr = np.where(eligible, W[c] - np.delete(W, c, axis=0).max(axis=0), -np.inf)
+        best = np.argsort(-llr, kind="stable")[:n]
+        out[name] = [{"token": model.vocab.token(i), "llr": round(float(llr[i]), 4), "count": int(fc[c, i])}
+                     for i in best if np.isfinite(llr[i])]
+    return out
+
+
+TOP_BLOCK_TOKENS = 50
+
+
+@pytest.mark.parametrize("variant", ["multinomial", "bernoulli", "complement"])
+def test_info_top_tokens_of_many_classes_are_ranked_a_block_at_a_time(variant, monkeypatch):
+    """info's top tokens of a sparse model are those of the whole array (ties to the token first
+    in the vocabulary), while the weights are made a few tokens at a time: the peak memory is a
+    block's and the n best's (a block's tokens or fewer), not classes x tokens."""
+    import tracemalloc
+
+    from nbtext import explain
+    from nbtext.nb import sparse
+
+    m = many_class_model(variant)
+    assert m.counts.sparse
+    for n in (1, 10, 60):
+        want = brute_top_tokens(m, n)
+        assert any(len(v) == n for v in want.values())
+        monkeypatch.setattr(sparse, "DENSE_BLOCK", 200 * TOP_BLOCK_TOKENS)
+        tracemalloc.start()
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        got = explain.top_tokens(m, n)
+        peak = tracemalloc.get_traced_memory()[1] - held
+        tracemalloc.stop()
+        assert got == want
+        assert peak < m.feature_count.nbytes / 4 or n * 2 > TOP_BLOCK_TOKENS
+
+
+@pytest.mark.parametrize("criterion", ["frequency", "chi2", "mi"])
+def test_max_features_ranks_sparse_counts_a_block_of_tokens_at_a_time(criterion, monkeypatch):
+    """--max-features of a sparse model keeps the tokens the whole classes x tokens array ranks
+    first, from blocks of a few tokens (peak memory: a block's, not the whole array's)."""
+    import tracemalloc
+
+    from nbtext.features import selection
+    from nbtext.nb import sparse
+    from nbtext.settings import FeatureOptions
+
+    c = many_class_model("multinomial").counts
+    monkeypatch.setattr(sparse, "DENSE_BLOCK", 200 * 7)
+    f = FeatureOptions(max_features=100, select=criterion)
+    whole = np.ascontiguousarray(c.feature_count)
+    want = selection.select(c.doc_freq, whole, c.class_count, f)
+    np.testing.assert_allclose(selection.ranking(criterion, c.token_sums.class_blocks(), c.class_count,
+                                                 c.class_totals()),
+                               selection.scores(criterion, whole, c.class_count), rtol=1e-12)
+    tracemalloc.start()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    got = selection.select(c.doc_freq, c.token_sums.class_blocks(), c.class_count, f, c.class_totals())
+    peak = tracemalloc.get_traced_memory()[1] - held
+    tracemalloc.stop()
+    np.testing.assert_array_equal(got, want)
+    assert len(got) == 100 and peak < whole.nbytes / 4
+
+
+def test_train_keeps_max_features_of_a_sparse_model_without_its_whole_array(monkeypatch):
+    """Train's end (batch.train.model_from_counts) ranks a sparse model's tokens in blocks: its
+    peak memory is a small share of the classes x tokens array."""
+    import tracemalloc
+
+    from nbtext.batch.train import model_from_counts
+    from nbtext.nb import sparse
+    from nbtext.settings import DecisionOptions, FeatureOptions
+
+    m = many_class_model("multinomial")
+    dense_bytes = m.feature_count.nbytes
+    monkeypatch.setattr(sparse, "DENSE_BLOCK", 200 * 7)
+    tracemalloc.start()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    kept, cols, _ = model_from_counts(m.counts, m.vocab, m.tokenizer_settings, m.settings,
+                                      FeatureOptions(max_features=100, select="chi2"), DecisionOptions(calibrate=False))
+    peak = tracemalloc.get_traced_memory()[1] - held
+    tracemalloc.stop()
+    assert len(kept.vocab) == len(cols) == 100 and kept.counts.sparse
+    assert peak < dense_bytes / 4
+
+
+@pytest.mark.parametrize("transforms", [{}, {"idf": True}])
+def test_a_dump_of_many_classes_imports_into_its_sparse_counts(transforms, tmp_path):
+    """export then import gives back the sparse counts (and document frequencies), reading a
+    token's nonzero counts only: the peak is a small share of the classes x tokens array."""
+    import tracemalloc
+
+    from nbtext.store.dump import export_lines, import_lines
+
+    m = many_class_model("complement" if transforms else "multinomial")
+    if transforms:
+        m = Model(m.tokenizer_settings, ModelSettings(variant="complement", alpha=0.5, **transforms), m.vocab,
+                  m.counts, m.decision)
+    lines = list(export_lines(m))
+    tracemalloc.start()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    back = import_lines(iter(lines), "m.dump")
+    peak = tracemalloc.get_traced_memory()[1] - held
+    tracemalloc.stop()
+    assert back.counts.sparse and back.counts.token_sums == m.counts.token_sums
+    np.testing.assert_array_equal(back.class_count, m.class_count)
+    if transforms:
+        np.testing.assert_array_equal(back.doc_freq, m.doc_freq)
+    assert back.vocab.tokens == m.vocab.tokens
+    assert list(export_lines(back)) == lines
+    assert peak < m.feature_count.nbytes / 2

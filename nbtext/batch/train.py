@@ -291,9 +291,13 @@ def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, fe
     batch.cluster's partitions reduce into counts, then come here."""
     counts.compact()
     width = counts.width
-    # (the counts as an array only where --max-features ranks tokens by them)
-    fc = None if features.max_features is None else np.ascontiguousarray(counts.feature_count)
-    keep = select(counts.doc_freq, fc, counts.class_count, features)
+    # (the counts as an array only where --max-features ranks tokens by them; sparse ones a
+    # block of tokens at a time)
+    fc, totals = None, None
+    if features.max_features is not None:
+        fc, totals = ((counts.token_sums.class_blocks(), counts.class_totals()) if counts.sparse else
+                      (np.ascontiguousarray(counts.feature_count), None))
+    keep = select(counts.doc_freq, fc, counts.class_count, features, totals)
     del fc
     if width and not len(keep):
         raise SettingError("min_df", None, f"{features.min_df} and {{max_df}} {features.max_df} keep no token "

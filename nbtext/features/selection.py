@@ -28,12 +28,17 @@ def chi2(counts: np.ndarray, class_docs: np.ndarray) -> np.ndarray:
         return (np.square(counts - expected) / expected).sum(axis=0)
 
 
-def mutual_information(counts: np.ndarray) -> np.ndarray:
+def mutual_information(counts: np.ndarray, class_totals: np.ndarray | None = None) -> np.ndarray:
     """Mutual information (nats) per token between the class of a token occurrence and whether
-    the occurrence is that token, from (classes x tokens) counts."""
+    the occurrence is that token, from (classes x tokens) counts (some tokens' columns, given
+    ``class_totals``: each class's count over every token)."""
     counts = np.asarray(counts, dtype=np.float64)
-    n = counts.sum()
-    p_class = counts.sum(axis=1, keepdims=True) / n   # P(c)
+    if class_totals is None:
+        n = counts.sum()
+        p_class = counts.sum(axis=1, keepdims=True) / n   # P(c)
+    else:
+        n = class_totals.sum()
+        p_class = (np.asarray(class_totals, dtype=np.float64) / n)[:, None]
     p_tok = counts.sum(axis=0, keepdims=True) / n     # P(t)
     mi = np.zeros(counts.shape[1])
     for joint, marginal in ((counts / n, p_tok), (p_class - counts / n, 1.0 - p_tok)):
@@ -43,23 +48,35 @@ def mutual_information(counts: np.ndarray) -> np.ndarray:
     return mi
 
 
-def scores(criterion: str, counts: np.ndarray, class_docs: np.ndarray) -> np.ndarray:
-    """Higher is better: the ranking --max-features keeps the top of."""
+def scores(criterion: str, counts: np.ndarray, class_docs: np.ndarray,
+           class_totals: np.ndarray | None = None) -> np.ndarray:
+    """Higher is better: the ranking --max-features keeps the top of (``class_totals``: as
+    mutual_information's)."""
     if criterion == "frequency":
         return np.asarray(counts).sum(axis=0)
     if criterion == "chi2":
         return chi2(counts, class_docs)
     if criterion == "mi":
-        return mutual_information(counts)
+        return mutual_information(counts, class_totals)
     raise ValueError(f"unknown criterion {criterion!r}")
 
 
-def select(doc_freq: np.ndarray, counts: np.ndarray, class_docs: np.ndarray, f: FeatureOptions) -> np.ndarray:
+def ranking(criterion: str, counts, class_docs: np.ndarray, class_totals: np.ndarray | None = None) -> np.ndarray:
+    """scores() of (classes x tokens) counts, or of an iterable of its blocks of columns in
+    token order (``class_totals``, then, each class's count over every token)."""
+    if isinstance(counts, np.ndarray):
+        return scores(criterion, counts, class_docs)
+    return np.concatenate([np.zeros(0)] + [scores(criterion, b, class_docs, class_totals) for b in counts])
+
+
+def select(doc_freq: np.ndarray, counts, class_docs: np.ndarray, f: FeatureOptions,
+           class_totals: np.ndarray | None = None) -> np.ndarray:
     """The token ids kept, sorted: document frequency within [min_df, max_df], then the best
-    max_features of those by f.select; ties go to the earlier id."""
+    max_features of those by f.select; ties go to the earlier id (``counts``, ``class_totals``:
+    as ranking's)."""
     keep = (doc_freq >= f.min_df) & (doc_freq <= f.max_df * class_docs.sum())
     cols = np.flatnonzero(keep)
     if f.max_features is not None and len(cols) > f.max_features:
-        ranked = scores(f.select, counts, class_docs)[cols]
+        ranked = ranking(f.select, counts, class_docs, class_totals)[cols]
         cols = np.sort(cols[np.argsort(-ranked, kind="stable")[:f.max_features]])
     return cols

@@ -23,6 +23,14 @@ from ..features.rows import ranges
 
 MERGE_SHARE = 2  # appended entries are folded in once they reach 1/MERGE_SHARE of those held
 MIN_MERGE = 1 << 18  # ...and at least this many (small models: one sort now and then)
+# What a dense view of many tokens' sums or weights is made of at once (classes x tokens
+# entries: 64 MiB of float64), so that no classes x vocabulary array is ever made whole.
+DENSE_BLOCK = 1 << 23
+
+
+def block_tokens(k: int) -> int:
+    """The tokens of a DENSE_BLOCK of k classes."""
+    return max(1, DENSE_BLOCK // max(k, 1))
 
 
 def class_dtype(k: int):
@@ -160,6 +168,13 @@ class TokenSums:
         out = np.zeros((self.width, self.k))
         out[self.token_of_entries(), self.classes.astype(np.int64)] = self.values
         return out
+
+    def class_blocks(self):
+        """The sums as classes x tokens arrays (C order) of successive tokens, a DENSE_BLOCK at
+        a time."""
+        step = block_tokens(self.k)
+        for start in range(0, self.width, step):
+            yield np.ascontiguousarray(self.take(np.arange(start, min(start + step, self.width))).dense().T)
 
     def take(self, keep: np.ndarray) -> "TokenSums":
         """The tokens ``keep`` (ids, in that order), renumbered 0, 1, ..."""

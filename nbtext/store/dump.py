@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -61,6 +62,7 @@ def import_lines(lines: Iterable[str], source: str):
     from ..features.vocabulary import Vocabulary
     from ..model import Model
     from ..nb.counts import Counts
+    from ..nb.sparse import TokenSums
     from .codec import meta
     from .fields import COUNT_TEXT, MAX_COUNT, count_of
 
@@ -84,8 +86,10 @@ def import_lines(lines: Iterable[str], source: str):
         if not isinstance(ledger, list) or not all(isinstance(h, str) and len(h) == 32 for h in ledger):
             raise ValueError("ledger entries must be 32 hex digits each")
         ledger = {bytes.fromhex(h) for h in ledger}
-        width = len(classes) + settings.idf
-        tokens, rows = [], []
+        k = len(classes)
+        width = k + settings.idf
+        # (a token's nonzero counts only: a dump of many classes is mostly zeros, nb.sparse)
+        tokens, indptr, at, values, doc_freq = [], array("q", [0]), array("q"), array("d"), array("d")
         for n, line in enumerate(it, 3):
             line = line.rstrip("\n")
             if not line:
@@ -107,10 +111,17 @@ def import_lines(lines: Iterable[str], source: str):
                     row = [count_of(c) for c in counts]
                 except ValueError as e:
                     raise NbtextError(f"{source}:{n}: {e}") from None
-            rows.append(row)
-        table = np.asarray(rows, dtype=np.float64).reshape(len(tokens), width).T.copy()
-        counts = Counts.of_arrays(classes, table[:len(classes)], class_count,
-                                  table[len(classes)] if settings.idf else None)
+            if settings.idf:
+                doc_freq.append(row[k])
+            for c in range(k):
+                if row[c]:
+                    at.append(c)
+                    values.append(row[c])
+            indptr.append(len(values))
+        sums = TokenSums.of_csr(np.frombuffer(indptr, dtype=np.int64), np.frombuffer(at, dtype=np.int64),
+                                np.frombuffer(values, dtype=np.float64), k)
+        counts = Counts.of_token_sums(classes, sums, np.asarray(class_count, dtype=np.float64),
+                                      np.frombuffer(doc_freq, dtype=np.float64) if settings.idf else None)
         counts.last_seen[:] = counts.today  # (a dump holds no days: its tokens are counted as of the import)
         model = Model(tokenizer, settings, Vocabulary(tokens), counts, decision, ledger)
     except (KeyError, TypeError, ValueError, StopIteration, RecursionError) as e:
