@@ -8,10 +8,13 @@ from conftest import need_shared
 pytestmark = pytest.mark.slow  # (make check leaves these out: make test runs them)
 
 
-def split_dirs(tmp_path, corpus, split):
-    """Materialize an 80/20 split as label directories of symlinks."""
-    root = need_shared(corpus)
-    test = set(need_shared("splits", split).read_text().split())
+@pytest.fixture(scope="module")
+def spamassassin_split(tmp_path_factory):
+    """spamassassin-2002's 80/20 split as label directories of symlinks, made once for the module
+    (the tests only read them): (train, test)."""
+    tmp_path = tmp_path_factory.mktemp("split")
+    root = need_shared("spamassassin-2002")
+    test = set(need_shared("splits", "spamassassin-2002.test").read_text().split())
     for label_dir in sorted(root.iterdir()):
         if not label_dir.is_dir():
             continue
@@ -23,8 +26,8 @@ def split_dirs(tmp_path, corpus, split):
     return tmp_path / "train", tmp_path / "test"
 
 
-def test_spamassassin_split_default_settings(run, tmp_path):
-    train, test = split_dirs(tmp_path, "spamassassin-2002", "spamassassin-2002.test")
+def test_spamassassin_split_default_settings(run, tmp_path, spamassassin_split):
+    train, test = spamassassin_split
     model = tmp_path / "sa.nbm"
     assert run("train", train, "-o", model, "-q").exit_code == 0
     d = json.loads(run("eval", "-m", model, test, "--format", "json").stdout)
@@ -32,12 +35,12 @@ def test_spamassassin_split_default_settings(run, tmp_path):
     assert d["accuracy"] >= 0.97
 
 
-def test_spamassassin_max_fpr_holds_on_held_out_ham_and_still_filters(run, tmp_path):
+def test_spamassassin_max_fpr_holds_on_held_out_ham_and_still_filters(run, tmp_path, spamassassin_split):
     """--max-fpr 0.2%, the rate a mail admin asks for: met on the held-out split, with most spam
     still caught. (Before out-of-fold scoring left out the tokens a fold's model never saw,
     7 of the 2,200 training ham scored P(spam) = 1 out of fold and any rate under 0.32% was
     refused.)"""
-    train, test = split_dirs(tmp_path, "spamassassin-2002", "spamassassin-2002.test")
+    train, test = spamassassin_split
     model = tmp_path / "sa.nbm"
     r = run("train", train, "-o", model, "--max-fpr", "0.002")
     assert r.exit_code == 0, r.stderr
