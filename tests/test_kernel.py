@@ -494,7 +494,7 @@ def test_the_kernels_message_sums_check_every_index_and_size():
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_the_kernels_rows_onto_ids_are_numpys(data):
     """Rows.moved(distinct=True), train's sample onto the vocabulary's ids, by the kernel's
@@ -520,7 +520,7 @@ def test_the_kernels_rows_onto_ids_are_numpys(data):
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_the_kernels_product_of_rows_and_weights_is_numpys(data):
     """Rows @ W by the kernel's rows_dot (calibration's folds, predict's scores): numpy's
@@ -543,7 +543,7 @@ def test_the_kernels_product_of_rows_and_weights_is_numpys(data):
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_the_kernels_group_sums_are_numpys(data):
     """Rows.group_sums by the kernel (a chunk's or a calibration fold's sums per token and
