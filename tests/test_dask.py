@@ -153,17 +153,17 @@ def test_cv_matrix_on_the_cluster_is_the_local_one(cluster):
     assert (X2 != X).nnz == 0 and (X2.indices == X.indices).all()
 
 
-def test_cli_train_predict_and_cv_with_a_scheduler(cluster, run, tmp_path):
+def test_cli_train_predict_and_cv_with_a_scheduler(cluster, run, tmp_path, sample_model):
+    """(sample_model is `nbtext train` of CORPUS with the defaults, the local side.)"""
     address = cluster[1].scheduler_address
     r = run("train", CORPUS, "-o", tmp_path / "d.nbm", "--engine", "dask")  # (a LocalCluster of its own)
     assert r.exit_code == 0, r.stderr
     assert re.search(r"^nbtext: Dask LocalCluster of \d+ workers; dashboard http://\S+$", r.stderr, re.M)
     assert "trained on 432 documents (298 ham, 134 spam)" in r.stderr
-    assert run("train", CORPUS, "-o", tmp_path / "l.nbm").exit_code == 0
-    ex = [run("export", "-m", tmp_path / f"{m}.nbm").stdout for m in ("l", "d")]
+    ex = [run("export", "-m", m).stdout for m in (sample_model, tmp_path / "d.nbm")]
     assert ex[0] == ex[1] and ex[0].count("\n") > 1000
-    local = run("predict", "-m", tmp_path / "l.nbm", CORPUS, "--format", "jsonl")
-    remote = run("predict", "-m", tmp_path / "l.nbm", CORPUS, "--format", "jsonl", "--engine", "dask",
+    local = run("predict", "-m", sample_model, CORPUS, "--format", "jsonl")
+    remote = run("predict", "-m", sample_model, CORPUS, "--format", "jsonl", "--engine", "dask",
                  "--scheduler", address)
     assert remote.exit_code == 0, remote.stderr
     assert remote.stdout == local.stdout and local.stdout.count("\n") == 432
