@@ -99,6 +99,7 @@ def test_a_corpus_past_the_budget_trains_in_memory_that_grows_far_less_than_it()
     assert bounded[1][0] - bounded[0][0] < (free[1][0] - free[0][0]) / 10, (free, bounded)
 
 
+@pytest.mark.slow
 def test_max_memory_on_the_command_line(run, tmp_path):
     corpus = tmp_path / "c.tsv"
     corpus.write_text("".join(f"{d.label}\t{d.data.decode()}\n" for d in growing(1200)))

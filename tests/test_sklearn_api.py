@@ -50,6 +50,7 @@ def _outcomes(directory, files, python=sys.executable) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_scikit_learns_naive_bayes_test_file_passes_with_nbtexts_classes(tmp_path):
     """sklearn/tests/test_naive_bayes.py of the installed scikit-learn, with its import of the
     five classes pointed at nbtext: every test that passes with scikit-learn's own classes
