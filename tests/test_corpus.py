@@ -3,34 +3,13 @@ import json
 
 import pytest
 
-from conftest import need_shared
 
 pytestmark = pytest.mark.slow  # (make check leaves these out: make test runs them)
 
 
-@pytest.fixture(scope="module")
-def spamassassin_split(tmp_path_factory):
-    """spamassassin-2002's 80/20 split as label directories of symlinks, made once for the module
-    (the tests only read them): (train, test)."""
-    tmp_path = tmp_path_factory.mktemp("split")
-    root = need_shared("spamassassin-2002")
-    test = set(need_shared("splits", "spamassassin-2002.test").read_text().split())
-    for label_dir in sorted(root.iterdir()):
-        if not label_dir.is_dir():
-            continue
-        for f in sorted(label_dir.iterdir()):
-            rel = f"{label_dir.name}/{f.name}"
-            dest = tmp_path / ("test" if rel in test else "train") / label_dir.name
-            dest.mkdir(parents=True, exist_ok=True)
-            (dest / f.name).symlink_to(f)
-    return tmp_path / "train", tmp_path / "test"
-
-
-def test_spamassassin_split_default_settings(run, tmp_path, spamassassin_split):
-    train, test = spamassassin_split
-    model = tmp_path / "sa.nbm"
-    assert run("train", train, "-o", model, "-q").exit_code == 0
-    d = json.loads(run("eval", "-m", model, test, "--format", "json").stdout)
+def test_spamassassin_split_default_settings(run, spamassassin_split, spamassassin_model):
+    """(spamassassin_model: `nbtext train` of the split's training messages, default options.)"""
+    d = json.loads(run("eval", "-m", spamassassin_model, spamassassin_split[1], "--format", "json").stdout)
     assert d["documents"] == 650
     assert d["accuracy"] >= 0.97
 
