@@ -69,6 +69,35 @@ def small_corpus(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="session")
+def spamassassin_split(tmp_path_factory):
+    """spamassassin-2002's 80/20 split as label directories of symlinks, made once per test run
+    (the tests only read them): (train, test)."""
+    tmp_path = tmp_path_factory.mktemp("split")
+    root = need_shared("spamassassin-2002")
+    test = set(need_shared("splits", "spamassassin-2002.test").read_text().split())
+    for label_dir in sorted(root.iterdir()):
+        if not label_dir.is_dir():
+            continue
+        for f in sorted(label_dir.iterdir()):
+            rel = f"{label_dir.name}/{f.name}"
+            dest = tmp_path / ("test" if rel in test else "train") / label_dir.name
+            dest.mkdir(parents=True, exist_ok=True)
+            (dest / f.name).symlink_to(f)
+    return tmp_path / "train", tmp_path / "test"
+
+
+@pytest.fixture(scope="session")
+def spamassassin_model(tmp_path_factory, spamassassin_split):
+    """A model of the split's training messages through the real CLI with default options, once
+    per test run (read-only, as sample_model)."""
+    path = tmp_path_factory.mktemp("spamassassin") / "sa.nbm"
+    r = CliRunner().invoke(cli, ["train", str(spamassassin_split[0]), "-o", str(path), "-q"])
+    assert r.exit_code == 0, r.output
+    path.chmod(0o444)
+    return path
+
+
 @pytest.fixture
 def sample_copy(sample_model, tmp_path):
     """A writable copy of sample_model, for a test that learns into it."""

@@ -40,7 +40,7 @@ def test_chi2_is_scikit_learns(data):
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(count_matrices)
 def test_mutual_information_is_that_of_the_token_occurrences(data):
     """MI(class; occurrence is token t) over every token occurrence, as scikit-learn's

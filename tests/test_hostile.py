@@ -620,12 +620,27 @@ def takes_ctrl_c(pid: int) -> bool:
     return not any(int(masks[name], 16) & (1 << (signal.SIGINT - 1)) for name in ("SigIgn", "SigBlk"))
 
 
+@pytest.fixture(scope="module")
+def linked_corpus(tmp_path_factory):
+    """Sixty-four copies of the sample (links): seconds of work on loky's workers, made once for
+    the three signals. (Loky on a pipe is not tested here: joblib reads its tasks in a thread of
+    its own, which a signal does not stop while it waits on the pipe.)"""
+    corpus = tmp_path_factory.mktemp("linked") / "corpus"
+    for f in sorted((DATA / "corpus").rglob("*")):
+        if f.is_file():
+            for i in range(64):
+                link = corpus / f.parent.name / f"{i}-{f.name}"
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.symlink_to(f)
+    return corpus
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "aarch64") or not os.path.exists("/proc/self/task"),
                     reason="reads Linux's /proc/PID/task/*/syscall")
 @pytest.mark.parametrize("pool", ["fork", "loky"])
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "Ctrl-C"])
-def test_a_stopped_parallel_train_leaves_no_workers(tmp_path, how, pool):
+def test_a_stopped_parallel_train_leaves_no_workers(tmp_path, request, how, pool):
     """kill -9 of a parallel train left its workers running for minutes (68 orphans, 2.7 GB);
     SIGTERM printed joblib's leaked-semaphore warnings; Ctrl-C (to the whole process group, as
     a terminal sends it) while the workers were starting printed their tracebacks. Workers now
@@ -644,16 +659,7 @@ def test_a_stopped_parallel_train_leaves_no_workers(tmp_path, how, pool):
         p.stdin.write(b"".join(b"%s\tword%d other%d words\n" % (b"ab"[i % 2:][:1], i, i % 7) for i in range(1000)))
         p.stdin.flush()
     else:
-        # Sixty-four copies of the sample (links): seconds of work on loky's workers. (Loky on a
-        # pipe is not tested here: joblib reads its tasks in a thread of its own, which a signal
-        # does not stop while it waits on the pipe.)
-        corpus = tmp_path / "corpus"
-        for f in sorted((DATA / "corpus").rglob("*")):
-            if f.is_file():
-                for i in range(64):
-                    link = corpus / f.parent.name / f"{i}-{f.name}"
-                    link.parent.mkdir(parents=True, exist_ok=True)
-                    link.symlink_to(f)
+        corpus = request.getfixturevalue("linked_corpus")
         p = subprocess.Popen([sys.executable, "-c", WITH_A_THREAD, "train", str(corpus), "-j", "2", "-q",
                               "-o", str(tmp_path / "m.nbm")], cwd=ROOT, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -443,6 +443,7 @@ def _train_cpu_seconds(run, path, label):
     return best
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["label-of-ids", "distinct-values"])
 def test_tables_train_in_time_linear_in_their_rows(run, tmp_path, kind):
     """A label column of ids took 4 s at 16,000 rows and 74 s at 64,000 (each block looked every

@@ -175,7 +175,7 @@ def model_of(pairs, classes=("x", "y")):
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(docs, docs)
 def test_algebra_merge_is_training_on_the_union(a, b):
     assert as_dict(merge([("a", model_of(a)), ("b", model_of(b))])) == as_dict(model_of(a + b))
@@ -184,7 +184,7 @@ def test_algebra_merge_is_training_on_the_union(a, b):
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(docs, docs)
 def test_algebra_learn_then_forget_restores_counts(a, extra):
     m = model_of(a)

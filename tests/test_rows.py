@@ -22,7 +22,7 @@ def csr(dense):
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(matrices(), st.data())
 def test_rows_do_what_scipy_does(dense, data):
     X, R = csr(dense), Rows.of(csr(dense))
@@ -145,7 +145,7 @@ def test_row_sums_in_a_wider_type_add_each_entry_converted():
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(matrices(max_rows=12, max_cols=15), st.data())
 def test_own_columns_by_the_kernel_are_numpys(dense, data):
     """Rows.own_columns (calibration's folds): the selected rows as float64 over the columns

@@ -38,17 +38,19 @@ def test_scikit_learns_check_estimator_passes(name):
     assert len(results) > 45
 
 
-def _outcomes(directory, python=sys.executable) -> dict:
+def _outcomes(directory, files, python=sys.executable) -> dict:
+    """{file: {test: PASSED, FAILED or ERROR}} of the test files in directory, run by one pytest."""
     run = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "sklearn.conftest", "-rA",
-                          "test_naive_bayes.py"], cwd=directory, capture_output=True, text=True, timeout=600)
-    out = {}
+                          *files], cwd=directory, capture_output=True, text=True, timeout=600)
+    out = {f: {} for f in files}
     for line in run.stdout.splitlines():
-        m = re.match(r"(PASSED|FAILED|ERROR) (test_naive_bayes\.py::\S+)", line)
-        if m:
-            out[m.group(2)] = m.group(1)
+        m = re.match(r"(PASSED|FAILED|ERROR) ([\w.]+\.py)::(\S+)", line)
+        if m and m.group(2) in out:
+            out[m.group(2)][m.group(3)] = m.group(1)
     return out
 
 
+@pytest.mark.slow
 def test_scikit_learns_naive_bayes_test_file_passes_with_nbtexts_classes(tmp_path):
     """sklearn/tests/test_naive_bayes.py of the installed scikit-learn, with its import of the
     five classes pointed at nbtext: every test that passes with scikit-learn's own classes
@@ -64,12 +66,11 @@ def test_scikit_learns_naive_bayes_test_file_passes_with_nbtexts_classes(tmp_pat
         pytest.skip(f"this scikit-learn ({sklearn.__version__}) is installed without its tests")
     text = source.read_text()
     assert text.count("from sklearn.naive_bayes import (") == 1
-    (tmp_path / "theirs").mkdir()
-    (tmp_path / "ours").mkdir()
-    shutil.copy(source, tmp_path / "theirs" / "test_naive_bayes.py")
-    (tmp_path / "ours" / "test_naive_bayes.py").write_text(
-        text.replace("from sklearn.naive_bayes import (", "from nbtext import ("))
-    theirs, ours = _outcomes(tmp_path / "theirs"), _outcomes(tmp_path / "ours")
+    # (both copies in one pytest run: one interpreter imports scikit-learn once)
+    shutil.copy(source, tmp_path / "test_theirs.py")
+    (tmp_path / "test_ours.py").write_text(text.replace("from sklearn.naive_bayes import (", "from nbtext import ("))
+    outcomes = _outcomes(tmp_path, ["test_theirs.py", "test_ours.py"])
+    theirs, ours = outcomes["test_theirs.py"], outcomes["test_ours.py"]
     passing = sorted(t for t, s in theirs.items() if s == "PASSED")
     assert len(passing) > 50
     assert [t for t in passing if ours.get(t) != "PASSED"] == []
