@@ -305,3 +305,36 @@ done:
     return out;
 }
 
+
+/* first_unordered(blob) -> int: vocabfile.check_tokens's order check in one pass: the first i
+ * whose NUL-terminated token is not after token i - 1 in byte order (the same token twice
+ * included), -1 when each is (bytes after the last NUL are no token). Each pair is compared to
+ * its first difference, within the shorter token: linear in the blob, a stranger's. */
+PyObject *kernel_first_unordered(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *b = view.buf;
+    size_t len = (size_t)view.len, pos = 0, prev = 0, prev_len = 0;
+    long long i = 0, bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    while (pos < len) {
+        const unsigned char *nul = memchr(b + pos, 0, len - pos);
+        if (!nul)
+            break;
+        size_t n = (size_t)(nul - (b + pos)), m = prev_len < n ? prev_len : n;
+        int c = i > 0 ? memcmp(b + prev, b + pos, m) : -1;
+        if (c > 0 || (c == 0 && prev_len >= n)) {
+            bad = i;
+            break;
+        }
+        prev = pos;
+        prev_len = n;
+        pos += n + 1;
+        i++;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromLongLong(bad);
+}
