@@ -748,6 +748,7 @@ FUZZ = textwrap.dedent('''
         assert (got[3] == want.rows.indices).all() and (got[4] == want.rows.indptr).all()
         blob = rng.randbytes(rng.randrange(400)) + (b"\\0" if rng.random() < 0.5 else b"")
         k.front_code(blob, rng.choice([1, 2, 16, 1000]))  # (any bytes, duplicates: only safety)
+        assert k.first_unordered(blob) == vocabfile.first_unordered_numpy(blob)
         distinct = list(dict.fromkeys(t for t in (b"".join(rng.choice([b"a", b"b", b"\\xc3\\xa9", b"a" * 300])
                                                           for _ in range(rng.randrange(6)))
                                                  for _ in range(rng.randrange(60)))))
