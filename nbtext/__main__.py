@@ -2,6 +2,7 @@
 (nbtext.quick); everything else goes to the click command line (nbtext.cli). The environment
 variables the README lists are read here and in nbtext.process (and NBTEXT_MODEL by click's
 option), and their values handed down: the library reads none."""
+import gc
 import os
 import sys
 
@@ -23,8 +24,15 @@ def main(argv=None):
 
 
 def run():
-    """The `nbtext` command."""
-    main()
+    """The `nbtext` command: main(), then the interpreter's teardown, with what the run made
+    frozen first (gc.freeze: the teardown's collections then walk none of it)."""
+    try:
+        main()
+    finally:
+        # Process policy, here only: after forked workers every page of this process is shared
+        # copy-on-write, and a collection's walk writes to each object's header, so the
+        # teardown's collections fault and copy page after page (docs/bench.md: issue 33).
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -93,3 +93,19 @@ def test_an_input_in_error_is_named_rather_than_refused_for_its_classes(tmp_path
     r = nbtext("train", "--label", "spam", doc, "--label", "ham", tmp_path / "missing", "-o", tmp_path / "m.nbm")
     assert r.returncode == 1
     assert r.stderr.startswith(f"nbtext: error: {tmp_path / 'missing'}: no such file or directory\n")
+
+
+def test_label_directories_classes_are_known_from_each_ones_first_file(tmp_path):
+    """What labelled_classes walks: each label directory to its first file (not every file of a
+    large corpus again before reading it); a label with no file gives no class."""
+    from nbtext.read import label_directory_files, labelled_classes
+
+    corpus = tmp_path / "corpus"
+    for name in ("a/1.txt", "a/2.txt", "a/sub/3.txt", "b/x/y.txt", "b/z.txt"):
+        (corpus / name).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / name).write_text("words\n")
+    (corpus / "c").mkdir()
+    assert list(label_directory_files(str(corpus), first=True)) == [
+        (str(corpus / "a" / "1.txt"), False, "a"), (str(corpus / "b" / "x" / "y.txt"), False, "b")]
+    assert [label for *_, label in label_directory_files(str(corpus))] == ["a", "a", "a", "b", "b"]
+    assert labelled_classes([str(corpus)], []) == ["a", "b"]

@@ -297,6 +297,28 @@ def test_the_kernel_front_decodes_as_numpy_does(tokens, block, edits, junk):
         assert decoded(k.front_decode, data, block) == decoded(front_decode_numpy, data, block)
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\0", b"")) | st.sampled_from([b"a" * 300, b"a" * 301]),
+                max_size=40),
+       st.sampled_from(["sorted", "as drawn", "a pair swapped", "a token twice"]), st.binary(max_size=40))
+def test_the_kernel_finds_the_first_token_out_of_order_as_numpy_does(tokens, how, junk):
+    """store.load's order check of a decoded vocabulary (vocabfile.check_tokens): the kernel's
+    one pass names the token the numpy reference names, on vocabularies in order, out of order,
+    with a token twice, and on arbitrary bytes (those after the last NUL are no token)."""
+    from nbtext.store.vocabfile import first_unordered_numpy
+
+    k = compiled()
+    tokens = sorted(set(tokens)) if how != "as drawn" else tokens
+    if how == "a pair swapped" and len(tokens) > 1:
+        tokens[0], tokens[-1] = tokens[-1], tokens[0]
+    if how == "a token twice" and tokens:
+        tokens.insert(len(tokens) // 2, tokens[len(tokens) // 2])
+    blob = b"".join(t + b"\0" for t in tokens)
+    for data in (blob, junk, blob + junk):
+        assert k.first_unordered(data) == first_unordered_numpy(data)
+    assert (k.first_unordered(blob) == -1) == (how == "sorted" or tokens == sorted(set(tokens)))
+
+
 def test_the_kernels_front_coding_refuses_a_bad_block():
     k = compiled()
     with pytest.raises(ValueError, match="at least 1"):
@@ -726,6 +748,7 @@ FUZZ = textwrap.dedent('''
         assert (got[3] == want.rows.indices).all() and (got[4] == want.rows.indptr).all()
         blob = rng.randbytes(rng.randrange(400)) + (b"\\0" if rng.random() < 0.5 else b"")
         k.front_code(blob, rng.choice([1, 2, 16, 1000]))  # (any bytes, duplicates: only safety)
+        assert k.first_unordered(blob) == vocabfile.first_unordered_numpy(blob)
         distinct = list(dict.fromkeys(t for t in (b"".join(rng.choice([b"a", b"b", b"\\xc3\\xa9", b"a" * 300])
                                                           for _ in range(rng.randrange(6)))
                                                  for _ in range(rng.randrange(60)))))

@@ -71,8 +71,13 @@ static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
 {
     size_t cap = 256, top = 0;
     Range *stack = PyMem_Malloc(cap * sizeof *stack);
+    /* each id's byte at the range's depth, read once for the count and the deal (the tokens
+     * are scattered over the blob: a cache miss or two each) */
+    uint16_t *bytes = PyMem_Malloc((n ? n : 1) * sizeof *bytes);
     size_t count[258];
-    if (!stack) {
+    if (!stack || !bytes) {
+        PyMem_Free(stack);
+        PyMem_Free(bytes);
         PyErr_NoMemory();
         return -1;
     }
@@ -91,8 +96,15 @@ static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
             continue;
         }
         memset(count, 0, sizeof count);
-        for (size_t i = r.lo; i < r.hi; i++)
-            count[tok_byte(t, a[i], r.d) + 1]++;
+        for (size_t i = r.lo; i < r.hi; i++) {
+            if (i + 16 < r.hi)
+                KI_PREFETCH(&t->starts[a[i + 16]]);
+            if (i + 8 < r.hi) {
+                size_t at = t->starts[a[i + 8]], end = t->starts[a[i + 8] + 1];
+                KI_PREFETCH(t->b + (at + r.d < end ? at + r.d : at));
+            }
+            count[(bytes[i] = (uint16_t)tok_byte(t, a[i], r.d)) + 1]++;
+        }
         if (count[0 + 1] == r.hi - r.lo)
             continue; /* every token ends here: all equal, in their order */
         int single = -1;
@@ -103,7 +115,7 @@ static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
             for (int c = 1; c < 258; c++)
                 count[c] += count[c - 1]; /* count[c]: where bucket c starts */
             for (size_t i = r.lo; i < r.hi; i++)
-                tmp[r.lo + count[tok_byte(t, a[i], r.d)]++] = a[i];
+                tmp[r.lo + count[bytes[i]]++] = a[i];
             memcpy(a + r.lo, tmp + r.lo, (r.hi - r.lo) * sizeof *a);
         } /* (else all in one bucket: already in place) */
         if (top + 256 > cap) {
@@ -111,6 +123,7 @@ static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
             Range *s = grown < (size_t)PY_SSIZE_T_MAX / sizeof *stack ? PyMem_Realloc(stack, grown * sizeof *stack) : NULL;
             if (!s) {
                 PyMem_Free(stack);
+                PyMem_Free(bytes);
                 PyErr_NoMemory();
                 return -1;
             }
@@ -133,6 +146,7 @@ static int sort_ids(const Tokens *t, int64_t *a, int64_t *tmp, size_t n)
         }
     }
     PyMem_Free(stack);
+    PyMem_Free(bytes);
     return 0;
 }
 
@@ -305,3 +319,36 @@ done:
     return out;
 }
 
+
+/* first_unordered(blob) -> int: vocabfile.check_tokens's order check in one pass: the first i
+ * whose NUL-terminated token is not after token i - 1 in byte order (the same token twice
+ * included), -1 when each is (bytes after the last NUL are no token). Each pair is compared to
+ * its first difference, within the shorter token: linear in the blob, a stranger's. */
+PyObject *kernel_first_unordered(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *b = view.buf;
+    size_t len = (size_t)view.len, pos = 0, prev = 0, prev_len = 0;
+    long long i = 0, bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    while (pos < len) {
+        const unsigned char *nul = memchr(b + pos, 0, len - pos);
+        if (!nul)
+            break;
+        size_t n = (size_t)(nul - (b + pos)), m = prev_len < n ? prev_len : n;
+        int c = i > 0 ? memcmp(b + prev, b + pos, m) : -1;
+        if (c > 0 || (c == 0 && prev_len >= n)) {
+            bad = i;
+            break;
+        }
+        prev = pos;
+        prev_len = n;
+        pos += n + 1;
+        i++;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromLongLong(bad);
+}

@@ -9,5 +9,8 @@
 PyObject *kernel_front_code(PyObject *self, PyObject *args);
 /* front_decode(fc, block[, limit]) -> bytes: the NUL-terminated tokens, or ValueError */
 PyObject *kernel_front_decode(PyObject *self, PyObject *args);
+/* first_unordered(blob) -> int: the first NUL-terminated token not after the one before it in
+ * byte order, -1 when none is */
+PyObject *kernel_first_unordered(PyObject *self, PyObject *arg);
 
 #endif

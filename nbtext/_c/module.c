@@ -47,6 +47,8 @@ static PyMethodDef kernel_methods[] = {
      "move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool: Rows.moved onto distinct columns"},
     {"front_decode", kernel_front_decode, METH_VARARGS,
      "front_decode(fc, block) -> bytes: the NUL-terminated tokens of a front-coded vocabulary"},
+    {"first_unordered", kernel_first_unordered, METH_O,
+     "first_unordered(blob) -> int: the first NUL-terminated token not after the one before it, -1 when none"},
     {"score_counted", kernel_score_counted, METH_VARARGS,
      "score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll, fill) -> "
      "(unknown, known): a counted message's sums over cached token weights, in fastscore's order"},

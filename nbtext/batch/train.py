@@ -460,6 +460,7 @@ class FoldWorkers:
                 results.append(fn(t))
             return results
         from .chunks import sigint_ignored, watch_parent
+        from .memory import hold_freed_memory
         from .pool import ForkedWorkers
 
         def taken(task):
@@ -468,7 +469,8 @@ class FoldWorkers:
 
         parent = os.getpid()
         with sigint_ignored(loky=False), withheld_from_forks(self.unread() if self.unread else []):
-            self.pool = ForkedWorkers(taken, min(self.n_jobs, len(tasks)), on_fork=lambda: watch_parent(parent))
+            self.pool = ForkedWorkers(taken, min(self.n_jobs, len(tasks)),
+                                      on_fork=lambda: (watch_parent(parent), hold_freed_memory()))
         results = []
         for result in self.pool.map(range(len(tasks)), ahead=len(tasks)):  # (in order, as each comes back)
             results.append(result)

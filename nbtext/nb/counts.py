@@ -402,7 +402,7 @@ class Counts:
         add() and as adding X a part at a time (tests/test_kernel.py): whole numbers add exactly
         in any order. False, with nothing changed, where it does not apply (no kernel, other
         values, document frequencies no longer whole numbers here)."""
-        from ..features.kernel import compiled
+        from ..features.implementation import compiled
 
         kernel, X = compiled(), Rows.of(X)
         if (kernel is None or self._sp is not None or X.data.dtype != np.uint16 or X.indices.dtype not in (np.int32, np.int64)

@@ -15,25 +15,33 @@ next file. Directory walks enter no directory twice (symlink loops end).
 By concern: ``opening`` (the one way a path or stdin is opened and read, gzip, the cap),
 ``mail`` (one message or an mbox), ``lines`` (line files, labels, dump lines), ``walk``
 (folders, Maildir, MH, label directories, FileRefs), ``sources`` (the two entry points), and
-``document`` (what they yield). The names below are the package's interface.
+``document`` (what they yield).
+
+The names below are the package's interface; each loads its module on first use (as
+nbtext.store's do), so that a caller that reads one file (`nbtext classify`: read_bytes)
+imports ``opening`` and ``document`` alone, not the walks and the line formats.
 """
-from .document import Document
-from .lines import (EXTENSIONS, MAX_DUMP_LINE, LineOptions, count_line_ends, dump_lines, line_documents,
-                    line_file_format, line_format, line_range_documents)
-from .mail import file_documents, is_mbox, mbox_range_documents, mbox_starts
-from .opening import MAX_DOCUMENT_BYTES, read_bytes
-from .sources import (check_distinct, input_documents, labelled_classes, labelled_documents, labelled_size,
-                      line_files_named)
-from .walk import (FileRef, is_maildir, is_mh, label_directory, label_directory_files, mail_folder_documents,
-                   mail_folder_files)
+_LAZY = {
+    "Document": "document",
+    **dict.fromkeys(("EXTENSIONS", "MAX_DUMP_LINE", "LineOptions", "count_line_ends", "dump_lines",
+                     "line_documents", "line_file_format", "line_format", "line_range_documents"), "lines"),
+    **dict.fromkeys(("file_documents", "is_mbox", "mbox_range_documents", "mbox_starts"), "mail"),
+    **dict.fromkeys(("MAX_DOCUMENT_BYTES", "read_bytes"), "opening"),
+    **dict.fromkeys(("check_distinct", "input_documents", "labelled_classes", "labelled_documents",
+                     "labelled_size", "line_files_named"), "sources"),
+    **dict.fromkeys(("FileRef", "is_maildir", "is_mh", "label_directory", "label_directory_files",
+                     "mail_folder_documents", "mail_folder_files"), "walk"),
+    # (the reading machinery that nbtext.table.read and nbtext.batch.cluster share)
+    **dict.fromkeys(("_guarded", "_label_chars", "_report"), "document"),
+    **dict.fromkeys(("_Input", "_os_error"), "opening"),
+}
 
-# (the reading machinery that nbtext.table.read and nbtext.batch.cluster share)
-from .document import _guarded, _label_chars, _report  # noqa: E402, F401
-from .opening import _Input, _os_error  # noqa: E402, F401
+__all__ = [name for name in _LAZY if not name.startswith("_")]
 
-__all__ = ["Document", "EXTENSIONS", "MAX_DUMP_LINE", "LineOptions", "count_line_ends", "dump_lines",
-           "line_documents", "line_file_format", "line_format", "line_range_documents", "file_documents",
-           "is_mbox", "mbox_range_documents", "mbox_starts", "MAX_DOCUMENT_BYTES", "read_bytes",
-           "check_distinct", "input_documents", "labelled_classes", "labelled_documents", "labelled_size", "line_files_named", "FileRef",
-           "is_maildir", "is_mh", "label_directory", "label_directory_files", "mail_folder_documents",
-           "mail_folder_files"]
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -66,16 +66,16 @@ def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts
 
 def labelled_classes(sources: list[str], labelled: list[tuple[str, str]]) -> list[str] | None:
     """The labels labelled_documents will give documents, known before any is read: those of
-    label directories and of ``--label`` paths that hold a file (as the same walks find them;
-    nothing is opened), sorted; None where a line file or stdin is among the sources (its
-    labels are in its lines), or where none is found or a walk meets an error (reading them then
-    says why)."""
+    label directories and of ``--label`` paths that hold a file (as the same walks find them,
+    each walked to its first file: nothing is opened), sorted; None where a line file or stdin
+    is among the sources (its labels are in its lines), or where none is found or a walk meets
+    an error before it (reading them then says why)."""
     if any(src == "-" or not os.path.isdir(src) for src in sources):
         return None
     found: set[str] = set()
     errors: list[NbtextError] = []
     for src in sources:
-        found.update(label for _, _, label in label_directory_files(src, on_error=errors.append))
+        found.update(label for _, _, label in label_directory_files(src, on_error=errors.append, first=True))
     for label, path in labelled:
         if path == "-" or next(iter(mail_folder_files(path, on_error=errors.append)), None) is not None:
             found.add(label)

@@ -233,9 +233,11 @@ class FileRef:
         _report(error, self.on_error)
 
 
-def label_directory_files(path: str, on_error: OnError = None) -> Iterator[tuple[str, bool, str]]:
+def label_directory_files(path: str, on_error: OnError = None, first: bool = False
+                          ) -> Iterator[tuple[str, bool, str]]:
     """The files label_directory reads, in its order: (path, one message, label); each one's
-    documents are file_documents(path, one message) (a cluster's workers read them)."""
+    documents are file_documents(path, one message) (a cluster's workers read them).
+    ``first``: each label's first file alone (that the label has one)."""
     try:
         labels = [n for n in _listdir(path) if os.path.isdir(os.path.join(path, n))]
         if not labels:
@@ -259,3 +261,5 @@ def label_directory_files(path: str, on_error: OnError = None) -> Iterator[tuple
         # a walk per label, that never enters the corpus directory again (a link to ..)
         for file, single in _walk_files(d, {(st.st_dev, st.st_ino)}, on_error):
             yield file, single, label
+            if first:
+                break

@@ -154,11 +154,10 @@ def _utf8(token: bytes, i: int) -> None:
 def check_tokens(blob: bytes, ordered: bool) -> None:
     """VocabularyError naming the first NUL-terminated token of ``blob`` that is not UTF-8 (a
     lone surrogate passes, as nbtext encodes one: surrogatepass), and with ``ordered`` one not
-    after the token before it in byte order. Linear in the blob's size: the order is compared
-    eight bytes at a time, deeper only for the pairs of tokens still equal."""
-    import numpy as np
-
-    from ..features.vocabulary import token_spans
+    after the token before it in byte order. Linear in the blob's size. With the compiled
+    kernel the order is its one pass over the pairs (first_unordered, nbtext/_c/frontcode.c);
+    the numpy below is the reference (the same token named: tests/test_kernel.py)."""
+    from ..features.implementation import compiled
 
     try:
         blob.decode("utf-8", "surrogatepass")
@@ -166,9 +165,23 @@ def check_tokens(blob: bytes, ordered: bool) -> None:
         raise VocabularyError(f"vocabulary token {blob.count(0, 0, e.start)} is not UTF-8") from None
     if not ordered:
         return
+    kernel = compiled()
+    i = kernel.first_unordered(blob) if kernel is not None else first_unordered_numpy(blob)
+    if i >= 0:
+        raise VocabularyError(f"vocabulary tokens {i - 1} and {i} are not in byte order")
+
+
+def first_unordered_numpy(blob: bytes) -> int:
+    """The first NUL-terminated token of ``blob`` not after the token before it in byte order,
+    -1 when none: the tokens compared eight bytes at a time, deeper only for the pairs still
+    equal."""
+    import numpy as np
+
+    from ..features.vocabulary import token_spans
+
     b = np.frombuffer(blob, dtype=np.uint8)
     starts, lengths = token_spans(b)
-    pairs, depth = np.arange(1, len(starts)), 0  # (token i - 1 and token i)
+    pairs, depth, first = np.arange(1, len(starts)), 0, -1  # (token i - 1 and token i)
     while len(pairs):
         if depth:
             before = _words(b, starts[pairs - 1], lengths[pairs - 1], depth)
@@ -179,10 +192,12 @@ def check_tokens(blob: bytes, ordered: bool) -> None:
         tied = before == after
         longer = lengths[pairs] > depth + 8
         bad = (after < before) | (tied & ~longer)  # (tied to their ends: the same token twice)
-        if bad.any():
-            i = int(pairs[bad].min())
-            raise VocabularyError(f"vocabulary tokens {i - 1} and {i} are not in byte order")
+        if bad.any():  # (a pair before it may still be found out of order deeper)
+            first = int(pairs[bad].min())
         pairs, depth = pairs[tied & longer], depth + 8
+        if first >= 0:
+            pairs = pairs[pairs < first]
+    return first
 
 
 def _words(b, starts, lengths, depth: int):
@@ -263,7 +278,7 @@ def front_code(blob: bytes) -> tuple[bytes, "np.ndarray", "np.ndarray"]:
     (tests/test_modelfile.py, and the kernel's fuzz under AddressSanitizer)."""
     import numpy as np
 
-    from ..features.kernel import compiled
+    from ..features.implementation import compiled
 
     kernel = compiled()
     if kernel is not None:
@@ -335,7 +350,7 @@ def front_decode(fc: bytes, block: int) -> bytes:
     numpy implementation below is the reference,
     and both give the same bytes or the same error (tests/test_modelfile.py, and the kernel's
     fuzz under AddressSanitizer on any bytes)."""
-    from ..features.kernel import compiled
+    from ..features.implementation import compiled
 
     kernel = compiled()
     if kernel is not None:
