@@ -113,12 +113,15 @@ class TokenSums:
                 self.indptr = np.concatenate([self.indptr, np.full(self._width + 1 - len(self.indptr),
                                                                    self.indptr[-1])])
             return
+        width = max(self._width, int(max(t.max() for t, *_ in self._pending)) + 1)
+        if self._settled_by_kernel(width):
+            return
         k = max(self.k, 1)
         held_tokens = np.repeat(np.arange(len(self.indptr) - 1, dtype=np.int64), np.diff(self.indptr))
         keys = np.concatenate([held_tokens * k + self.classes] + [t * k + c for t, c, _ in self._pending])
         values = np.concatenate([self.values] + [v for *_, v in self._pending])
         del held_tokens
-        width = self._width = max(self._width, int(max(t.max() for t, *_ in self._pending)) + 1)
+        self._width = width
         self._pending, self._pending_n = [], 0
         order = np.argsort(keys, kind="stable")
         keys, values = keys[order], values[order]
@@ -139,6 +142,31 @@ class TokenSums:
         self.values = sums
         self.indptr = np.zeros(width + 1, dtype=np.int64)
         np.cumsum(np.bincount(tokens, minlength=width), out=self.indptr[1:])
+
+    def _settled_by_kernel(self, width: int) -> bool:
+        """settle() by the compiled kernel (nbtext/_c/sums.c: a counting sort by token, no sort of
+        what is held), into arrays of the new width: the same arrays, bit for bit. False, with
+        nothing changed, without the kernel."""
+        from ..features.kernel import compiled
+
+        kernel = compiled()
+        if kernel is None:
+            return False
+        dtype = class_dtype(self.k)
+        total = len(self.values) + self._pending_n
+        indptr, classes, values = np.empty(width + 1, dtype=np.int64), np.empty(total, dtype=dtype), np.empty(total)
+        n = kernel.settle_sums(np.ascontiguousarray(self.indptr, dtype=np.int64),
+                               np.ascontiguousarray(self.classes, dtype=dtype),
+                               np.ascontiguousarray(self.values, dtype=np.float64),
+                               [tuple(np.ascontiguousarray(a) for a in part) for part in self._pending],
+                               max(self.k, 1), indptr, classes, values)
+        if n < 0:
+            raise ValueError("TokenSums: a class or token out of range")
+        classes.resize(n, refcheck=False)
+        values.resize(n, refcheck=False)
+        self.indptr, self.classes, self.values, self._width = indptr, classes, values, width
+        self._pending, self._pending_n = [], 0
+        return True
 
     # -- reading (settled first) ------------------------------------------------------------
     def token_of_entries(self) -> np.ndarray:
