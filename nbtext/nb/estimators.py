@@ -518,6 +518,21 @@ class MultinomialNB(_BaseNB):
         w = F.multinomial_weight(s.values, log_den[cls], alpha[s.token_of_entries()], np.log)
         return SparseLinear.of(s, w, -log_den, terms, self.featurizer(), np.log(alpha), np.ones(len(log_den)))
 
+    def _sparse_log_den(self) -> tuple:
+        """Of sparse counts: (each nonzero's token, its value as weighted (idf), a token's
+        weighted count over every class all_t, log_den): what _sparse_parts starts from, and all
+        that the model file's summary needs without norm (not the weights at every nonzero)."""
+        counts, alpha = self.counts_, self._alpha()
+        s, k, V = counts.token_sums, len(counts.classes), counts.width
+        tok = s.token_of_entries()
+        values = s.values if not self.idf else s.values * idf_weights(self.doc_freq_, self.class_count_.sum())[tok]
+        w_s = TokenSums.of_csr(s.indptr, s.classes, values, k)
+        all_t, n_c = w_s.token_totals(), w_s.class_totals()
+        alpha_sum = alpha * V if np.ndim(alpha) == 0 else np.sum(alpha)
+        with np.errstate(divide="ignore"):
+            log_den = np.log(all_t.sum() + alpha_sum - n_c)
+        return tok, values, all_t, log_den
+
     def _sparse_fold_linear(self, X, y, cols, memo):
         """_fold_linear of sparse counts: the fold model's weights at the fold's columns, from
         its counts there and its class totals (the same formulas as _sparse_linear, on the same
@@ -727,14 +742,10 @@ class ComplementNB(_BaseNB):
         count's log P(t | not c) is log(all_t + alpha) - log_den_c)."""
         counts, alpha = self.counts_, self._alpha()
         s, k, V = counts.token_sums, len(counts.classes), counts.width
-        cls, tok = s.classes.astype(np.int64), s.token_of_entries()
-        values = s.values if not self.idf else s.values * idf_weights(self.doc_freq_, self.class_count_.sum())[tok]
-        w_s = TokenSums.of_csr(s.indptr, s.classes, values, k)
-        all_t, n_c = w_s.token_totals(), w_s.class_totals()
+        tok, values, all_t, log_den = self._sparse_log_den()
+        cls = s.classes.astype(np.int64)
         alpha_t = alpha if np.ndim(alpha) == 0 else np.asarray(alpha, dtype=np.float64)[tok]
-        alpha_sum = alpha * V if np.ndim(alpha) == 0 else np.sum(alpha)
         with np.errstate(divide="ignore"):
-            log_den = np.log(all_t.sum() + alpha_sum - n_c)
             g = np.log(all_t + alpha)  # (a zero count's log(all_t + alpha - 0))
         logged = F.complement_logged(all_t[tok], values, log_den[cls], alpha_t, np.log)
         log_sum = None
@@ -742,6 +753,21 @@ class ComplementNB(_BaseNB):
             log_sum = g.sum() - V * log_den + np.bincount(cls, weights=logged - (g[tok] - log_den[cls]), minlength=k)
             return F.complement_weight(logged, log_sum[cls]), -log_den / log_sum, g, 1 / log_sum, log_den, log_sum
         return F.complement_weight(logged), log_den, g, -np.ones(k), log_den, None
+
+    def _sparse_log_den(self) -> tuple:
+        """Of sparse counts: (each nonzero's token, its value as weighted (idf), a token's
+        weighted count over every class all_t, log_den): what _sparse_parts starts from, and all
+        that the model file's summary needs without norm (not the weights at every nonzero)."""
+        counts, alpha = self.counts_, self._alpha()
+        s, k, V = counts.token_sums, len(counts.classes), counts.width
+        tok = s.token_of_entries()
+        values = s.values if not self.idf else s.values * idf_weights(self.doc_freq_, self.class_count_.sum())[tok]
+        w_s = TokenSums.of_csr(s.indptr, s.classes, values, k)
+        all_t, n_c = w_s.token_totals(), w_s.class_totals()
+        alpha_sum = alpha * V if np.ndim(alpha) == 0 else np.sum(alpha)
+        with np.errstate(divide="ignore"):
+            log_den = np.log(all_t.sum() + alpha_sum - n_c)
+        return tok, values, all_t, log_den
 
     def _sparse_fold_linear(self, X, y, cols, memo):
         """_fold_linear of sparse counts without idf or norm (whose weights move at every token
@@ -763,9 +789,11 @@ class ComplementNB(_BaseNB):
         return None if linear is None else (linear, seen)
 
     def summary(self) -> dict:
-        if self.counts_.sparse:
+        if self.counts_.sparse and self.norm:
             *_, log_den, log_sum = self._derived("sparse", self._sparse_parts)
-            return {"log_den": log_den.tolist(), **({"log_sum": log_sum.tolist()} if self.norm else {})}
+            return {"log_den": log_den.tolist(), "log_sum": log_sum.tolist()}
+        if self.counts_.sparse:  # (the weights are not made for it: on a large model, most of save's peak)
+            return {"log_den": self._derived("log_den", lambda: self._sparse_log_den()[-1]).tolist()}
         logged, log_den = self._logged()
         out = {"log_den": log_den.tolist()}
         if self.norm:

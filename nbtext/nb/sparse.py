@@ -39,7 +39,7 @@ class TokenSums:
         self.indptr = np.zeros(width + 1, dtype=np.int64)
         self.classes = np.zeros(0, dtype=class_dtype(k))
         self.values = np.zeros(0)
-        self._pending: list = []  # (tokens int64, classes, values float64), in the order added
+        self._pending: list = []  # (tokens, classes, values float64), in the order added
         self._pending_n = 0
 
     @classmethod
@@ -93,7 +93,12 @@ class TokenSums:
             tokens, classes, values = tokens[keep], classes[keep], values[keep]
         if not len(values):
             return
-        self._pending.append((np.asarray(tokens, dtype=np.int64), np.asarray(classes, dtype=np.int64),
+        # (held in the least types that hold them: the appended entries are half of what is held
+        # at most, and on train's peak with it)
+        tokens = np.asarray(tokens)
+        small = len(tokens) and tokens.min() >= 0 and tokens.max() < 2**31
+        self._pending.append((tokens.astype(np.int32 if small else np.int64, copy=False),
+                              np.asarray(classes).astype(class_dtype(self.k), copy=False),
                               np.asarray(values, dtype=np.float64)))
         self._pending_n += len(values)
         if self._pending_n >= max(MIN_MERGE, len(self.values) // MERGE_SHARE):
@@ -118,7 +123,7 @@ class TokenSums:
             return
         k = max(self.k, 1)
         held_tokens = np.repeat(np.arange(len(self.indptr) - 1, dtype=np.int64), np.diff(self.indptr))
-        keys = np.concatenate([held_tokens * k + self.classes] + [t * k + c for t, c, _ in self._pending])
+        keys = np.concatenate([held_tokens * k + self.classes] + [t.astype(np.int64) * k + c for t, c, _ in self._pending])
         values = np.concatenate([self.values] + [v for *_, v in self._pending])
         del held_tokens
         self._width = width
