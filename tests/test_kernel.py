@@ -652,6 +652,35 @@ def test_the_kernels_settle_of_sums_held_by_token_is_numpys(data):
     assert np.array_equal(got.values.view(np.int64), want.values.view(np.int64))
 
 
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_the_kernels_product_of_rows_and_sums_held_by_token_is_scipys(data):
+    """nb.sparse.product by the kernel (predict's and calibration's scores of a model of many
+    classes) gives scipy's product to the bit: rows of any values times sums of any values and
+    classes, rows narrower than the sums, empty rows."""
+    from nbtext.features.rows import Rows
+    from nbtext.nb.sparse import TokenSums, product
+
+    compiled()
+    k, width = data.draw(st.sampled_from([3, 20, 300])), data.draw(st.integers(1, 25))
+    n = data.draw(st.integers(0, 30))
+    value = st.floats(-1e3, 1e3, allow_nan=False) | st.sampled_from([1.0, -2.5, 1e-300])
+    s = TokenSums(width, k)
+    s.append(np.asarray(data.draw(st.lists(st.integers(0, width - 1), min_size=n, max_size=n)), dtype=np.int64),
+             np.asarray(data.draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n)), dtype=np.int64),
+             np.asarray(data.draw(st.lists(value, min_size=n, max_size=n))))
+    s.settle()
+    rows, cols = data.draw(st.integers(0, 6)), data.draw(st.integers(0, width))
+    dense = np.asarray(data.draw(st.lists(st.sampled_from([0.0, 0.0, 1.0, 3.0, 0.25, 7.5]), min_size=rows * cols,
+                                          max_size=rows * cols))).reshape(rows, cols)
+    X = Rows.of(dense)
+    got = product(X, s)
+    with implementation("python"):
+        want = product(X, s)
+    assert got.shape == want.shape == (rows, k) and np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
 def test_the_kernels_settle_refuses_what_is_out_of_range_or_over_its_inputs():
     """settle_sums checks every held start, class and appended token before it writes: -1 for
     a class not below k, a token past the width or starts out of order; an error for sizes
@@ -677,6 +706,18 @@ def test_the_kernels_settle_refuses_what_is_out_of_range_or_over_its_inputs():
         settle(part=(part[0], part[1], np.array([1.0, 2.0])))
     with pytest.raises(ValueError, match="overlaps"):
         k.settle_sums(indptr, classes, values, [part], 3, np.empty(3, np.int64), np.empty(2, np.uint8), indptr[:2].view(np.float64))
+    # sums_product reads each column, token start and class as it goes: False past any of them
+    row = (np.array([2.0]), np.array([1], np.int64), np.array([0, 1], np.int64))
+    out = np.zeros((1, 3))
+    assert k.sums_product(*row, np.array([0, 1, 2], np.int64), np.array([2, 0], np.uint8), np.array([1.0, 5.0]), out)
+    assert out.tolist() == [[10.0, 0.0, 0.0]]
+    assert not k.sums_product(np.array([2.0]), np.array([2], np.int64), row[2], np.array([0, 1, 2], np.int64),
+                              np.array([2, 0], np.uint8), np.array([1.0, 5.0]), out)  # (a column past the tokens)
+    assert not k.sums_product(*row, np.array([0, 1, 9], np.int64), np.array([2, 0], np.uint8), np.array([1.0, 5.0]), out)
+    assert not k.sums_product(*row, np.array([0, 1, 2], np.int64), np.array([2, 3], np.uint8), np.array([1.0, 5.0]), out)
+    with pytest.raises(ValueError, match="overlaps"):
+        k.sums_product(*row, np.array([0, 1, 2], np.int64), np.array([2, 0], np.uint8), np.array([1.0, 5.0]),
+                       row[0].view(np.float64).reshape(1, 1))
 
 
 def test_the_kernels_group_sums_refuse_groups_and_columns_out_of_range():

@@ -50,6 +50,8 @@ static PyMethodDef kernel_methods[] = {
     {"settle_sums", kernel_settle_sums, METH_VARARGS,
      "settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values) -> int: "
      "TokenSums.settle's entries written, or -1"},
+    {"sums_product", kernel_sums_product, METH_VARARGS,
+     "sums_product(data, indices, indptr, s_indptr, s_classes, s_values, out) -> bool: nb.sparse.product"},
     {"front_decode", kernel_front_decode, METH_VARARGS,
      "front_decode(fc, block) -> bytes: the NUL-terminated tokens of a front-coded vocabulary"},
     {"score_counted", kernel_score_counted, METH_VARARGS,

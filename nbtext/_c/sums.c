@@ -269,3 +269,70 @@ done:
             PyBuffer_Release(views[i]);
     return result;
 }
+
+/* sums_product(data, indices, indptr, s_indptr, s_classes, s_values, out) -> bool: documents
+ * (CSR rows: float64 values, int32 or int64 columns, int64 row starts) times sums held by token
+ * (s_*: as settle_sums writes them, k = out's columns) into out (float64, rows x k, zeroed by
+ * the caller): nbtext.nb.sparse.product, in scipy's order (a row's entries in turn, each
+ * times its token's entries in turn, added to the row's sums from 0: the same bits), without
+ * scipy's sparse result and its passes. Every row start, column, token start and class is
+ * checked as it is read (the sums are a loaded model's: checked once, but not trusted here);
+ * False, with out partly written, where one is out of range. */
+PyObject *kernel_sums_product(PyObject *self, PyObject *args)
+{
+    Py_buffer dv = {0}, iv = {0}, pv = {0}, spv = {0}, scv = {0}, svv = {0}, ov = {0};
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*w*:sums_product", &dv, &iv, &pv, &spv, &scv, &svv, &ov))
+        return NULL;
+    if (buffers_overlap((Py_buffer *[]){&ov}, 1, (Py_buffer *[]){&dv, &iv, &pv, &spv, &scv, &svv}, 6)) {
+        PyErr_SetString(PyExc_ValueError, "sums_product: an output overlaps an input");
+        goto done;
+    }
+    size_t rows = (size_t)pv.len / sizeof(int64_t), nnz = (size_t)dv.len / sizeof(double);
+    size_t tokens = (size_t)spv.len / sizeof(int64_t), s_nnz = (size_t)svv.len / sizeof(double);
+    size_t isz = nnz ? (size_t)iv.len / nnz : 8, csz = s_nnz ? (size_t)scv.len / s_nnz : 1;
+    if (!rows-- || !tokens-- || pv.len % sizeof(int64_t) || spv.len % sizeof(int64_t) || dv.len % sizeof(double)
+        || svv.len % sizeof(double) || (isz != 4 && isz != 8) || (size_t)iv.len != isz * nnz
+        || (csz != 1 && csz != 2 && csz != 4) || (size_t)scv.len != csz * s_nnz
+        || !rows != !ov.len || (rows && (ov.len % (rows * sizeof(double))))) {
+        PyErr_SetString(PyExc_ValueError, "sums_product: arrays of the wrong sizes");
+        goto done;
+    }
+    size_t k = rows ? (size_t)ov.len / (rows * sizeof(double)) : 0;
+    const int64_t *indptr = pv.buf, *s_indptr = spv.buf;
+    const double *x = dv.buf, *sv = svv.buf;
+    double *out = ov.buf;
+    Ints cols = {iv.buf, isz}, classes = {scv.buf, csz};
+    int ok = indptr[0] == 0 && (size_t)indptr[rows] == nnz;
+    for (size_t r = 0; r < rows && ok; r++)
+        ok = indptr[r + 1] >= indptr[r];
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t r = 0; r < rows && ok; r++) {
+        double *sums = out + r * k;
+        for (int64_t i = indptr[r]; i < indptr[r + 1] && ok; i++) {
+            int64_t t = int_at(cols, (size_t)i);
+            if (t < 0 || (size_t)t >= tokens || s_indptr[t] < 0 || s_indptr[t + 1] < s_indptr[t]
+                || (size_t)s_indptr[t + 1] > s_nnz) {
+                ok = 0;
+                break;
+            }
+            double v = x[i];
+            for (int64_t j = s_indptr[t]; j < s_indptr[t + 1]; j++) {
+                int64_t c = int_at(classes, (size_t)j);
+                if ((size_t)c >= k) {
+                    ok = 0;
+                    break;
+                }
+                sums[c] += v * sv[j];
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(ok);
+done:;
+    Py_buffer *views[] = {&dv, &iv, &pv, &spv, &scv, &svv, &ov};
+    for (size_t i = 0; i < 7; i++)
+        if (views[i]->obj)
+            PyBuffer_Release(views[i]);
+    return result;
+}

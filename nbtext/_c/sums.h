@@ -9,5 +9,8 @@
  * TokenSums.settle, the held CSR arrays and the appended parts folded into the outputs; the
  * entries written, or -1 where numpy must do the work */
 PyObject *kernel_settle_sums(PyObject *self, PyObject *args);
+/* sums_product(data, indices, indptr, s_indptr, s_classes, s_values, out) -> bool: documents
+ * times sums held by token, into a dense rows x k out (nb.sparse.product) */
+PyObject *kernel_sums_product(PyObject *self, PyObject *args);
 
 #endif

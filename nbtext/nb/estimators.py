@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..features.rows import Rows
 from . import weights as F
 from .counts import Counts
-from .sparse import TokenSums, product
+from .sparse import TokenSums, product, scipy_matrix
 from .interface import (ClassifierInterface, Labels, TagValues, check_feature_names, check_lengths,
                         check_non_negative, check_sample_weight, check_width, check_X, check_y, partial_fit_classes)
 
@@ -127,6 +127,9 @@ class Linear:
             b = b + term
         return b
 
+    def prepare(self) -> None:
+        """Make now what every product reads (before workers are forked, so that they share it)."""
+
     def jll(self, X) -> np.ndarray:
         out = np.asarray(self.features(X) @ self._WT)
         for term in self.bias_terms:
@@ -155,6 +158,7 @@ class SparseLinear(Linear):
                  g: np.ndarray | None = None, scale: np.ndarray | None = None):
         self.base, self.D, self.g, self.scale = base, D, g, scale
         self.bias_terms, self.features = bias_terms, features
+        self._D = None  # (D as scipy's matrix, made at the first product)
 
     @property
     def W(self) -> np.ndarray:
@@ -171,9 +175,17 @@ class SparseLinear(Linear):
             b = b + term
         return b
 
+    def prepare(self) -> None:
+        from ..features.kernel import compiled
+
+        self.D.settle()
+        if self._D is None and compiled() is None:  # (the kernel reads D's arrays as they are)
+            self._D = scipy_matrix(self.D)
+
     def jll(self, X) -> np.ndarray:
         X = self.features(X)
-        out = product(X, *self.D.arrays(), len(self.base))
+        self.prepare()
+        out = product(X, self.D, self._D)
         out += X.row_sums()[:, None] * self.base[None, :]
         if self.g is not None:
             out += np.asarray(X @ self.g)[:, None] * self.scale[None, :]

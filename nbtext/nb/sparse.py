@@ -233,16 +233,41 @@ class TokenSums:
         return self.indptr, self.classes, self.values
 
 
-def product(X, indptr: np.ndarray, classes: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
-    """X (Rows, documents x tokens) times the tokens x k matrix held in CSR arrays: documents x
-    k, by scipy.sparse's product (imported here: only models of three classes or more come
-    here)."""
+def scipy_matrix(s: TokenSums):
+    """The tokens x k matrix of ``s`` as scipy.sparse's CSR (imported here: only models of three
+    classes or more come here), for product() without the kernel. Made once by whoever scores
+    many chunks: scipy makes its own copy of the column numbers and starts in its index type,
+    which per chunk was most of predict's time on a large model."""
     import scipy.sparse as sp
 
+    indptr, classes, values = s.arrays()
+    return sp.csr_matrix((values, classes, indptr), shape=(len(indptr) - 1, s.k))
+
+
+def product(X, s: TokenSums, matrix=None) -> np.ndarray:
+    """X (Rows, documents x tokens) times the tokens x k matrix ``s`` (at least X's tokens):
+    documents x k. By the compiled kernel (nbtext/_c/sums.c: straight into the dense result),
+    else by scipy.sparse's product of ``matrix`` (scipy_matrix(s), made when not given): the
+    same additions in the same order, so the same bits."""
+    from ..features.kernel import compiled
+
     n, width = X.shape
-    D = sp.csr_matrix((values, classes, indptr[:width + 1]), shape=(width, k))
-    Xs = sp.csr_matrix((np.asarray(X.data, dtype=np.float64), X.indices, X.indptr), shape=(n, width))
-    return np.asarray((Xs @ D).toarray())
+    if width > s.width:
+        raise ValueError(f"product: {width} columns against {s.width} tokens")
+    data = np.ascontiguousarray(X.data, dtype=np.float64)
+    kernel = compiled()
+    if kernel is not None:
+        out = np.zeros((n, s.k))
+        indptr, classes, values = s.arrays()
+        if kernel.sums_product(data, np.ascontiguousarray(X.indices), np.ascontiguousarray(X.indptr, dtype=np.int64),
+                               indptr, classes, values, out):
+            return out
+        raise ValueError("product: a column, token start or class out of range")
+    import scipy.sparse as sp
+
+    matrix = scipy_matrix(s) if matrix is None else matrix
+    Xs = sp.csr_matrix((data, X.indices, X.indptr), shape=(n, matrix.shape[0]))
+    return np.asarray((Xs @ matrix).toarray())
 
 
 def group_sums(X, group: np.ndarray, k: int, weights: np.ndarray | None = None) -> tuple:
