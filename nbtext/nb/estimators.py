@@ -530,21 +530,6 @@ class MultinomialNB(_BaseNB):
         w = F.multinomial_weight(s.values, log_den[cls], alpha[s.token_of_entries()], np.log)
         return SparseLinear.of(s, w, -log_den, terms, self.featurizer(), np.log(alpha), np.ones(len(log_den)))
 
-    def _sparse_log_den(self) -> tuple:
-        """Of sparse counts: (each nonzero's token, its value as weighted (idf), a token's
-        weighted count over every class all_t, log_den): what _sparse_parts starts from, and all
-        that the model file's summary needs without norm (not the weights at every nonzero)."""
-        counts, alpha = self.counts_, self._alpha()
-        s, k, V = counts.token_sums, len(counts.classes), counts.width
-        tok = s.token_of_entries()
-        values = s.values if not self.idf else s.values * idf_weights(self.doc_freq_, self.class_count_.sum())[tok]
-        w_s = TokenSums.of_csr(s.indptr, s.classes, values, k)
-        all_t, n_c = w_s.token_totals(), w_s.class_totals()
-        alpha_sum = alpha * V if np.ndim(alpha) == 0 else np.sum(alpha)
-        with np.errstate(divide="ignore"):
-            log_den = np.log(all_t.sum() + alpha_sum - n_c)
-        return tok, values, all_t, log_den
-
     def _sparse_fold_linear(self, X, y, cols, memo):
         """_fold_linear of sparse counts: the fold model's weights at the fold's columns, from
         its counts there and its class totals (the same formulas as _sparse_linear, on the same
