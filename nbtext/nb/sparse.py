@@ -74,6 +74,12 @@ class TokenSums:
         return self.indptr.nbytes + self.classes.nbytes + self.values.nbytes + sum(
             sum(a.nbytes for a in p) for p in self._pending)
 
+    def fold_bytes(self) -> int:
+        """The bytes the next fold (settle) writes while these are held: an entry for each held
+        and appended one, and a start a token."""
+        return (len(self.values) + self._pending_n) * (np.dtype(class_dtype(self.k)).itemsize + 8) + \
+            8 * (self._width + 1)
+
     def grow(self, width: int) -> None:
         """Room for tokens up to ``width`` (new tokens have no counts)."""
         self._width = max(self._width, width)
