@@ -637,6 +637,111 @@ def test_a_samples_whole_counts_added_in_place_are_the_fold_by_fold_counts(data)
         assert make_estimator(settings_, Counts(classes, width)).add_whole(X, y) is False
 
 
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_the_kernels_settle_of_sums_held_by_token_is_numpys(data):
+    """TokenSums.settle by the kernel (a counting sort by token, train's reduce of many classes)
+    gives numpy's sorted, summed arrays to the bit: held sums and parts appended in turns,
+    repeats of one (token, class) added in the order they came, sums that cancel to zero left
+    out, fractional values, classes of one, two and four bytes."""
+    from nbtext.nb.sparse import TokenSums
+
+    compiled()
+    k = data.draw(st.sampled_from([3, 5, 20, 300, 70_000]))
+    value = st.sampled_from([1.0, -1.0, 2.0, 0.0]) | st.floats(-1e3, 1e3, allow_nan=False)
+    sums = {True: TokenSums(0, k), False: TokenSums(0, k)}
+    for _ in range(data.draw(st.integers(1, 4))):
+        width = data.draw(st.integers(1, 30))
+        n = data.draw(st.integers(0, 40))
+        tokens = np.asarray(data.draw(st.lists(st.integers(0, width - 1), min_size=n, max_size=n)), dtype=np.int64)
+        classes = np.asarray(data.draw(st.lists(st.integers(0, min(k, 6) - 1), min_size=n, max_size=n)),
+                             dtype=np.int64) * (k // 6 if k > 6 else 1)
+        values = np.asarray(data.draw(st.lists(value, min_size=n, max_size=n)), dtype=np.float64)
+        for by_kernel, s in sums.items():
+            s.grow(width)
+            with implementation("c" if by_kernel else "python"):
+                s.append(tokens, classes, values)
+                if data.draw(st.booleans()):
+                    s.settle()
+    got, want = sums[True], sums[False]
+    with implementation("c"):
+        got.settle()
+    with implementation("python"):
+        want.settle()
+    assert got.classes.dtype == want.classes.dtype and got.width == want.width
+    assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.classes, want.classes)
+    assert np.array_equal(got.values.view(np.int64), want.values.view(np.int64))
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_the_kernels_product_of_rows_and_sums_held_by_token_is_scipys(data):
+    """nb.sparse.product by the kernel (predict's and calibration's scores of a model of many
+    classes) gives scipy's product to the bit: rows of any values times sums of any values and
+    classes, rows narrower than the sums, empty rows."""
+    from nbtext.features.rows import Rows
+    from nbtext.nb.sparse import TokenSums, product
+
+    compiled()
+    k, width = data.draw(st.sampled_from([3, 20, 300])), data.draw(st.integers(1, 25))
+    n = data.draw(st.integers(0, 30))
+    value = st.floats(-1e3, 1e3, allow_nan=False) | st.sampled_from([1.0, -2.5, 1e-300])
+    s = TokenSums(width, k)
+    s.append(np.asarray(data.draw(st.lists(st.integers(0, width - 1), min_size=n, max_size=n)), dtype=np.int64),
+             np.asarray(data.draw(st.lists(st.integers(0, k - 1), min_size=n, max_size=n)), dtype=np.int64),
+             np.asarray(data.draw(st.lists(value, min_size=n, max_size=n))))
+    s.settle()
+    rows, cols = data.draw(st.integers(0, 6)), data.draw(st.integers(0, width))
+    dense = np.asarray(data.draw(st.lists(st.sampled_from([0.0, 0.0, 1.0, 3.0, 0.25, 7.5]), min_size=rows * cols,
+                                          max_size=rows * cols))).reshape(rows, cols)
+    X = Rows.of(dense)
+    got = product(X, s)
+    with implementation("python"):
+        want = product(X, s)
+    assert got.shape == want.shape == (rows, k) and np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
+def test_the_kernels_settle_refuses_what_is_out_of_range_or_over_its_inputs():
+    """settle_sums checks every held start, class and appended token before it writes: -1 for
+    a class not below k, a token past the width or starts out of order; an error for sizes
+    that do not agree or an output laid over an input."""
+    k = compiled()
+    indptr, classes, values = np.array([0, 1, 1], np.int64), np.array([2], np.uint8), np.array([1.0])
+    part = (np.array([1], np.int64), np.array([0], np.int64), np.array([5.0]))
+
+    def settle(part=part, k_=3, width=2, indptr=indptr, classes=classes):
+        out = np.empty(width + 1, np.int64), np.empty(2, np.uint8), np.empty(2)
+        return k.settle_sums(indptr, classes, values, [part], k_, *out), out
+
+    n, (ip, cl, va) = settle()
+    assert n == 2 and ip.tolist() == [0, 1, 2] and cl.tolist() == [2, 0] and va.tolist() == [1.0, 5.0]
+    assert settle(k_=2)[0] == -1  # (a held class not below k)
+    assert settle(part=(np.array([2], np.int64), *part[1:]))[0] == -1  # (a token past the width)
+    assert settle(part=(np.array([-1], np.int64), *part[1:]))[0] == -1
+    assert settle(part=(part[0], np.array([3], np.int64), part[2]))[0] == -1
+    assert settle(indptr=np.array([0, 2, 1], np.int64))[0] == -1  # (starts out of order)
+    with pytest.raises(ValueError, match="wrong sizes"):
+        settle(width=1, indptr=np.array([0, 1, 1, 1], np.int64))  # (a new width under the held one)
+    with pytest.raises(ValueError, match="wrong sizes"):
+        settle(part=(part[0], part[1], np.array([1.0, 2.0])))
+    with pytest.raises(ValueError, match="overlaps"):
+        k.settle_sums(indptr, classes, values, [part], 3, np.empty(3, np.int64), np.empty(2, np.uint8), indptr[:2].view(np.float64))
+    # sums_product reads each column, token start and class as it goes: False past any of them
+    row = (np.array([2.0]), np.array([1], np.int64), np.array([0, 1], np.int64))
+    out = np.zeros((1, 3))
+    assert k.sums_product(*row, np.array([0, 1, 2], np.int64), np.array([2, 0], np.uint8), np.array([1.0, 5.0]), out)
+    assert out.tolist() == [[10.0, 0.0, 0.0]]
+    assert not k.sums_product(np.array([2.0]), np.array([2], np.int64), row[2], np.array([0, 1, 2], np.int64),
+                              np.array([2, 0], np.uint8), np.array([1.0, 5.0]), out)  # (a column past the tokens)
+    assert not k.sums_product(*row, np.array([0, 1, 9], np.int64), np.array([2, 0], np.uint8), np.array([1.0, 5.0]), out)
+    assert not k.sums_product(*row, np.array([0, 1, 2], np.int64), np.array([2, 3], np.uint8), np.array([1.0, 5.0]), out)
+    with pytest.raises(ValueError, match="overlaps"):
+        k.sums_product(*row, np.array([0, 1, 2], np.int64), np.array([2, 0], np.uint8), np.array([1.0, 5.0]),
+                       row[0].view(np.float64).reshape(1, 1))
+
+
 def test_the_kernels_group_sums_refuse_groups_and_columns_out_of_range():
     """group_sums checks every row start and group before reading an entry and each column
     as it reads it: False (numpy then answers, or raises its error), never a write past out."""

@@ -133,6 +133,21 @@ def test_line_formats(tmp_path):
     assert got["b.tsv.gz"] == [("spam", "buy now")]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["__label__a", "__label__", "x__label__y", "word", " ", "\t", "\u3000", "\u00a0",
+                                 "__label__b\u2003c", "__lab", "el__", "  "]), max_size=10))
+def test_a_fasttext_lines_labels_and_words_are_every_word_read_alone(pieces):
+    """A fastText line: its labels are its words that start with __label__, wherever they are,
+    in order; its text the other words joined by one space (Unicode whitespace splits words),
+    as reading each word alone gives them, however the line is laid out."""
+    from nbtext.read.lines import fasttext_fields
+
+    text = "".join(pieces)
+    words = text.split()
+    assert fasttext_fields(text) == ([w[len("__label__"):] for w in words if w.startswith("__label__")],
+                                     " ".join(w for w in words if not w.startswith("__label__")))
+
+
 def mime(body: str) -> bytes:
     return body.replace("\n", "\r\n").encode("latin-1")
 

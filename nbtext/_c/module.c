@@ -5,9 +5,10 @@
  *   keyindex.h   KeyIndex, the vocabulary's key -> id index
  *   frontcode.h  the model file's vocabulary sorted by bytes, front-coded and decoded
  *   rows.h       sparse rows: moved onto ids, a fold's own columns, rows times W, group sums
+ *   sums.h       sums held by token: appended sums folded in (nb.sparse.TokenSums.settle)
  *   score.h      one counted message's sums over a model's cached token weights (nbtext serve)
  *   mail_api.h   the mail rules of the common message (mail.c; mail.h for what mail_*.c share)
- *   hash.h, bits.h, radix.h, buf.h   what several of them use
+ *   hash.h, bits.h, radix.h, buf.h, overlap.h   what several of them use
  *
  * The compiled half of nbtext.features.kernel (read that module's docstring first); the
  * pure-Python path is the reference, and tests/test_kernel.py holds the two to the same tokens,
@@ -22,6 +23,7 @@
 #include "mail_api.h"
 #include "rows.h"
 #include "score.h"
+#include "sums.h"
 #include "tokenize.h"
 
 
@@ -45,6 +47,11 @@ static PyMethodDef kernel_methods[] = {
      "own_columns(data, indices, indptr, rows, width, out_data, out_indices, out_indptr) -> int64 columns (bytes): Rows.own_columns"},
     {"move_rows", kernel_move_rows, METH_VARARGS,
      "move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool: Rows.moved onto distinct columns"},
+    {"settle_sums", kernel_settle_sums, METH_VARARGS,
+     "settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values) -> int: "
+     "TokenSums.settle's entries written, or -1"},
+    {"sums_product", kernel_sums_product, METH_VARARGS,
+     "sums_product(data, indices, indptr, s_indptr, s_classes, s_values, out) -> bool: nb.sparse.product"},
     {"front_decode", kernel_front_decode, METH_VARARGS,
      "front_decode(fc, block) -> bytes: the NUL-terminated tokens of a front-coded vocabulary"},
     {"first_unordered", kernel_first_unordered, METH_O,

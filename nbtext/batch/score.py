@@ -24,7 +24,7 @@ def log_scored_batches(model: Model, docs: Iterable[Document], n_jobs: int = 1, 
     back, so the parent's share of the work is reading and writing (measured faster for predict
     on 2 cores: docs/bench.md).
     The weights are made here, before the workers are forked, so that they share one copy."""
-    model.estimator.linear()  # (made once, in the parent: the workers' copy is the parent's pages)
+    model.estimator.linear().prepare()  # (made once, in the parent: the workers' copy is the parent's pages)
 
     def score(_, batch: Batch):
         return batch if batches else None, model.log_proba(batch.onto(model.vocab, grow=False))

@@ -196,9 +196,10 @@ class Reduction:
 
     def held(self) -> int:
         """The bytes the vocabulary and counts hold, about: the tokens, their index, the counts'
-        arrays (their spare rows included)."""
+        arrays (their spare rows included) and, of sparse counts, what their fold writes while
+        they are held (their peak)."""
         return (self.vocab.buffer().nbytes + INDEX_BYTES * len(self.vocab)
-                + self.counts.nbytes())
+                + self.counts.nbytes() + self.counts.fold_bytes())
 
     def prune(self) -> None:
         """Drop the tokens in at most t documents, t the least (and no less than the last

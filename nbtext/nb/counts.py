@@ -220,6 +220,11 @@ class Counts:
         counts = self._sp.nbytes() if self._sp is not None else self._fc.nbytes
         return counts + self._cc.nbytes + self._df.nbytes + self._ls.nbytes
 
+    def fold_bytes(self) -> int:
+        """The bytes sparse counts' next fold (their settle) writes while they are held: what
+        their peak adds to nbytes() (train's memory budget reads both); 0 for dense counts."""
+        return self._sp.fold_bytes() if self._sp is not None else 0
+
     @property
     def class_count(self) -> np.ndarray:
         return self._cc[:len(self.classes)]

@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..features.rows import Rows
 from . import weights as F
 from .counts import Counts
-from .sparse import TokenSums, product
+from .sparse import TokenSums, product, scipy_matrix
 from .interface import (ClassifierInterface, Labels, TagValues, check_feature_names, check_lengths,
                         check_non_negative, check_sample_weight, check_width, check_X, check_y, partial_fit_classes)
 
@@ -127,6 +127,9 @@ class Linear:
             b = b + term
         return b
 
+    def prepare(self) -> None:
+        """Make now what every product reads (before workers are forked, so that they share it)."""
+
     def jll(self, X) -> np.ndarray:
         out = np.asarray(self.features(X) @ self._WT)
         for term in self.bias_terms:
@@ -155,6 +158,7 @@ class SparseLinear(Linear):
                  g: np.ndarray | None = None, scale: np.ndarray | None = None):
         self.base, self.D, self.g, self.scale = base, D, g, scale
         self.bias_terms, self.features = bias_terms, features
+        self._D = None  # (D as scipy's matrix, made at the first product)
 
     @property
     def W(self) -> np.ndarray:
@@ -171,9 +175,17 @@ class SparseLinear(Linear):
             b = b + term
         return b
 
+    def prepare(self) -> None:
+        from ..features.kernel import compiled
+
+        self.D.settle()
+        if self._D is None and compiled() is None:  # (the kernel reads D's arrays as they are)
+            self._D = scipy_matrix(self.D)
+
     def jll(self, X) -> np.ndarray:
         X = self.features(X)
-        out = product(X, *self.D.arrays(), len(self.base))
+        self.prepare()
+        out = product(X, self.D, self._D)
         out += X.row_sums()[:, None] * self.base[None, :]
         if self.g is not None:
             out += np.asarray(X @ self.g)[:, None] * self.scale[None, :]
@@ -727,14 +739,10 @@ class ComplementNB(_BaseNB):
         count's log P(t | not c) is log(all_t + alpha) - log_den_c)."""
         counts, alpha = self.counts_, self._alpha()
         s, k, V = counts.token_sums, len(counts.classes), counts.width
-        cls, tok = s.classes.astype(np.int64), s.token_of_entries()
-        values = s.values if not self.idf else s.values * idf_weights(self.doc_freq_, self.class_count_.sum())[tok]
-        w_s = TokenSums.of_csr(s.indptr, s.classes, values, k)
-        all_t, n_c = w_s.token_totals(), w_s.class_totals()
+        tok, values, all_t, log_den = self._sparse_log_den()
+        cls = s.classes.astype(np.int64)
         alpha_t = alpha if np.ndim(alpha) == 0 else np.asarray(alpha, dtype=np.float64)[tok]
-        alpha_sum = alpha * V if np.ndim(alpha) == 0 else np.sum(alpha)
         with np.errstate(divide="ignore"):
-            log_den = np.log(all_t.sum() + alpha_sum - n_c)
             g = np.log(all_t + alpha)  # (a zero count's log(all_t + alpha - 0))
         logged = F.complement_logged(all_t[tok], values, log_den[cls], alpha_t, np.log)
         log_sum = None
@@ -742,6 +750,21 @@ class ComplementNB(_BaseNB):
             log_sum = g.sum() - V * log_den + np.bincount(cls, weights=logged - (g[tok] - log_den[cls]), minlength=k)
             return F.complement_weight(logged, log_sum[cls]), -log_den / log_sum, g, 1 / log_sum, log_den, log_sum
         return F.complement_weight(logged), log_den, g, -np.ones(k), log_den, None
+
+    def _sparse_log_den(self) -> tuple:
+        """Of sparse counts: (each nonzero's token, its value as weighted (idf), a token's
+        weighted count over every class all_t, log_den): what _sparse_parts starts from, and all
+        that the model file's summary needs without norm (not the weights at every nonzero)."""
+        counts, alpha = self.counts_, self._alpha()
+        s, k, V = counts.token_sums, len(counts.classes), counts.width
+        tok = s.token_of_entries()
+        values = s.values if not self.idf else s.values * idf_weights(self.doc_freq_, self.class_count_.sum())[tok]
+        w_s = TokenSums.of_csr(s.indptr, s.classes, values, k)
+        all_t, n_c = w_s.token_totals(), w_s.class_totals()
+        alpha_sum = alpha * V if np.ndim(alpha) == 0 else np.sum(alpha)
+        with np.errstate(divide="ignore"):
+            log_den = np.log(all_t.sum() + alpha_sum - n_c)
+        return tok, values, all_t, log_den
 
     def _sparse_fold_linear(self, X, y, cols, memo):
         """_fold_linear of sparse counts without idf or norm (whose weights move at every token
@@ -763,9 +786,11 @@ class ComplementNB(_BaseNB):
         return None if linear is None else (linear, seen)
 
     def summary(self) -> dict:
-        if self.counts_.sparse:
+        if self.counts_.sparse and self.norm:
             *_, log_den, log_sum = self._derived("sparse", self._sparse_parts)
-            return {"log_den": log_den.tolist(), **({"log_sum": log_sum.tolist()} if self.norm else {})}
+            return {"log_den": log_den.tolist(), "log_sum": log_sum.tolist()}
+        if self.counts_.sparse:  # (the weights are not made for it: on a large model, most of save's peak)
+            return {"log_den": self._derived("log_den", lambda: self._sparse_log_den()[-1]).tolist()}
         logged, log_den = self._logged()
         out = {"log_den": log_den.tolist()}
         if self.norm:

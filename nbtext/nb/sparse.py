@@ -47,7 +47,7 @@ class TokenSums:
         self.indptr = np.zeros(width + 1, dtype=np.int64)
         self.classes = np.zeros(0, dtype=class_dtype(k))
         self.values = np.zeros(0)
-        self._pending: list = []  # (tokens int64, classes, values float64), in the order added
+        self._pending: list = []  # (tokens, classes, values float64), in the order added
         self._pending_n = 0
 
     @classmethod
@@ -82,6 +82,12 @@ class TokenSums:
         return self.indptr.nbytes + self.classes.nbytes + self.values.nbytes + sum(
             sum(a.nbytes for a in p) for p in self._pending)
 
+    def fold_bytes(self) -> int:
+        """The bytes the next fold (settle) writes while these are held: an entry for each held
+        and appended one, and a start a token."""
+        return (len(self.values) + self._pending_n) * (np.dtype(class_dtype(self.k)).itemsize + 8) + \
+            8 * (self._width + 1)
+
     def grow(self, width: int) -> None:
         """Room for tokens up to ``width`` (new tokens have no counts)."""
         self._width = max(self._width, width)
@@ -101,7 +107,12 @@ class TokenSums:
             tokens, classes, values = tokens[keep], classes[keep], values[keep]
         if not len(values):
             return
-        self._pending.append((np.asarray(tokens, dtype=np.int64), np.asarray(classes, dtype=np.int64),
+        # (held in the least types that hold them: the appended entries are half of what is held
+        # at most, and on train's peak with it)
+        tokens = np.asarray(tokens)
+        small = len(tokens) and tokens.min() >= 0 and tokens.max() < 2**31
+        self._pending.append((tokens.astype(np.int32 if small else np.int64, copy=False),
+                              np.asarray(classes).astype(class_dtype(self.k), copy=False),
                               np.asarray(values, dtype=np.float64)))
         self._pending_n += len(values)
         if self._pending_n >= max(MIN_MERGE, len(self.values) // MERGE_SHARE):
@@ -121,12 +132,15 @@ class TokenSums:
                 self.indptr = np.concatenate([self.indptr, np.full(self._width + 1 - len(self.indptr),
                                                                    self.indptr[-1])])
             return
+        width = max(self._width, int(max(t.max() for t, *_ in self._pending)) + 1)
+        if self._settled_by_kernel(width):
+            return
         k = max(self.k, 1)
         held_tokens = np.repeat(np.arange(len(self.indptr) - 1, dtype=np.int64), np.diff(self.indptr))
-        keys = np.concatenate([held_tokens * k + self.classes] + [t * k + c for t, c, _ in self._pending])
+        keys = np.concatenate([held_tokens * k + self.classes] + [t.astype(np.int64) * k + c for t, c, _ in self._pending])
         values = np.concatenate([self.values] + [v for *_, v in self._pending])
         del held_tokens
-        width = self._width = max(self._width, int(max(t.max() for t, *_ in self._pending)) + 1)
+        self._width = width
         self._pending, self._pending_n = [], 0
         order = np.argsort(keys, kind="stable")
         keys, values = keys[order], values[order]
@@ -147,6 +161,31 @@ class TokenSums:
         self.values = sums
         self.indptr = np.zeros(width + 1, dtype=np.int64)
         np.cumsum(np.bincount(tokens, minlength=width), out=self.indptr[1:])
+
+    def _settled_by_kernel(self, width: int) -> bool:
+        """settle() by the compiled kernel (nbtext/_c/sums.c: a counting sort by token, no sort of
+        what is held), into arrays of the new width: the same arrays, bit for bit. False, with
+        nothing changed, without the kernel."""
+        from ..features.kernel import compiled
+
+        kernel = compiled()
+        if kernel is None:
+            return False
+        dtype = class_dtype(self.k)
+        total = len(self.values) + self._pending_n
+        indptr, classes, values = np.empty(width + 1, dtype=np.int64), np.empty(total, dtype=dtype), np.empty(total)
+        n = kernel.settle_sums(np.ascontiguousarray(self.indptr, dtype=np.int64),
+                               np.ascontiguousarray(self.classes, dtype=dtype),
+                               np.ascontiguousarray(self.values, dtype=np.float64),
+                               [tuple(np.ascontiguousarray(a) for a in part) for part in self._pending],
+                               max(self.k, 1), indptr, classes, values)
+        if n < 0:
+            raise ValueError("TokenSums: a class or token out of range")
+        classes.resize(n, refcheck=False)
+        values.resize(n, refcheck=False)
+        self.indptr, self.classes, self.values, self._width = indptr, classes, values, width
+        self._pending, self._pending_n = [], 0
+        return True
 
     # -- reading (settled first) ------------------------------------------------------------
     def token_of_entries(self) -> np.ndarray:
@@ -215,16 +254,41 @@ class TokenSums:
         return self.indptr, self.classes, self.values
 
 
-def product(X, indptr: np.ndarray, classes: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
-    """X (Rows, documents x tokens) times the tokens x k matrix held in CSR arrays: documents x
-    k, by scipy.sparse's product (imported here: only models of three classes or more come
-    here)."""
+def scipy_matrix(s: TokenSums):
+    """The tokens x k matrix of ``s`` as scipy.sparse's CSR (imported here: only models of three
+    classes or more come here), for product() without the kernel. Made once by whoever scores
+    many chunks: scipy makes its own copy of the column numbers and starts in its index type,
+    which per chunk was most of predict's time on a large model."""
     import scipy.sparse as sp
 
+    indptr, classes, values = s.arrays()
+    return sp.csr_matrix((values, classes, indptr), shape=(len(indptr) - 1, s.k))
+
+
+def product(X, s: TokenSums, matrix=None) -> np.ndarray:
+    """X (Rows, documents x tokens) times the tokens x k matrix ``s`` (at least X's tokens):
+    documents x k. By the compiled kernel (nbtext/_c/sums.c: straight into the dense result),
+    else by scipy.sparse's product of ``matrix`` (scipy_matrix(s), made when not given): the
+    same additions in the same order, so the same bits."""
+    from ..features.kernel import compiled
+
     n, width = X.shape
-    D = sp.csr_matrix((values, classes, indptr[:width + 1]), shape=(width, k))
-    Xs = sp.csr_matrix((np.asarray(X.data, dtype=np.float64), X.indices, X.indptr), shape=(n, width))
-    return np.asarray((Xs @ D).toarray())
+    if width > s.width:
+        raise ValueError(f"product: {width} columns against {s.width} tokens")
+    data = np.ascontiguousarray(X.data, dtype=np.float64)
+    kernel = compiled()
+    if kernel is not None:
+        out = np.zeros((n, s.k))
+        indptr, classes, values = s.arrays()
+        if kernel.sums_product(data, np.ascontiguousarray(X.indices), np.ascontiguousarray(X.indptr, dtype=np.int64),
+                               indptr, classes, values, out):
+            return out
+        raise ValueError("product: a column, token start or class out of range")
+    import scipy.sparse as sp
+
+    matrix = scipy_matrix(s) if matrix is None else matrix
+    Xs = sp.csr_matrix((data, X.indices, X.indptr), shape=(n, matrix.shape[0]))
+    return np.asarray((Xs @ matrix).toarray())
 
 
 def group_sums(X, group: np.ndarray, k: int, weights: np.ndarray | None = None) -> tuple:

@@ -220,15 +220,32 @@ def _parsed_lines(path: str, lines: Iterator[tuple[int, bytes]], fmt: str, opts:
                 raise NbtextError(f"{where}: the text field is not a string")
             text = _text(text)
         elif fmt == "fasttext":
-            parts = text.split()
-            labels = [p[9:] for p in parts if p.startswith("__label__")]
+            labels, text = fasttext_fields(text)
             if labelled and not labels:
                 raise NbtextError(f"{where}: no __label__ on this line")
             label = labels[0] if labels else None
-            text = " ".join(p for p in parts if not p.startswith("__label__"))
         if labelled:
             label = _label_of(label, where, checked)
         yield Document(where, text, label)
+
+
+FASTTEXT_LABEL = "__label__"
+
+
+def fasttext_fields(text: str) -> tuple[list[str], str]:
+    """A fastText line's labels (its words that start with __label__, in order, without it) and
+    its other words joined by single spaces. The labels lead the line nearly always: then the
+    words after them are joined whole, with no Python loop over the words (a line of a large
+    corpus has a hundred words or more, and the loop was most of train's reading)."""
+    parts = text.split()
+    lead = 0
+    while lead < len(parts) and parts[lead].startswith(FASTTEXT_LABEL):
+        lead += 1
+    rest = " ".join(parts[lead:])
+    if " " + FASTTEXT_LABEL in rest:  # (a label further on: the words one by one)
+        return ([p[len(FASTTEXT_LABEL):] for p in parts if p.startswith(FASTTEXT_LABEL)],
+                " ".join(p for p in parts if not p.startswith(FASTTEXT_LABEL)))
+    return [p[len(FASTTEXT_LABEL):] for p in parts[:lead]], rest
 
 
 _LONE_CR = re.compile(r"(?<=\r)(?!\n)")

@@ -1,0 +1,338 @@
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "overlap.h"
+#include "sums.h"
+
+/* Sums held by token: a token's nonzero classes in order and their values (CSR: indptr by token),
+ * with sums appended in parts as (token, class, value) entries. Folding the parts in is
+ * nbtext.nb.sparse.TokenSums.settle: numpy's way sorts every entry held by its (token, class)
+ * key, a sort of the whole state for each fold. Here a counting sort by token instead (the
+ * held entries are in token order already): a pass to count each token's entries, a pass to
+ * place them (a token's held entries first, then its appended ones in the order they came),
+ * and a pass that adds up each token's entries of one class in that order, from 0, as numpy's
+ * bincount adds them: the same bits. Work in proportion to the entries and the tokens, and
+ * memory for the outputs alone (the token starts double as the placing cursors). */
+
+typedef struct {
+    const void *buf;
+    size_t size;  /* bytes an element */
+} Ints;
+
+static inline int64_t int_at(Ints a, size_t i)
+{
+    switch (a.size) {
+    case 1: return ((const uint8_t *)a.buf)[i];
+    case 2: return ((const uint16_t *)a.buf)[i];
+    case 4: return ((const int32_t *)a.buf)[i];
+    default: return ((const int64_t *)a.buf)[i];
+    }
+}
+
+static inline void put_class(void *buf, size_t size, size_t i, int64_t c)
+{
+    switch (size) {
+    case 1: ((uint8_t *)buf)[i] = (uint8_t)c; break;
+    case 2: ((uint16_t *)buf)[i] = (uint16_t)c; break;
+    default: ((int32_t *)buf)[i] = (int32_t)c; break;
+    }
+}
+
+/* A part: its three arrays, viewed; the entries it holds. */
+typedef struct {
+    Py_buffer t, c, v;
+    size_t n;
+} Part;
+
+static void release_parts(Part *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        Py_buffer *views[] = {&parts[i].t, &parts[i].c, &parts[i].v};
+        for (size_t j = 0; j < 3; j++)
+            if (views[j]->obj)
+                PyBuffer_Release(views[j]);
+    }
+}
+
+/* The parts' buffers viewed and their sizes checked (tokens of 4 or 8 bytes, classes of 1, 2, 4
+ * or 8, values float64, as many of each); 0 with an error set where they are not. */
+static int view_parts(PyObject *seq, Part *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        Part *p = &parts[i];
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) {
+            PyErr_SetString(PyExc_ValueError, "settle_sums: a part is a (tokens, classes, values) tuple");
+            return 0;
+        }
+        Py_buffer *views[] = {&p->t, &p->c, &p->v};
+        for (size_t j = 0; j < 3; j++)
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, j), views[j], PyBUF_SIMPLE) < 0)
+                return 0;
+        p->n = (size_t)p->v.len / sizeof(double);
+        size_t ts = p->n ? (size_t)p->t.len / p->n : 8, cs = p->n ? (size_t)p->c.len / p->n : 8;
+        if (p->v.len % sizeof(double) || (ts != 4 && ts != 8) || (size_t)p->t.len != ts * p->n
+            || (cs != 1 && cs != 2 && cs != 4 && cs != 8) || (size_t)p->c.len != cs * p->n) {
+            PyErr_SetString(PyExc_ValueError, "settle_sums: a part's arrays of the wrong sizes");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Whether every held start is in order and within the entries, every class below k, and every
+ * appended token below width and class below k. */
+static int inputs_valid(const int64_t *indptr, size_t held_width, Ints classes, size_t nnz, Part *parts,
+                        size_t n_parts, size_t width, int64_t k)
+{
+    if (indptr[0] != 0 || (size_t)indptr[held_width] != nnz)
+        return 0;
+    for (size_t t = 0; t < held_width; t++)
+        if (indptr[t + 1] < indptr[t])
+            return 0;
+    for (size_t i = 0; i < nnz; i++)
+        if (int_at(classes, i) >= k)
+            return 0;
+    for (size_t p = 0; p < n_parts; p++) {
+        Ints t = {parts[p].t.buf, (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1)};
+        Ints c = {parts[p].c.buf, (size_t)parts[p].c.len / (parts[p].n ? parts[p].n : 1)};
+        for (size_t i = 0; i < parts[p].n; i++) {
+            int64_t tok = int_at(t, i), cls = int_at(c, i);
+            if (tok < 0 || (size_t)tok >= width || cls < 0 || cls >= k)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* One token's placed entries [start, end) added up by class into acc (seen[c]: whether class c
+ * has a sum), then written from ``w`` on in class order, zeros left out; the new w. The
+ * distinct classes are sorted by insertion where few, else found by a pass over the k. */
+static size_t fold_token(void *cls, size_t csz, double *vals, size_t start, size_t end, size_t w,
+                         double *acc, char *seen, int64_t *touched, int64_t k)
+{
+    size_t d = 0;
+    for (size_t i = start; i < end; i++) {
+        int64_t c = int_at((Ints){cls, csz}, i);
+        if (!seen[c]) {
+            seen[c] = 1;
+            acc[c] = 0.0;
+            touched[d++] = c;
+        }
+        acc[c] += vals[i];
+    }
+    if (d * d <= (size_t)k * 4) {
+        for (size_t i = 1; i < d; i++) {
+            int64_t c = touched[i];
+            size_t j = i;
+            for (; j > 0 && touched[j - 1] > c; j--)
+                touched[j] = touched[j - 1];
+            touched[j] = c;
+        }
+    } else {
+        d = 0;
+        for (int64_t c = 0; c < k; c++)
+            if (seen[c])
+                touched[d++] = c;
+    }
+    for (size_t i = 0; i < d; i++) {
+        int64_t c = touched[i];
+        seen[c] = 0;
+        if (acc[c] != 0) {
+            put_class(cls, csz, w, c);
+            vals[w++] = acc[c];
+        }
+    }
+    return w;
+}
+
+/* settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values) -> int:
+ * the held sums (indptr int64 by token; classes of 1, 2 or 4 bytes; values float64) and the
+ * parts (a sequence of (tokens, classes, values), in the order appended) folded into
+ * out_indptr (int64, one start a token of the new width, and the end), out_classes (as the
+ * held classes) and out_values, which hold room for every entry held and appended; the entries
+ * written. -1, with the outputs partly written, where a start is out of order, a class not
+ * below k or a token not below the new width. */
+PyObject *kernel_settle_sums(PyObject *self, PyObject *args)
+{
+    Py_buffer pv = {0}, cv = {0}, vv = {0}, opv = {0}, ocv = {0}, ovv = {0};
+    PyObject *seq = NULL, *parts_arg, *result = NULL;
+    Py_ssize_t k;
+    Part *parts = NULL;
+    size_t n_parts = 0;
+    double *acc = NULL;
+    char *seen = NULL;
+    int64_t *touched = NULL;
+    Py_buffer **ins = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*Onw*w*w*:settle_sums", &pv, &cv, &vv, &parts_arg, &k, &opv, &ocv, &ovv))
+        return NULL;
+    if (!(seq = PySequence_Fast(parts_arg, "settle_sums: parts is a sequence")))
+        goto done;
+    n_parts = (size_t)PySequence_Fast_GET_SIZE(seq);
+    if (!(parts = PyMem_Calloc(n_parts ? n_parts : 1, sizeof(Part)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!view_parts(seq, parts, n_parts) || !(ins = PyMem_Malloc((3 + 3 * n_parts) * sizeof(Py_buffer *)))) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    ins[0] = &pv, ins[1] = &cv, ins[2] = &vv;
+    for (size_t p = 0; p < n_parts; p++)
+        ins[3 + 3 * p] = &parts[p].t, ins[4 + 3 * p] = &parts[p].c, ins[5 + 3 * p] = &parts[p].v;
+    if (buffers_overlap((Py_buffer *[]){&opv, &ocv, &ovv}, 3, ins, 3 + 3 * n_parts)) {
+        PyErr_SetString(PyExc_ValueError, "settle_sums: an output overlaps an input or another output");
+        goto done;
+    }
+    size_t held_width = (size_t)pv.len / sizeof(int64_t), nnz = (size_t)vv.len / sizeof(double);
+    size_t csz = (size_t)ocv.len, total = nnz, width = (size_t)opv.len / sizeof(int64_t);
+    for (size_t p = 0; p < n_parts; p++)
+        total += parts[p].n;
+    csz = total ? csz / total : 1;
+    if (!held_width-- || pv.len % sizeof(int64_t) || vv.len % sizeof(double) || (size_t)cv.len != csz * nnz
+        || (csz != 1 && csz != 2 && csz != 4) || !width-- || width < held_width || opv.len % sizeof(int64_t)
+        || (size_t)ocv.len != csz * total || (size_t)ovv.len != total * sizeof(double) || k < 1
+        || (size_t)k > ((size_t)1 << (8 * csz)) || (size_t)k > PY_SSIZE_T_MAX / sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "settle_sums: arrays of the wrong sizes");
+        goto done;
+    }
+    const int64_t *indptr = pv.buf;
+    int64_t *out = opv.buf;
+    double *vals = ovv.buf;
+    Ints held_classes = {cv.buf, csz};
+    if (!inputs_valid(indptr, held_width, held_classes, nnz, parts, n_parts, width, k)) {
+        result = PyLong_FromLong(-1);
+        goto done;
+    }
+    acc = PyMem_Malloc((size_t)k * sizeof(double));
+    seen = PyMem_Calloc((size_t)k, 1);
+    touched = PyMem_Malloc((size_t)k * sizeof(int64_t));
+    if (!acc || !seen || !touched) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t w = 0;  /* (the entries written: the result) */
+    Py_BEGIN_ALLOW_THREADS
+    memset(out, 0, (width + 1) * sizeof(int64_t));
+    for (size_t p = 0; p < n_parts; p++) {  /* each token's appended entries, counted at its end */
+        Ints t = {parts[p].t.buf, (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1)};
+        for (size_t i = 0; i < parts[p].n; i++)
+            out[int_at(t, i) + 1]++;
+    }
+    size_t at = 0;  /* a token's held entries placed; its end becomes the cursor of its appended ones */
+    for (size_t t = 0; t < width; t++) {
+        size_t appended = (size_t)out[t + 1], h = 0;
+        if (t < held_width) {
+            h = (size_t)(indptr[t + 1] - indptr[t]);
+            for (size_t i = 0; i < h; i++)
+                put_class(ocv.buf, csz, at + i, int_at(held_classes, (size_t)indptr[t] + i));
+            memcpy(vals + at, (const double *)vv.buf + indptr[t], h * sizeof(double));
+        }
+        out[t + 1] = (int64_t)(at + h);
+        at += h + appended;
+    }
+    for (size_t p = 0; p < n_parts; p++) {  /* the appended entries, in the order they came */
+        size_t ts = (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1);
+        Ints t = {parts[p].t.buf, ts}, c = {parts[p].c.buf, (size_t)parts[p].c.len / (parts[p].n ? parts[p].n : 1)};
+        const double *v = parts[p].v.buf;
+        for (size_t i = 0; i < parts[p].n; i++) {
+            size_t place = (size_t)out[int_at(t, i) + 1]++;
+            put_class(ocv.buf, csz, place, int_at(c, i));
+            vals[place] = v[i];
+        }
+    }
+    size_t start = 0;  /* (out[t + 1] is now token t's end; out[t] is rewritten behind) */
+    for (size_t t = 0; t < width; t++) {
+        size_t end = (size_t)out[t + 1];
+        out[t] = (int64_t)w;
+        w = fold_token(ocv.buf, csz, vals, start, end, w, acc, seen, touched, k);
+        start = end;
+    }
+    out[width] = (int64_t)w;
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSize_t(w);
+done:
+    PyMem_Free(acc);
+    PyMem_Free(seen);
+    PyMem_Free(touched);
+    PyMem_Free(ins);
+    if (parts)
+        release_parts(parts, n_parts);
+    PyMem_Free(parts);
+    Py_XDECREF(seq);
+    Py_buffer *views[] = {&pv, &cv, &vv, &opv, &ocv, &ovv};
+    for (size_t i = 0; i < 6; i++)
+        if (views[i]->obj)
+            PyBuffer_Release(views[i]);
+    return result;
+}
+
+/* sums_product(data, indices, indptr, s_indptr, s_classes, s_values, out) -> bool: documents
+ * (CSR rows: float64 values, int32 or int64 columns, int64 row starts) times sums held by token
+ * (s_*: as settle_sums writes them, k = out's columns) into out (float64, rows x k, zeroed by
+ * the caller): nbtext.nb.sparse.product, in scipy's order (a row's entries in turn, each
+ * times its token's entries in turn, added to the row's sums from 0: the same bits), without
+ * scipy's sparse result and its passes. Every row start, column, token start and class is
+ * checked as it is read (the sums are a loaded model's: checked once, but not trusted here);
+ * False, with out partly written, where one is out of range. */
+PyObject *kernel_sums_product(PyObject *self, PyObject *args)
+{
+    Py_buffer dv = {0}, iv = {0}, pv = {0}, spv = {0}, scv = {0}, svv = {0}, ov = {0};
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*w*:sums_product", &dv, &iv, &pv, &spv, &scv, &svv, &ov))
+        return NULL;
+    if (buffers_overlap((Py_buffer *[]){&ov}, 1, (Py_buffer *[]){&dv, &iv, &pv, &spv, &scv, &svv}, 6)) {
+        PyErr_SetString(PyExc_ValueError, "sums_product: an output overlaps an input");
+        goto done;
+    }
+    size_t rows = (size_t)pv.len / sizeof(int64_t), nnz = (size_t)dv.len / sizeof(double);
+    size_t tokens = (size_t)spv.len / sizeof(int64_t), s_nnz = (size_t)svv.len / sizeof(double);
+    size_t isz = nnz ? (size_t)iv.len / nnz : 8, csz = s_nnz ? (size_t)scv.len / s_nnz : 1;
+    if (!rows-- || !tokens-- || pv.len % sizeof(int64_t) || spv.len % sizeof(int64_t) || dv.len % sizeof(double)
+        || svv.len % sizeof(double) || (isz != 4 && isz != 8) || (size_t)iv.len != isz * nnz
+        || (csz != 1 && csz != 2 && csz != 4) || (size_t)scv.len != csz * s_nnz
+        || !rows != !ov.len || (rows && (ov.len % (rows * sizeof(double))))) {
+        PyErr_SetString(PyExc_ValueError, "sums_product: arrays of the wrong sizes");
+        goto done;
+    }
+    size_t k = rows ? (size_t)ov.len / (rows * sizeof(double)) : 0;
+    const int64_t *indptr = pv.buf, *s_indptr = spv.buf;
+    const double *x = dv.buf, *sv = svv.buf;
+    double *out = ov.buf;
+    Ints cols = {iv.buf, isz}, classes = {scv.buf, csz};
+    int ok = indptr[0] == 0 && (size_t)indptr[rows] == nnz;
+    for (size_t r = 0; r < rows && ok; r++)
+        ok = indptr[r + 1] >= indptr[r];
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t r = 0; r < rows && ok; r++) {
+        double *sums = out + r * k;
+        for (int64_t i = indptr[r]; i < indptr[r + 1] && ok; i++) {
+            int64_t t = int_at(cols, (size_t)i);
+            if (t < 0 || (size_t)t >= tokens || s_indptr[t] < 0 || s_indptr[t + 1] < s_indptr[t]
+                || (size_t)s_indptr[t + 1] > s_nnz) {
+                ok = 0;
+                break;
+            }
+            double v = x[i];
+            for (int64_t j = s_indptr[t]; j < s_indptr[t + 1]; j++) {
+                int64_t c = int_at(classes, (size_t)j);
+                if ((size_t)c >= k) {
+                    ok = 0;
+                    break;
+                }
+                sums[c] += v * sv[j];
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(ok);
+done:;
+    Py_buffer *views[] = {&dv, &iv, &pv, &spv, &scv, &svv, &ov};
+    for (size_t i = 0; i < 7; i++)
+        if (views[i]->obj)
+            PyBuffer_Release(views[i]);
+    return result;
+}
