@@ -286,6 +286,7 @@ class Worker:
         c.out = out
         c.stage = "write"
         c.deadline = time.monotonic() + self.opts.timeout
+        self._log(c)  # (before the reply goes: a client that has read it finds its request in /metrics)
         try:
             self._send(c)
         except OSError:  # (the client is gone)
@@ -300,7 +301,6 @@ class Worker:
             except BlockingIOError:
                 return self._watch(c, selectors.EVENT_WRITE)
             c.out = c.out[n:]
-        self._log(c)
         try:
             c.sock.shutdown(socket.SHUT_WR)
             if not c.sock.recv(READ):  # (the client has ended its side: nothing to drain)
