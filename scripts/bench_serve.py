@@ -23,8 +23,9 @@ as p50, p90 and p99 and as a histogram of every message of every round. On a
 machine shared with other work the wall-clock figures depend on the neighbours' load, so the
 CPU time a message costs (all processes: clients, programs, daemon) is measured too, with the
 messages a second it would allow on the machine's cores alone.
-Rounds alternate the ways (each way once a round), and the table gives each way's median
-over rounds, so that a neighbour's load on a shared machine falls on all of them alike.
+Rounds alternate the ways (each way once a round, in the reverse order every other round, so
+that no way always follows the same one), and the table gives each way's median over rounds,
+so that a neighbour's load on a shared machine falls on all of them alike.
 Before the rounds each daemon is sent every message five times over by the clients, so that
 each worker has met (and keeps the weights of) nearly every token of the messages: the rounds
 measure a daemon in its steady state, not its first meeting of each token. The load average
@@ -259,8 +260,9 @@ def main() -> None:
             results: dict[str, list] = {w: [] for w in ways}
             every: dict[str, list] = {w: [] for w in ways}
             load = [os.getloadavg()[0]]
-            for _ in range(a.rounds):
-                for name, (n, one, daemon) in ways.items():
+            for r in range(a.rounds):
+                for name in list(ways)[::-1 if r % 2 else 1]:
+                    n, one, daemon = ways[name]
                     pid = daemon.pid if daemon else None
                     cpu, own = cpu_seconds(pid), daemon_seconds(pid)
                     wall, times = clients(a.concurrency, n, one)
