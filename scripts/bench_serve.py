@@ -18,12 +18,19 @@ round's messages are done:
 - bogofilter: `bogofilter -d WORDLIST` started per message (Debian package bogofilter);
 - classify: `nbtext classify -m MODEL` started per message (the console script).
 
-Latency is a client's wall time per message (connect to reply; process start to exit). On a
+Latency is a client's wall time per message (connect to reply; process start to exit), given
+as p50, p90 and p99 and as a histogram of every message of every round. On a
 machine shared with other work the wall-clock figures depend on the neighbours' load, so the
 CPU time a message costs (all processes: clients, programs, daemon) is measured too, with the
 messages a second it would allow on the machine's cores alone.
-Rounds alternate the ways (each way once a round), and the table gives each way's median
-over rounds, so that a neighbour's load on a shared machine falls on all of them alike.
+Rounds alternate the ways (each way once a round, in the reverse order every other round, so
+that no way always follows the same one), and the table gives each way's median over rounds,
+so that a neighbour's load on a shared machine falls on all of them alike.
+Before the rounds each daemon is sent every message five times over by the clients, so that
+each worker has met (and keeps the weights of) nearly every token of the messages: the rounds
+measure a daemon in its steady state, not its first meeting of each token. The load average
+(1 minute) is read before and after each way's round and its range printed: the clients share
+the machine's cores with the daemon, and on a shared machine with the neighbours' work too.
 Memory is the daemon's parent and workers' RSS and PSS summed (/proc), after the model is read
 and after the rounds; --long N then sends N more messages through the protocol client and
 samples it ten times on the way, to show whether memory stays flat.
@@ -181,6 +188,17 @@ def start_daemon(model: Path, workers: int, nbtext: str) -> tuple[subprocess.Pop
     return proc, port
 
 
+HISTOGRAM = (2, 5, 10, 15, 20, 30, 50, 100)  # ms: the edges of the latency histogram's columns
+
+
+def histogram(times: list[float]) -> list[float]:
+    """The share (%) of ``times`` in each column of HISTOGRAM (the last: above its last edge)."""
+    counts = [0] * (len(HISTOGRAM) + 1)
+    for t in times:
+        counts[next((k for k, edge in enumerate(HISTOGRAM) if t * 1e3 < edge), len(HISTOGRAM))] += 1
+    return [100 * c / max(len(times), 1) for c in counts]
+
+
 def percentile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -223,9 +241,8 @@ def main() -> None:
         try:
             for name, other in others.items():
                 daemons[f"serve (spamd protocol, 32 connections), {name}"] = start_daemon(model, a.workers, other)
-            for _, p in daemons.values():
-                for m in messages[:200]:  # (warm: every worker's weights for common tokens)
-                    check(p, m)
+            for _, p in daemons.values():  # (warm: each worker meets nearly every message's tokens)
+                clients(a.concurrency, 5 * len(messages), lambda i, p=p: check(p, messages[i % len(messages)]))
             rss_start = {w: memory_kib(d.pid) for w, (d, _) in daemons.items()}
             # (name: messages a round, one message, the daemon whose CPU is the way's, or None)
             ways = {w: (a.requests, lambda i, p=p: check(p, messages[i % len(messages)]), d)
@@ -241,14 +258,19 @@ def main() -> None:
                 [nbtext, "classify", "-m", str(model)], input=messages[i % len(messages)], capture_output=True),
                 None)
             results: dict[str, list] = {w: [] for w in ways}
-            for _ in range(a.rounds):
-                for name, (n, one, daemon) in ways.items():
+            every: dict[str, list] = {w: [] for w in ways}
+            load = [os.getloadavg()[0]]
+            for r in range(a.rounds):
+                for name in list(ways)[::-1 if r % 2 else 1]:
+                    n, one, daemon = ways[name]
                     pid = daemon.pid if daemon else None
                     cpu, own = cpu_seconds(pid), daemon_seconds(pid)
                     wall, times = clients(a.concurrency, n, one)
                     cpu, own = cpu_seconds(pid) - cpu, daemon_seconds(pid) - own
-                    results[name].append((n / wall, percentile(times, 0.5), percentile(times, 0.99), cpu / n,
-                                          own / n))
+                    load.append(os.getloadavg()[0])
+                    every[name] += times
+                    results[name].append((n / wall, percentile(times, 0.5), percentile(times, 0.9),
+                                          percentile(times, 0.99), cpu / n, own / n))
             rss_end = {w: memory_kib(d.pid) for w, (d, _) in daemons.items()}
             long_rss = []
             if a.long:
@@ -262,26 +284,33 @@ def main() -> None:
             for d, _ in daemons.values():
                 d.send_signal(signal.SIGTERM)
                 d.wait()
-    med = {w: tuple(statistics.median(r[k] for r in rs) for k in range(5)) for w, rs in results.items()}
+    med = {w: tuple(statistics.median(r[k] for r in rs) for k in range(6)) for w, rs in results.items()}
     base = med.get("bogofilter per message")
     cores = os.cpu_count() or 1
     print(f"# nbtext serve: {a.concurrency} concurrent clients, {a.workers} workers, {cores} cores\n")
     print(f"Messages: {source}; {a.rounds} rounds, medians of the rounds. CPU: every process's CPU "
           f"time a message (the clients, the programs started, the daemon), and the messages a "
-          f"second that it allows on {cores} cores of our own.\n")
-    print("| way | messages a round | messages/s | p50 ms | p99 ms | vs bogofilter | CPU ms a message "
+          f"second that it allows on {cores} cores of our own. Load average (1 minute) during the run: "
+          f"{min(load):.1f} to {max(load):.1f}.\n")
+    print("| way | messages a round | messages/s | p50 ms | p90 ms | p99 ms | vs bogofilter | CPU ms a message "
           f"| of which the daemon's | messages/s on {cores} idle cores | vs bogofilter |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for w, (tput, p50, p99, cpu, own) in med.items():
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for w, (tput, p50, p90, p99, cpu, own) in med.items():
         ratio = f"{tput / base[0]:.2f}x" if base else "-"
-        cpu_ratio = f"{base[3] / cpu:.2f}x" if base and cpu else "-"  # (0: below the clock's tick)
-        print(f"| {w} | {ways[w][0]} | {tput:.0f} | {p50 * 1e3:.1f} | {p99 * 1e3:.1f} | {ratio} | "
+        cpu_ratio = f"{base[4] / cpu:.2f}x" if base and cpu else "-"  # (0: below the clock's tick)
+        print(f"| {w} | {ways[w][0]} | {tput:.0f} | {p50 * 1e3:.1f} | {p90 * 1e3:.1f} | {p99 * 1e3:.1f} | {ratio} | "
               f"{cpu * 1e3:.2f} | {f'{own * 1e3:.2f}' if ways[w][2] else '-'} | {f'{cores / cpu:.0f}' if cpu else '-'} "
               f"| {cpu_ratio} |")
+    edges = ("0",) + HISTOGRAM
+    print(f"\nLatency histogram, every message of the {a.rounds} rounds (% of messages, ms):\n")
+    print("| way | " + " | ".join(f"{lo}-{hi}" for lo, hi in zip(edges, edges[1:])) + f" | over {HISTOGRAM[-1]} |")
+    print("|---|" + "---:|" * (len(HISTOGRAM) + 1))
+    for w, times in every.items():
+        print(f"| {w} | " + " | ".join(f"{share:.1f}" for share in histogram(times)) + " |")
     mib = lambda m: f"RSS {m[0] / 1024:.1f} MiB, PSS {m[1] / 1024:.1f} MiB"  # noqa: E731
     for w in daemons:
         print(f"\nDaemon memory, {w} (parent and {a.workers} workers, summed): {mib(rss_start[w])} after "
-              f"reading the model and 200 warm-up messages; {mib(rss_end[w])} after the rounds.")
+              f"reading the model and the warm-up messages; {mib(rss_end[w])} after the rounds.")
     if long_rss:
         print(f"\nOver {a.long} more messages through the protocol client, PSS (MiB) after: "
               + ", ".join(f"{n}: {m[1] / 1024:.1f}" for n, m in long_rss))

@@ -774,8 +774,12 @@ def test_bench_serve_compares_another_daemon_and_samples_memory(tmp_path):
     assert r.returncode == 0, r.stderr
     rows = [line.split(" | ")[0].lstrip("| ") for line in r.stdout.splitlines() if line.startswith("| serve")]
     assert rows[:2] == ["serve (spamd protocol, 32 connections)", "serve (spamd protocol, 32 connections), again"]
-    assert "| way | messages a round | messages/s | p50 ms | p99 ms | vs bogofilter | CPU ms a message " \
+    assert "| way | messages a round | messages/s | p50 ms | p90 ms | p99 ms | vs bogofilter | CPU ms a message " \
            "| of which the daemon's |" in r.stdout
+    assert "| way | 0-2 | 2-5 | 5-10 | 10-15 | 15-20 | 20-30 | 30-50 | 50-100 | over 100 |" in r.stdout
+    shares = [line.split(" | ")[1:] for line in r.stdout.splitlines() if line.startswith("| serve (spamd protocol")]
+    assert [round(sum(float(x.rstrip(" |")) for x in row)) for row in shares[-2:]] == [100, 100]
+    assert re.search(r"Load average \(1 minute\) during the run: [\d.]+ to [\d.]+\.", r.stdout)
     assert r.stdout.count("Daemon memory, serve (spamd protocol") == 2
     assert re.search(r"Over 20 more messages through the protocol client, PSS \(MiB\) after: 2: [\d.]+, ", r.stdout)
 

@@ -29,6 +29,7 @@ from .models import BadUser, Learn, Learner, Models
 HEAD_MAX = 64 << 10   # bytes of a request's head (request line and header fields)
 LINGER = 2.0          # seconds a connection is drained after its reply, so the reply is not reset
 READ = 1 << 16
+ACCEPTS = 8           # connections a worker takes from the listen queue between two looks at its others
 
 
 def log_line(message: str) -> None:
@@ -146,7 +147,18 @@ class Worker:
 
     # -- connections --------------------------------------------------------------------
     def _accept(self, lsock, address) -> None:
-        while len(self.conns) < self.opts.max_connections:
+        """Take up to ACCEPTS connections from the listen queue, each read at once: a request
+        already there whole is answered before the next is taken, so a worker holds no
+        connection it has not started on while the other workers could (the queue is the
+        workers' one first-come first-served line), and such a connection never enters the
+        selector."""
+        for _ in range(ACCEPTS):
+            if len(self.conns) >= self.opts.max_connections:
+                if not self.paused:  # (the bound reached: new clients wait in the listen queue)
+                    self.paused = True
+                    for s, _ in self.listeners:
+                        self.sel.unregister(s)
+                return
             try:
                 sock, peer = lsock.accept()
             except (BlockingIOError, InterruptedError):
@@ -159,7 +171,8 @@ class Worker:
             host = peer[0] if isinstance(peer, tuple) else "local"
             now = time.monotonic()
             c = Conn(sock, address, host, now, self.opts.timeout)
-            self.conns[sock.fileno()] = c
+            fd = sock.fileno()
+            self.conns[fd] = c
             self.metrics.set("connections", len(self.conns))
             if address.family != socket.AF_UNIX and not allowed(self.opts.networks, host):
                 self.metrics.add("errors:refused")
@@ -167,11 +180,9 @@ class Worker:
                 self._reply(c, spamd.SpamdError("EX_NOPERM", "Permission denied").reply()
                             if address.protocol == "spamd" else http.HttpError(403, "not allowed").reply())
                 continue
-            self._watch(c, selectors.EVENT_READ)
-        if not self.paused:  # (the bound reached: new clients wait in the listen queue)
-            self.paused = True
-            for s, _ in self.listeners:
-                self.sel.unregister(s)
+            self._ready(c)
+            if c.stage == "read" and self.conns.get(fd) is c:  # (more to come: the selector says when)
+                self._watch(c, selectors.EVENT_READ)
 
     def _watch(self, c: Conn, events: int) -> None:
         if c.registered == events:
@@ -210,7 +221,10 @@ class Worker:
             self._close(c)
 
     def _read(self, c: Conn) -> None:
-        data = c.sock.recv(READ)
+        try:
+            data = c.sock.recv(READ)
+        except BlockingIOError:  # (a connection just accepted whose request is still on its way)
+            return
         if c.started is None:
             c.started = time.monotonic()
         if data:
@@ -272,6 +286,7 @@ class Worker:
         c.out = out
         c.stage = "write"
         c.deadline = time.monotonic() + self.opts.timeout
+        self._log(c)  # (before the reply goes: a client that has read it finds its request in /metrics)
         try:
             self._send(c)
         except OSError:  # (the client is gone)
@@ -286,7 +301,6 @@ class Worker:
             except BlockingIOError:
                 return self._watch(c, selectors.EVENT_WRITE)
             c.out = c.out[n:]
-        self._log(c)
         try:
             c.sock.shutdown(socket.SHUT_WR)
             if not c.sock.recv(READ):  # (the client has ended its side: nothing to drain)
