@@ -42,8 +42,14 @@ def export(src: pathlib.Path, corpus: pathlib.Path, options: list[str], out: pat
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "m.nbm")
         run = [sys.executable, "-m", "nbtext"]
-        subprocess.run(run + ["train", str(corpus), "-q", "-o", model, *options], env=env, check=True,
-                       cwd=tmp)
+        trained = subprocess.run(run + ["train", str(corpus), "-q", "-o", model, *options], env=env, cwd=tmp,
+                                 capture_output=True)
+        if trained.returncode == 1 and trained.stderr.startswith(b"nbtext: error: "):
+            # (an option set this corpus is refused for, e.g. --max-fpr of many classes: the
+            # refusal is the output compared)
+            out.write_bytes(trained.stderr)
+            return
+        trained.check_returncode()
         with open(out, "wb") as f:
             subprocess.run(run + ["export", "-m", model], env=env, check=True, stdout=f, cwd=tmp)
 
