@@ -128,7 +128,7 @@ class Linear:
         return b
 
     def prepare(self) -> None:
-        """Make now what every product reads (before workers are forked, so that they share it)."""
+        """Make now what every product reads, once (its callers may then share it)."""
 
     def jll(self, X) -> np.ndarray:
         out = np.asarray(self.features(X) @ self._WT)
