@@ -65,6 +65,36 @@ def test_past_the_budget_the_rare_tokens_go_and_the_frequent_keep_exact_counts(t
             codec.pruning({"pruned": bad})
 
 
+def test_a_pruned_model_keeps_no_token_in_its_last_thresholds_documents_or_fewer():
+    """The tokens met after the last pruning, in at most its threshold's documents, are dropped
+    at the end as the earlier ones were: every token a pruned model keeps was counted in more
+    than t documents, as fastText's min-count holds for its whole dictionary."""
+    from nbtext.batch.train import Reduction, Sums
+    from nbtext.features.counting import Batch
+    from nbtext.nb.counts import Counts
+    from nbtext.settings import DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
+
+    rng = np.random.default_rng(4)
+    reduction = Reduction(budget=200_000)
+
+    def add(docs, labels):
+        batch = Batch.of_tokens(docs)
+        reduction.add(Sums(batch.blob, batch.keys, Counts.summed(batch.rows, labels), True, labels, []))
+
+    for _ in range(4):
+        add([[f"r{x:x}" for x in rng.integers(0, 1 << 40, size=60)] + [f"c{x}" for x in rng.integers(0, 30, 20)]
+             for _ in range(100)], ["a", "b"] * 50)
+    p = dict(reduction.pruning)
+    late = {f"late{i}" for i in range(10)}
+    add([["c1", "c2", token] for token in sorted(late)], ["a"] * 10)
+    assert reduction.pruning == p and late <= set(reduction.vocab.tokens)  # (held: no pruning since)
+    model, _ = reduction.model(TokenizerSettings(), ModelSettings(), FeatureOptions(),
+                               DecisionOptions(calibrate=False))
+    assert model.pruned["threshold"] == p["threshold"] and model.pruned["documents"] == 410
+    assert not late & set(model.vocab.tokens) and {f"c{x}" for x in range(30)} <= set(model.vocab.tokens)
+    assert model.counts.doc_freq.min() > p["threshold"]
+
+
 PEAK = """
 import sys, tracemalloc
 sys.path.insert(0, {tests!r})
