@@ -146,8 +146,8 @@ class SizeParam(click.ParamType):
 
 def memory_option(f):
     return click.option("--max-memory", "max_memory", type=SizeParam(), default=None, metavar="SIZE",
-                        help="Memory train's vocabulary and counts may hold (2G, 500M; default 1G); past it "
-                             "the rarest tokens are dropped and `info` says so.")(f)
+                        help="Peak memory train keeps to (2G, 500M; default 1G): past their share of it, the "
+                             "rarest tokens are dropped from the vocabulary and counts and `info` says so.")(f)
 
 
 def dask_cluster(engine: Engine, quiet: bool, inputs: list[str]):

@@ -16,14 +16,16 @@ weights: the same numbers to 1e-9), at predict's cost per byte (docs/hostile.md,
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
 
 from .errors import ModelFileError, NbtextError
 from .nb import weights as F
 from .nb.decision import calibrated, decide
-from .store.codec import SPARSE_SECTIONS, check_header, decode, meta, summary
+from .store.codec import ESCAPE, SPARSE_SECTIONS, check_header, decode, meta, summary
 from .store.container import read_container, section
+from .store.fields import MAX_COUNT
 from .store.vocabfile import VocabularyError, vocabulary_index
 from .text.tokenizer import Tokenizer
 
@@ -56,6 +58,8 @@ class FastScorer:
                 self.counts, self.sparse = section(header, payload, "counts"), None
             else:  # (counts by token: a token's row read by its start and end, store.codec)
                 self.counts, self.sparse = None, [section(header, payload, name) for name in SPARSE_SECTIONS]
+                self.over = None if "counts_over" not in header["sections"] else (
+                    section(header, payload, "counts_over_at"), section(header, payload, "counts_over"))
             self.doc_freq = section(header, payload, "doc_freq") if self.settings.idf else None
             if self.doc_freq is not None and len(self.doc_freq) != self.n_features:
                 raise ValueError("document frequencies do not match the vocabulary")
@@ -80,8 +84,17 @@ class FastScorer:
             c = classes[j]
             if c >= k:
                 raise ModelFileError(f"{self.path}: corrupt model file (the sparse counts name a class past the classes)")
-            col[c] = float(values[j])
+            col[c] = float(values[j]) if values[j] != ESCAPE or self.over is None else self._over(j)
         return col
+
+    def _over(self, j: int) -> float:
+        """Sparse count j, stored apart (its byte is ESCAPE: store.codec)."""
+        at, over = self.over
+        i = bisect_left(at, j)
+        if i == len(at) or at[i] != j or not ESCAPE <= over[i] <= MAX_COUNT:
+            raise ModelFileError(f"{self.path}: corrupt model file (the sparse counts' large counts are not where "
+                                 f"their bytes say)")
+        return float(over[i])
 
     def bias(self) -> list[float]:
         """b_c of the linear view: the variant's bias terms summed (nbtext.nb.weights)."""

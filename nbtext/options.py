@@ -75,7 +75,7 @@ class Inputs(Record):
 class Engine(Record):
     """Where documents are counted or scored: here, on ``jobs`` worker processes (None: all
     cores when the input is large), or (``name`` dask) on the Dask cluster at ``scheduler``
-    (None: a local one); and the bytes train's counting state may hold (``max_memory``, None:
+    (None: a local one); and the bytes train's peak memory is kept to (``max_memory``, None:
     batch.train.MAX_MEMORY)."""
 
     name: str = "local"

@@ -46,8 +46,11 @@ def test_past_the_budget_the_rare_tokens_go_and_the_frequent_keep_exact_counts(t
     exact, _ = train_model(iter(docs), max_memory=1 << 40)
     pruned, _ = train_model(iter(docs), max_memory=300_000)
     p = pruned.pruned
-    assert p["threshold"] >= 1 and p["tokens"] > 10_000 and 0 < p["documents"] <= 600
+    assert p["threshold"] >= 1 and p["tokens"] > 10_000 and p["documents"] == 600
     assert len(pruned.vocab) < len(exact.vocab) // 4
+    # the last threshold holds for every token kept, those met after the last pruning too
+    assert pruned.counts.doc_freq.min() > p["threshold"]
+    assert p["tokens"] + len(pruned.vocab) >= len(exact.vocab)
     # every common word kept, with the counts of the exact model (seen from their first document on)
     common = [t for t in exact.vocab.tokens if re.fullmatch(r"[ab]\d+", t)]
     assert len(common) == 100 and set(common) <= set(pruned.vocab.tokens)
@@ -62,6 +65,36 @@ def test_past_the_budget_the_rare_tokens_go_and_the_frequent_keep_exact_counts(t
             codec.pruning({"pruned": bad})
 
 
+def test_a_pruned_model_keeps_no_token_in_its_last_thresholds_documents_or_fewer():
+    """The tokens met after the last pruning, in at most its threshold's documents, are dropped
+    at the end as the earlier ones were: every token a pruned model keeps was counted in more
+    than t documents, as fastText's min-count holds for its whole dictionary."""
+    from nbtext.batch.train import Reduction, Sums
+    from nbtext.features.counting import Batch
+    from nbtext.nb.counts import Counts
+    from nbtext.settings import DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
+
+    rng = np.random.default_rng(4)
+    reduction = Reduction(budget=200_000)
+
+    def add(docs, labels):
+        batch = Batch.of_tokens(docs)
+        reduction.add(Sums(batch.blob, batch.keys, Counts.summed(batch.rows, labels), True, labels, []))
+
+    for _ in range(4):
+        add([[f"r{x:x}" for x in rng.integers(0, 1 << 40, size=60)] + [f"c{x}" for x in rng.integers(0, 30, 20)]
+             for _ in range(100)], ["a", "b"] * 50)
+    p = dict(reduction.pruning)
+    late = {f"late{i}" for i in range(10)}
+    add([["c1", "c2", token] for token in sorted(late)], ["a"] * 10)
+    assert reduction.pruning == p and late <= set(reduction.vocab.tokens)  # (held: no pruning since)
+    model, _ = reduction.model(TokenizerSettings(), ModelSettings(), FeatureOptions(),
+                               DecisionOptions(calibrate=False))
+    assert model.pruned["threshold"] == p["threshold"] and model.pruned["documents"] == 410
+    assert not late & set(model.vocab.tokens) and {f"c{x}" for x in range(30)} <= set(model.vocab.tokens)
+    assert model.counts.doc_freq.min() > p["threshold"]
+
+
 PEAK = """
 import sys, tracemalloc
 sys.path.insert(0, {tests!r})
@@ -69,15 +102,18 @@ from test_memory_budget import growing
 from nbtext.batch.train import train_model
 from nbtext.settings import DecisionOptions
 docs = growing(int(sys.argv[1]), seed=1)
+from nbtext.store import codec
 tracemalloc.start()
 model, _ = train_model(iter(docs), decisions=DecisionOptions(calibrate=False), calibration_sample=200,
                        max_memory=int(sys.argv[2]))
+data = codec.encode(model)
 print(tracemalloc.get_traced_memory()[1], len(model.vocab))
 """
 
 
 def peak(n_docs: int, budget: int) -> tuple[int, int]:
-    """(tracemalloc's peak of train_model in a process of its own, the model's tokens)."""
+    """(tracemalloc's peak of train_model and the model file's encoding in a process of its own,
+    the model's tokens)."""
     r = subprocess.run([sys.executable, "-c", PEAK.format(tests=str(ROOT / "tests")), str(n_docs), str(budget)],
                        capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr
@@ -88,7 +124,7 @@ def peak(n_docs: int, budget: int) -> tuple[int, int]:
 @pytest.mark.slow
 def test_a_corpus_past_the_budget_trains_in_memory_that_grows_far_less_than_it():
     """Four times the documents, two and a half times the distinct tokens: with a 1 MB budget
-    train's traced peak grows by under a fifth, and by under a tenth of what it grows without
+    the traced peak of train and of the model file's encoding grows by under a fifth, and by under a tenth of what it grows without
     the budget (whose growth is the test's check that it measures the vocabulary). (Below about
     750 documents the peak is still growing with what a chunk holds, budget or not.)"""
     small, large = 750, 3000

@@ -249,7 +249,7 @@ def test_a_format_4_file_loads_and_predicts_as_before(run, tmp_path):
     """tests/fixtures/format4-complement-idf.nbm was written by format 4 (dense counts, no
     last_seen): `nbtext train format4-train --variant complement --idf` of three classes; its
     predictions then are format4-predict.jsonl. It loads with last_seen unknown, predicts the
-    same, classify agrees, and saving rewrites it as format 5 holding the same counts."""
+    same, classify agrees, and saving rewrites it in this nbtext's format holding the same counts."""
     old = FIXTURES / "format4-complement-idf.nbm"
     assert store.read_container(str(old))[0]["format_version"] == 4
     m = store.load(str(old))
@@ -268,7 +268,7 @@ def test_a_format_4_file_loads_and_predicts_as_before(run, tmp_path):
         assert fast.score(text)[0] == w["label"]
     store.save(m, str(tmp_path / "new.nbm"))
     new = store.load(str(tmp_path / "new.nbm"))
-    assert store.read_container(str(tmp_path / "new.nbm"))[0]["format_version"] == store.FORMAT_VERSION == 5
+    assert store.read_container(str(tmp_path / "new.nbm"))[0]["format_version"] == store.FORMAT_VERSION
     assert new.counts.token_sums == m.counts.token_sums
     np.testing.assert_array_equal(new.counts.doc_freq, m.counts.doc_freq)
 
@@ -479,3 +479,80 @@ def test_a_dump_of_many_classes_imports_into_its_sparse_counts(transforms, tmp_p
     assert back.vocab.tokens == m.vocab.tokens
     assert list(export_lines(back)) == lines
     assert peak < m.feature_count.nbytes / 2
+
+
+def test_a_format_5_file_loads_and_its_large_counts_are_saved_apart_as_format_6(run, tmp_path):
+    """tests/fixtures/format5-sparse.nbm was written by format 5 (`nbtext train
+    format5-sparse.tsv`, three classes, a token counted 300 times and more: every count two
+    bytes). It loads with the counts this nbtext trains from the same lines and classify reads
+    them; saved again (format 6), the counts are a byte each with the 45 of 255 or more (the
+    token, its pairs and character n-grams) listed apart, and load, classify, learn and forget, export and import give the same counts."""
+    old, lines = FIXTURES / "format5-sparse.nbm", FIXTURES / "format5-sparse.tsv"
+    header = store.read_container(str(old))[0]
+    assert header["format_version"] == 5 and header["sections"]["counts_values"]["dtype"] == "<u2"
+    m = store.load(str(old))
+    assert run("train", lines, "-o", tmp_path / "new.nbm").exit_code == 0
+    new_path = tmp_path / "new.nbm"
+    new = store.load(str(new_path))
+    assert new.vocab.tokens == m.vocab.tokens and new.counts.token_sums == m.counts.token_sums
+    np.testing.assert_array_equal(new.class_count, m.class_count)
+    header = store.read_container(str(new_path))[0]
+    sections = header["sections"]
+    assert header["format_version"] == store.FORMAT_VERSION == 6
+    assert sections["counts_values"]["dtype"] == "|u1" and sections["counts_over"]["shape"] == [45]
+    assert new_path.stat().st_size < old.stat().st_size
+    assert sorted(new.counts.token_sums.values)[-4:] == [359.0, 363.0, 364.0, 377.0]
+    for text in ("star star orbit", "flour oven", "boat wind tide", "nothing known"):
+        assert FastScorer(str(new_path)).score(text)[3] == pytest.approx(FastScorer(str(old)).score(text)[3],
+                                                                         rel=1e-12)
+    msg = tmp_path / "m.txt"
+    msg.write_text("star " * 40 + "quokka\n")
+    assert run("learn", "-m", new_path, "--label", "astro", msg).exit_code == 0
+    star = new.vocab.index["star"]
+    learned = store.load(str(new_path))
+    assert learned.feature_count[0, learned.vocab.index["star"]] == new.feature_count[0, star] + 40 > 255
+    assert run("learn", "-m", new_path, "--label", "astro", "--forget", msg).exit_code == 0
+    assert store.load(str(new_path)).counts.token_sums == new.counts.token_sums
+    dump = run("export", "-m", new_path)
+    assert dump.exit_code == 0
+    (tmp_path / "d.txt").write_text(dump.stdout)
+    assert run("import", tmp_path / "d.txt", "-o", tmp_path / "back.nbm").exit_code == 0
+    assert store.load(str(tmp_path / "back.nbm")).counts.token_sums == new.counts.token_sums
+
+
+def _over_sections(at, over, values_dtype="|u1"):
+    """codec._values_sections replaced: the escaped bytes as nbtext writes them, ``at`` and
+    ``over`` as given."""
+    def sections(values):
+        small = np.minimum(values, codec.ESCAPE).astype(values_dtype)
+        out = [("counts_values", values_dtype, small.shape, small.tobytes())]
+        if at is not None:
+            out.append(("counts_over_at", "<u4", (len(at(values)),), np.asarray(at(values), dtype="<u4").tobytes()))
+        out.append(("counts_over", "<u4", (len(over(values)),), np.asarray(over(values), dtype="<u4").tobytes()))
+        return out
+    return sections
+
+
+def big(values):
+    return np.flatnonzero(values >= codec.ESCAPE)
+
+
+@pytest.mark.parametrize("sections,match", [
+    (_over_sections(lambda v: big(v) + 1, lambda v: v[big(v)]), "not where their bytes say"),
+    (_over_sections(lambda v: big(v)[:-1], lambda v: v[big(v)][:-1]), "not where their bytes say"),
+    (_over_sections(lambda v: big(v), lambda v: v[big(v)] * 0 + 7), "large counts must be numbers from 255"),
+    (_over_sections(None, lambda v: v[big(v)]), "counts_over_at"),
+    (_over_sections(lambda v: big(v), lambda v: v[big(v)], "<u2"), "do not match their places"),
+], ids=["moved", "one-missing", "small", "no-places", "wide-bytes"])
+def test_damaged_large_counts_are_refused(tmp_path, monkeypatch, sections, match):
+    """A file whose counts listed apart are not where its ESCAPE bytes are, or are not large, is
+    refused by load (checksums intact); classify refuses it when it reads such a count."""
+    m = store.load(str(FIXTURES / "format5-sparse.nbm"))
+    monkeypatch.setattr(codec, "_values_sections", sections)
+    path = tmp_path / "m.nbm"
+    store.save(m, str(path))
+    with pytest.raises(ModelFileError, match=match):
+        store.load(str(path))
+    if "must be numbers" in match:
+        with pytest.raises(ModelFileError, match="large counts are not where their bytes say"):
+            FastScorer(str(path)).score("star star")

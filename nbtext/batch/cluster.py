@@ -498,9 +498,10 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     (batch.train.Reduction) here. ``resample``: whether calibration's sample is counted again by
     a second map (None: when the input holds more than RESAMPLE_SHARE times as many documents)
     rather than sent with the counts and kept by a Reservoir here, as local training keeps it.
-    ``max_memory``: the budget of the reduce here, as local training's (None: MAX_MEMORY)."""
+    ``max_memory``: the peak memory the reduce here is held to, as local training's (None:
+    MAX_MEMORY)."""
     from ..features.rows import Rows
-    from .train import CALIBRATION_SAMPLE, MAX_MEMORY, Reduction, Reservoir
+    from .train import CALIBRATION_SAMPLE, Reduction, Reservoir, state_budget
 
     if settings.tf or settings.length_norm:
         raise SettingError("tf" if settings.tf else "length_norm", None,
@@ -514,7 +515,7 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
         resample = needs_sample and estimated_documents(parts) > RESAMPLE_SHARE * size
     keep_rows = needs_sample and not resample
     reduction = Reduction(Reservoir(size, decisions.seed) if keep_rows else None,
-                          budget=MAX_MEMORY if max_memory is None else max_memory)
+                          budget=state_budget(max_memory))
     sizes = []
     for part, errors in cluster.ordered(count_part, parts, tokenizer, settings, keep_rows):
         _report(errors, on_error)

@@ -32,9 +32,19 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 CALIBRATION_SAMPLE = 5_000  # one temperature (or threshold) is well fitted by 5,000 documents
-MAX_MEMORY = 1 << 30  # train's counting state at most (--max-memory): a laptop's share (docs/memory.md)
+MAX_MEMORY = 1 << 30  # train's peak memory at most (--max-memory): a laptop's share (docs/memory.md)
+# Of it, what the vocabulary and counts may hold (Reduction's budget): the rest is the process's
+# own (the interpreter and libraries, chunks in flight, calibration's sample and folds, the
+# ledger) and saving's copies of what is held, which grow with it (docs/memory.md).
+STATE_SHARE = 0.4
 INDEX_BYTES = 16      # the key -> id index's bytes a token, about (a 64-bit key and its id)
 PRUNED_TO = 3 / 4     # of the budget, what a pruning leaves at most: room for the next chunks
+
+
+def state_budget(max_memory: int | None) -> int:
+    """The bytes the vocabulary and counts may hold (Reduction's budget) in a train of at most
+    ``max_memory`` bytes (None: MAX_MEMORY)."""
+    return int((MAX_MEMORY if max_memory is None else max_memory) * STATE_SHARE)
 
 
 class Reservoir:
@@ -168,6 +178,8 @@ class Reduction:
     documents so far are dropped (t = 1, then higher while that is not enough), to PRUNED_TO of
     the budget, and counting goes on: the tokens that matter, those seen often, keep exact
     counts from their first document on, and ``pruning`` says what was dropped (docs/memory.md).
+    At the end the last threshold is applied to every token (model()), as fastText's min-count is
+    to its whole dictionary: the tokens met since the last pruning in at most t documents go too.
     Under the budget nothing changes: the model is the one trained without it."""
 
     def __init__(self, sample: Reservoir | None = None, partition: bool = False, keep_rows: bool = False,
@@ -201,14 +213,17 @@ class Reduction:
         return (self.vocab.buffer().nbytes + INDEX_BYTES * len(self.vocab)
                 + self.counts.nbytes() + self.counts.fold_bytes())
 
-    def prune(self) -> None:
-        """Drop the tokens in at most t documents, t the least (and no less than the last
-        pruning's) that leaves at most PRUNED_TO of the budget, estimated at held()'s bytes a token."""
+    def prune(self, threshold: int | None = None) -> None:
+        """Drop the tokens in at most t documents: ``threshold``, else the least t (and no less
+        than the last pruning's) that leaves at most PRUNED_TO of the budget, estimated at
+        held()'s bytes a token."""
         width, df = len(self.vocab), self.counts.doc_freq
-        most = int(self.budget * PRUNED_TO / (self.held() / max(width, 1)))
-        # (the least t that keeps at most `most`: the (most+1)-th largest document frequency)
-        least = np.partition(df, width - most - 1)[width - most - 1] if most < width else 0
-        t = max(self.pruning["threshold"] if self.pruning else 1, int(least))
+        if threshold is None:
+            most = int(self.budget * PRUNED_TO / (self.held() / max(width, 1)))
+            # (the least t that keeps at most `most`: the (most+1)-th largest document frequency)
+            least = np.partition(df, width - most - 1)[width - most - 1] if most < width else 0
+            threshold = max(self.pruning["threshold"] if self.pruning else 1, int(least))
+        t = threshold
         keep = np.flatnonzero(df > t)
         self.vocab, self.counts = self.vocab.subset(keep), self.counts.columns(keep)
         if self.sample is not None:
@@ -231,6 +246,8 @@ class Reduction:
         """The model of what was reduced (model_from_counts), and max_fpr's fit."""
         if not self.n_documents:
             raise NbtextError("no documents found in the training sources")
+        if self.pruning:  # (the last threshold over every token: see the class's docstring)
+            self.prune(self.pruning["threshold"])
         vocab, counts = self.vocab, self.counts
         vocab.drop_index()  # (counted: from here on only the tokens are read)
         release_free_memory()
@@ -249,7 +266,8 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
                 ) -> tuple[Model, ThresholdFit | None]:
     """Count every document into a new model, then keep the features the options select and
     fit the decisions; returns the model and, for max_fpr, what its threshold costs.
-    ``max_memory``: the counting state's budget in bytes (Reduction; None: MAX_MEMORY).
+    ``max_memory``: the bytes training may take at its peak (None: MAX_MEMORY), of which the
+    vocabulary and counts hold at most state_budget() (Reduction).
     ``progress`` (nbtext.progress) is told the bytes read as counting goes, then the folds.
 
     Counts stream chunk by chunk (the map: batch.chunks.counted, then chunk_sums, here or in
@@ -259,7 +277,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     corpus), so memory stays bounded however large the corpus."""
     needs_sample = decisions.needs_matrix or settings.choosing
     reduction = Reduction(Reservoir(calibration_sample, decisions.seed) if needs_sample else None,
-                          budget=MAX_MEMORY if max_memory is None else max_memory)
+                          budget=state_budget(max_memory))
     featurize = make_estimator(settings).featurizer()  # (how the variant counts a document)
     read = [0]  # bytes of the documents taken from ``docs`` so far (for progress)
 

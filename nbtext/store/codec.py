@@ -12,7 +12,11 @@
                    token, only where not zero, as CSR arrays (docs/state.md):
       counts_indptr  (V + 1,) token i's entries are [indptr[i], indptr[i + 1]) (uint32/64)
       counts_classes (nnz,) their classes, increasing within a token (uint8/16/32)
-      counts_values  (nnz,) their counts, none zero, typed as ``counts``
+      counts_values  (nnz,) their counts, none zero, typed as ``counts``; from format 6, where
+                     whole counts need more than a byte, a byte each, ESCAPE (255) standing for
+                     a count of 255 or more, which is in
+      counts_over_at (m,) the places of the ESCAPE bytes in counts_values, increasing (uint32/64)
+      counts_over    (m,) their counts, typed as ``counts``
     last_seen      (V,) uint16, per token the last UTC day (days since 1970-01-01) a document
                    holding it was counted (format 5; older files: unknown, nb.counts.UNKNOWN_DAY);
                    where every token has the same day (a model trained at once), the header's
@@ -29,7 +33,7 @@ import math
 
 from ..errors import ModelFileError, NbtextError, shown
 from .container import frame, read_container, section
-from .fields import MAX_COUNT, array_section, names, whole_counts
+from .fields import MAX_COUNT, array_section, names, stored_type, whole_counts
 from .vocabfile import BLOCK, SortedVocabulary, VocabularyError, check_tokens, front_code, front_decode
 
 
@@ -87,12 +91,18 @@ def check_header(header: dict) -> int:
         indptr, classes, values = (sections[name]["shape"] for name in SPARSE_SECTIONS)
         if indptr != [v + 1] or classes != values or not (isinstance(values, list) and len(values) == 1):
             raise ValueError("the sparse counts' shapes do not match the vocabulary")
+        if ("counts_over" in sections or "counts_over_at" in sections) and (
+                sections["counts_values"]["dtype"] != "|u1"
+                or sections["counts_over_at"]["shape"] != sections["counts_over"]["shape"]
+                or len(sections["counts_over"]["shape"]) != 1):
+            raise ValueError("the sparse counts' large counts do not match their places")
     if "last_seen" in sections and (sections["last_seen"]["shape"] != [v] or sections["last_seen"]["dtype"] != "<u2"):
         raise ValueError("last_seen does not hold a 16-bit day per token")
     return v
 
 
 SPARSE_SECTIONS = ("counts_indptr", "counts_classes", "counts_values")
+ESCAPE = 255  # a sparse count's byte that stands for one in counts_over (format 6)
 
 
 def check_sparse(indptr, classes, values, k: int) -> None:
@@ -110,6 +120,25 @@ def check_sparse(indptr, classes, values, k: int) -> None:
         raise ValueError("a token's classes are not increasing")
     if len(values) and not ((values > 0).all() and (values <= MAX_COUNT).all()):
         raise ValueError("sparse counts must be numbers above 0 to 2**53")
+
+
+def sparse_values(header: dict, payload: memoryview, stored):
+    """The sparse counts' values (numpy, float64) of counts_values as stored, each ESCAPE byte
+    replaced by its count in counts_over (format 6); ValueError when the places listed are not
+    exactly those of the ESCAPE bytes, or a count there is below ESCAPE or above 2**53."""
+    import numpy as np
+
+    values = stored.astype(np.float64)
+    if "counts_over" not in header["sections"]:
+        return values
+    at = np.asarray(section(header, payload, "counts_over_at")).astype(np.int64)
+    over = np.asarray(section(header, payload, "counts_over"), dtype=np.float64)
+    if not np.array_equal(at, np.flatnonzero(stored == ESCAPE)):
+        raise ValueError("the sparse counts' large counts are not where their bytes say")
+    if len(over) and not ((over >= ESCAPE).all() and (over <= MAX_COUNT).all()):
+        raise ValueError(f"the sparse counts' large counts must be numbers from {ESCAPE} to 2**53")
+    values[at] = over
+    return values
 
 
 def summary(header: dict) -> dict:
@@ -165,7 +194,25 @@ def _counts_sections(counts) -> list:
     cls = {1: "|u1", 2: "<u2"}.get(class_dtype(s.k)().itemsize, "<u4")
     return [("counts_indptr", ptr, s.indptr.shape, s.indptr.astype(ptr).tobytes()),
             ("counts_classes", cls, s.classes.shape, s.classes.astype(cls).tobytes()),
-            array_section("counts_values", s.values)]
+            *_values_sections(s.values)]
+
+
+def _values_sections(values) -> list:
+    """Sparse counts' values: in their smallest type where that is a byte or float64, else a byte
+    each with the counts of ESCAPE or more listed apart (format 6): nearly every count of a large
+    vocabulary's tokens is small, and the few large ones, a common token's, made every count
+    two or four bytes (docs/memory.md)."""
+    import numpy as np
+
+    if stored_type(values) in ("|u1", "<f8"):
+        return [array_section("counts_values", values)]
+    at = np.flatnonzero(values >= ESCAPE)
+    small = np.empty(len(values), dtype=np.uint8)
+    np.minimum(values, ESCAPE, out=small, casting="unsafe")
+    place = "<u4" if len(values) < 2**32 else "<u8"
+    return [("counts_values", "|u1", small.shape, small),
+            ("counts_over_at", place, at.shape, at.astype(place).tobytes()),
+            array_section("counts_over", values[at])]
 
 
 def encode(model) -> bytes:
@@ -253,7 +300,8 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
             counts = np.asarray(section(header, payload, "counts"), dtype=np.float64).reshape(len(classes), n_tokens)
         else:
             sparse = [np.asarray(section(header, payload, name)) for name in SPARSE_SECTIONS]
-            sparse = [sparse[0].astype(np.int64), sparse[1].astype(np.int64), sparse[2].astype(np.float64)]
+            sparse = [sparse[0].astype(np.int64), sparse[1].astype(np.int64),
+                      sparse_values(header, payload, sparse[2])]
             check_sparse(*sparse, len(classes))
             counts = None
         last_seen = None

@@ -27,6 +27,8 @@ import zlib
 from ..errors import ModelFileError
 
 MAGIC = b"NBTEXT\x1a\n"
+# 6: sparse counts of two bytes or more stored as a byte each, the large ones listed apart
+#    (counts_over_at, counts_over: nbtext.store.codec);
 # 5: a text model's counts of three classes or more are stored by token, only where not zero
 #    (counts_indptr, counts_classes, counts_values: nbtext.store.codec), and each token's
 #    last_seen day;
@@ -35,7 +37,7 @@ MAGIC = b"NBTEXT\x1a\n"
 #    as newer rather than call them corrupt;
 # 3: the header's "derived" sums are each estimator's summary() (nbtext.nb.estimators);
 # 2: a sorted, front-coded vocabulary; 1: a hashed one. Every older format is still read.
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 PREFIX = struct.Struct("<8sIQI")
 ALIGN = 8
 

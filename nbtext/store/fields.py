@@ -66,19 +66,29 @@ def whole_counts(value, n: int, what: str, whole: bool = True) -> list:
     return counts
 
 
+def stored_type(a) -> str:
+    """The smallest unsigned type that holds the numbers of ``a`` (float64, any layout) when they
+    are whole, else "<f8"."""
+    import numpy as np
+
+    # (read in place, a block at a time: the counts are a transposed view, and a whole float64
+    # copy would sit in save's peak)
+    step = 1 << 16
+    rows = () if a.size == 0 else a.reshape(1, -1) if a.ndim < 2 else a.reshape(-1, a.shape[-1])
+    whole = a.size == 0 or (a.min() >= 0 and all(
+        np.array_equal(r[i:i + step], np.round(r[i:i + step])) for r in rows for i in range(0, len(r), step)))
+    top = a.max() if a.size else 0
+    return ("|u1" if top < 2**8 else "<u2" if top < 2**16 else "<u4" if top < 2**32 else "<f8") \
+        if whole else "<f8"
+
+
 def array_section(name: str, a) -> tuple:
     """Whole numbers in the smallest unsigned type that holds them (a quarter of float64's
     bytes where they fit 16 bits, as a mail corpus's counts do), anything else as float64."""
     import numpy as np
 
-    a = np.asarray(a, dtype=np.float64)  # (read in place, in any layout: the counts are a
-    step = 1 << 16                       # transposed view, and a whole float64 copy would sit in save's peak)
-    rows = () if a.size == 0 else a.reshape(1, -1) if a.ndim < 2 else a.reshape(-1, a.shape[-1])
-    whole = a.size == 0 or (a.min() >= 0 and all(
-        np.array_equal(r[i:i + step], np.round(r[i:i + step])) for r in rows for i in range(0, len(r), step)))
-    top = a.max() if a.size else 0
-    dtype = ("|u1" if top < 2**8 else "<u2" if top < 2**16 else "<u4" if top < 2**32 else "<f8") \
-        if whole else "<f8"
+    a = np.asarray(a, dtype=np.float64)
+    dtype = stored_type(a)
     out = np.empty(a.shape, dtype=dtype)  # (C order, written once: no copy made by tobytes)
     out[...] = a
     return (name, dtype, a.shape, out.reshape(-1).view(np.uint8))
