@@ -624,36 +624,3 @@ def test_stacked_parts_are_let_go_as_they_are_copied():
     X = Rows.stack(parts, 3, consume=True)
     assert X.data.dtype == np.float32 and np.array_equal(X.toarray(), want) and X.shape == (4, 3)
     assert parts == [None, None, None]
-
-
-@pytest.mark.parametrize("n_jobs", [1, 2])
-def test_rows_calibration_will_not_keep_are_not_sent_and_the_model_is_the_same(monkeypatch, n_jobs):
-    """Once calibration's sample is cut, a chunk's keys are drawn as it is sent to be counted
-    (Reservoir.plan, in input order) and only the rows of the documents that may still be kept
-    come back: far fewer rows than documents, and the same model file, bit for bit, as when every
-    row came and the keys were drawn as each chunk was added."""
-    from nbtext.batch import train
-    from nbtext.read import Document
-    from nbtext.store.codec import encode
-
-    monkeypatch.setattr(train, "fork_safe", lambda: True)
-    rng = np.random.default_rng(7)
-    words = [f"w{i}" for i in range(300)]
-    n = 8000  # (20 chunks: the first 8 go out before the first comes back, before any cut)
-    docs = lambda: [Document(f"d{i}", " ".join(rng_words[i]).encode(), f"c{i % 3}")  # noqa: E731
-                    for i in range(n)]
-    rng_words = [list(rng.choice(words, 12)) for _ in range(n)]
-    sent, documents = [], []
-    add = train.Reservoir.add
-
-    def counted_add(self, X, labels, move=None, **kw):
-        documents.append(len(labels))
-        sent.append(len(labels) if kw.get("sent") is None else len(kw["sent"]))
-        return add(self, X, labels, move, **kw)
-
-    monkeypatch.setattr(train.Reservoir, "add", counted_add)
-    planned, _ = train.train_model(iter(docs()), calibration_sample=60, n_jobs=n_jobs)
-    assert sum(documents) == n and sum(sent) < n // 2
-    monkeypatch.setattr(train.Reservoir, "plan", lambda self, items: None)
-    every_row, _ = train.train_model(iter(docs()), calibration_sample=60, n_jobs=n_jobs)
-    assert encode(planned) == encode(every_row)

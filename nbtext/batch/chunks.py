@@ -70,8 +70,8 @@ def report_errors(items: list[Document | FileRef], errors: list[tuple[int, Excep
 
 
 def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_jobs: int = 1,
-            chunk_size: int = CHUNK, then: Callable[..., object] | None = None,
-            ahead: Callable[[list], object] | None = None) -> Iterator[tuple[list[Document], Batch]]:
+            chunk_size: int = CHUNK, then: Callable[[list[Document], Batch], object] | None = None
+            ) -> Iterator[tuple[list[Document], Batch]]:
     """(documents, their Batch) for consecutive chunks, in input order; with ``then``,
     (documents, then(documents, Batch)).
 
@@ -83,21 +83,15 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
     the same functions, so the same numbers. Errors reading a FileRef are reported (or raised)
     in the parent, as it would have.
     Worker processes start only when there is more than one chunk of work. On one core no chunk
-    is read ahead, so a document on a pipe is answered before the next one comes.
-    ``ahead``, when given, is called here with each chunk (its items as they were taken), in
-    input order, as the chunk is sent to be counted, and what it gives goes with the chunk:
-    ``then`` is then called with it as a third argument (train tells the worker which
-    documents calibration's sample may still keep)."""
-    finish = then or (lambda docs, batch, *note: batch)
-    note_of = ahead or (lambda items: None)
+    is read ahead, so a document on a pipe is answered before the next one comes."""
+    finish = then or (lambda docs, batch: batch)
 
-    def work(items: list, note=None) -> tuple:
+    def work(items: list) -> tuple:
         read, errors = read_chunk(items)
-        batch = count_documents([d.data for d in read], settings)
-        return read, errors, finish(read, batch, note) if ahead else finish(read, batch)
+        return read, errors, finish(read, count_documents([d.data for d in read], settings))
 
-    def worker(task: tuple) -> tuple:  # (in a forked worker: the bytes stay there)
-        read, errors, out = work(*task)
+    def worker(items: list) -> tuple:  # (in a forked worker: the bytes stay there)
+        read, errors, out = work(items)
         return [Document(d.id, b"", d.label) for d in read], errors, out
 
     def answered(items: list, result: tuple):
@@ -107,7 +101,7 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
 
     if n_jobs == 1:
         for chunk in chunks(docs, chunk_size):
-            yield answered(chunk, work(chunk, note_of(chunk)))
+            yield answered(chunk, work(chunk))
         return
     parts = chunks(docs, chunk_size)
     first = next(parts, None)
@@ -117,7 +111,7 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
     rest = itertools.chain([first] + ([second] if second else []), parts)
     if second is None:
         for chunk in rest:
-            yield answered(chunk, work(chunk, note_of(chunk)))
+            yield answered(chunk, work(chunk))
         return
     if fork_safe():
         from .memory import hold_freed_memory
@@ -128,7 +122,7 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
         def tasks():
             for chunk in rest:
                 pending.append(chunk)
-                yield chunk, note_of(chunk)
+                yield chunk
 
         parent = os.getpid()
         with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
@@ -136,11 +130,11 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
             # were else new pages to map and fault in: docs/bench.md)
             pool = ForkedWorkers(worker, n_jobs, on_fork=lambda: (watch_parent(parent), hold_freed_memory()))
         with pool:
-            for result in pool.map(tasks(), size=lambda task: _held(task[0])):
+            for result in pool.map(tasks(), size=_held):
                 yield answered(pending.popleft(), result)
         return
-    for chunk, batch, note in _loky_counted(rest, settings, n_jobs, note_of):
-        yield chunk, finish(chunk, batch, note) if ahead else finish(chunk, batch)
+    for chunk, batch in _loky_counted(rest, settings, n_jobs):
+        yield chunk, finish(chunk, batch)
 
 
 def _held(items: list) -> int:
@@ -160,18 +154,17 @@ def fork_safe() -> bool:
             and threading.active_count() == 1 and threading.current_thread() is threading.main_thread())
 
 
-def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n_jobs: int,
-                  note_of: Callable[[list], object]) -> Iterator[tuple[list[Document], Batch, object]]:
+def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n_jobs: int
+                  ) -> Iterator[tuple[list[Document], Batch]]:
     from joblib import Parallel, delayed, parallel_config
 
     pending: deque = deque()
 
     def tasks():
         for items in rest:
-            note = note_of(items)
             chunk, errors = read_chunk(items)  # (read here: a loky worker is not this process)
             report_errors(items, errors)
-            pending.append((chunk, note))
+            pending.append(chunk)
             yield delayed(count_in_worker)([d.data for d in chunk], settings)
 
     with contextlib.ExitStack() as stack:
@@ -183,8 +176,7 @@ def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n
                 results = par(tasks())
         try:
             for result in results:
-                chunk, note = pending.popleft()
-                yield chunk, result, note
+                yield pending.popleft(), result
         finally:
             with warnings.catch_warnings():
                 # A reader that left early (`| head`) cancels the rest: not worth a warning.

@@ -6,7 +6,6 @@ Also what builds on training: the whole corpus as one matrix, and k-fold cross-v
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -23,7 +22,7 @@ from ..nb.decision import Decision, default_positive
 from ..nb.estimators import make_estimator
 from ..operations import digest
 from ..progress import CALIBRATING, COUNTING, Step
-from ..read import Document, FileRef
+from ..read import Document
 from ..record import Record
 from ..settings import AUTO_CANDIDATES, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
 from .chunks import counted, fork_safe, size_of
@@ -55,28 +54,6 @@ class Reservoir:
         self.rows = 0
         self.cut: float | None = None  # the last cut's key: none above it is kept
         self._drawn = None
-        self._planned: deque = deque()  # keys drawn by plan() for chunks not added yet, in order
-        self._unplanned = False  # a chunk was not planned: none after it is (the keys stay in order)
-
-    def plan(self, items: list) -> np.ndarray | None:
-        """For a chunk about to be counted elsewhere (train's forked workers), before any later
-        chunk is added: its documents' keys drawn now, in input order (add() takes them in
-        turn), and the positions of those that may still be in the sample then (the cut only
-        falls), which alone need their rows sent: most rows of a large corpus's chunks were sent
-        to be let go here (docs/bench.md). None: every row is needed (no cut yet), or the
-        chunk's documents are not known yet (files not read: their keys are drawn as they are
-        added, and so are those of every chunk after them)."""
-        if self._unplanned or any(isinstance(d, FileRef) for d in items):
-            self._unplanned = True
-            return None
-        keys = self._generator().random(len(items))
-        self._planned.append(keys)
-        return None if self.cut is None else np.flatnonzero(keys <= self.cut).astype(np.int32)
-
-    def _generator(self) -> np.random.Generator:
-        if self.rng is None:
-            self.rng = np.random.default_rng(self.seed)
-        return self.rng
 
     @staticmethod
     def compact(X: Rows) -> Rows:
@@ -92,9 +69,9 @@ class Reservoir:
         """The keys of the next n documents (one each, in input order, whatever is kept: the
         generator's stream is the same), kept for _add_drawn; the positions among them of those
         that may still be in the sample, or None when all may."""
-        keys = self._planned.popleft() if self._planned else self._generator().random(n)
-        if len(keys) != n:
-            raise RuntimeError(f"a planned chunk of {len(keys)} documents came back with {n}")
+        if self.rng is None:
+            self.rng = np.random.default_rng(self.seed)
+        keys = self.rng.random(n)
         if self.cut is None:
             self._drawn = keys
             return None
@@ -102,16 +79,12 @@ class Reservoir:
         self._drawn = keys[rows]
         return rows
 
-    def add(self, X: Rows, labels: list[str], move: Callable[[Rows], Rows] | None = None,
-            sent: np.ndarray | None = None):
+    def add(self, X: Rows, labels: list[str], move: Callable[[Rows], Rows] | None = None):
         """The next documents; ``move``, when given, is applied to the rows of those that may
         still be in the sample, and only to them (train puts them on the vocabulary's ids: on a
-        large corpus, a few rows of most chunks). ``sent``: X holds only these documents' rows
-        (plan()'s positions), all those that may still be kept."""
-        rows = self._draw(len(labels))
-        if sent is not None:  # (planned with a cut: one is still there, at most as high)
-            X, labels = Rows.of(X)[np.searchsorted(sent, rows)], [labels[i] for i in rows]
-        elif rows is not None:
+        large corpus, a few rows of most chunks)."""
+        rows = self._draw(X.shape[0])
+        if rows is not None:
             X, labels = Rows.of(X)[rows], [labels[i] for i in rows]
         self._add_drawn(move(X) if move else X, labels)
 
@@ -161,31 +134,25 @@ class Sums:
     documents' labels and ledger digests, and for calibration's sample its rows over its tokens
     (None: not kept). A Dask partition's are its chunks' reduced (Reduction.sums)."""
 
-    __slots__ = ("blob", "keys", "sums", "distinct", "labels", "digests", "rows", "sent")
+    __slots__ = ("blob", "keys", "sums", "distinct", "labels", "digests", "rows")
 
     def __init__(self, blob: bytes, keys: np.ndarray, sums: tuple, distinct: bool, labels: list[str],
-                 digests: list[bytes], rows: Rows | None = None, sent: np.ndarray | None = None):
-        """``sent``: the documents (positions) whose rows ``rows`` holds (None: all)."""
+                 digests: list[bytes], rows: Rows | None = None):
         self.blob, self.keys, self.sums, self.distinct = blob, keys, sums, distinct
-        self.labels, self.digests, self.rows, self.sent = labels, digests, rows, sent
+        self.labels, self.digests, self.rows = labels, digests, rows
 
 
-def chunk_sums(chunk: list[Document], batch: Batch, featurize: Callable, keep_rows: bool,
-               sent: np.ndarray | None = None) -> Sums:
+def chunk_sums(chunk: list[Document], batch: Batch, featurize: Callable, keep_rows: bool) -> Sums:
     """The map's last step, where the chunk was counted: its sums over its own columns (added
     in the reduce at their ids: work in proportion to the chunk, not to the whole vocabulary),
-    as 16-bit whole numbers where they are (Counts.compacted); its rows, when kept (those of the
-    documents ``sent`` only, when given: Reservoir.plan), compacted where no two of its columns
-    can meet on one id (distinct keys), else as they are (added up in the reduce first, then
-    compacted)."""
+    as 16-bit whole numbers where they are (Counts.compacted); its rows, when kept, compacted
+    where no two of its columns can meet on one id (distinct keys), else as they are (added up
+    in the reduce first, then compacted)."""
     labels = [d.label for d in chunk]
     sums = Counts.compacted(Counts.summed(featurize(batch.rows), labels))
     distinct = batch.keys_distinct()
-    rows = None
-    if keep_rows:
-        rows = batch.rows if sent is None else Rows.of(batch.rows)[sent]
-        rows = Reservoir.compact(rows) if distinct else rows
-    return Sums(batch.blob, batch.keys, sums, distinct, labels, _digests(chunk), rows, sent)
+    rows = None if not keep_rows else Reservoir.compact(batch.rows) if distinct else batch.rows
+    return Sums(batch.blob, batch.keys, sums, distinct, labels, _digests(chunk), rows)
 
 
 class Reduction:
@@ -223,8 +190,7 @@ class Reduction:
             self.rows.append(part.rows.moved(ids, width, distinct=part.distinct))
         elif self.sample is not None and part.rows is not None:
             # (the rows of the documents that may be in the sample, on their ids)
-            self.sample.add(part.rows, part.labels, move=lambda X: X.moved(ids, width, distinct=part.distinct),
-                            sent=part.sent)
+            self.sample.add(part.rows, part.labels, move=lambda X: X.moved(ids, width, distinct=part.distinct))
         if self.budget is not None and self.held() > self.budget:
             self.prune()
 
@@ -302,12 +268,10 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
             read[0] += size_of(item)
             yield item
 
-    def summed(chunk: list[Document], batch, sent) -> Sums:
-        return chunk_sums(chunk, batch, featurize, needs_sample, sent)
+    def summed(chunk: list[Document], batch) -> Sums:
+        return chunk_sums(chunk, batch, featurize, needs_sample)
 
-    plan = reduction.sample.plan if reduction.sample is not None else None
-    for chunk, part in counted(tallied(docs) if progress else docs, tokenizer, n_jobs=n_jobs, then=summed,
-                               ahead=plan or (lambda items: None)):
+    for chunk, part in counted(tallied(docs) if progress else docs, tokenizer, n_jobs=n_jobs, then=summed):
         reduction.add(part)
         if progress:
             progress(Step(COUNTING, read[0], documents=reduction.n_documents))
