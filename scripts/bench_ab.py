@@ -1,14 +1,15 @@
 """`make bench`'s commands at 1x, two checkouts side by side: train and predict on
 spamassassin-2002 and classify of one message, whole processes, interleaved rounds.
 
-    python scripts/bench_ab.py A B [--runs 7] [--corpus DIR] [--message FILE]
+    python scripts/bench_ab.py A B [--runs 7] [--corpus DIR] [--message FILE] [--lines FILE]
 
 A and B are checkouts, each with its own .venv (`make .venv/.installed`), run as their `nbtext`
 command. Each round runs the three commands for each side in turn (the order of the sides
 alternates), each side training its own model. Prints per command each side's median wall time
 and CPU time (user + system of the process and the workers it reaped), their B/A ratios, the
 largest RSS, and the load average before and after (the machine may be shared: CPU time is the
-steadier figure then).
+steadier figure then). With --lines (issue 34's scale: a corpus from scripts/bench_scale.py),
+predict scores that file's lines (`predict --lines`) instead of the corpus.
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "data" / "spamassassin-2002"))
     ap.add_argument("--message", default=str(ROOT / "data" / "example-spam.eml"))
+    ap.add_argument("--lines", help="predict these lines (--lines FILE) instead of the corpus")
     o = ap.parse_args()
     load_before = os.getloadavg()
     got: dict = {}
@@ -53,7 +55,8 @@ def main() -> None:
             for side, tree in (("A", o.a), ("B", o.b))[::1 if r % 2 == 0 else -1]:
                 model = os.path.join(tmp, f"{side}.nbm")
                 for name, args in (("train", ["train", o.corpus, "-o", model, "-q"]),
-                                   ("predict", ["predict", "-m", model, o.corpus]),
+                                   ("predict", ["predict", "-m", model, *(["--lines", o.lines, "-q"] if o.lines
+                                                                          else [o.corpus])]),
                                    ("classify", ["classify", "-m", model, o.message])):
                     got.setdefault((name, side), []).append(run(tree, args))
     load_after = os.getloadavg()

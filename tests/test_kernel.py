@@ -519,9 +519,10 @@ def test_the_kernels_message_sums_check_every_index_and_size():
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_the_kernels_rows_onto_ids_are_numpys(data):
-    """Rows.moved(distinct=True), train's sample onto the vocabulary's ids, by the kernel's
-    move_rows: numpy's arrays, dtypes included, bit for bit; where the caller was wrong (a
-    column dropped, or two meeting) the kernel says so and numpy moves them, adding up."""
+    """Rows.moved(distinct=True), train's sample onto the vocabulary's ids and predict's chunk
+    onto a model's (the tokens it lacks dropped), by the kernel's move_rows: numpy's arrays,
+    dtypes included, bit for bit; where the caller was wrong (two columns meeting) the kernel
+    says so and numpy moves them, adding up."""
     from nbtext.features.rows import Rows
 
     compiled()
@@ -535,8 +536,31 @@ def test_the_kernels_rows_onto_ids_are_numpys(data):
     mapping = np.asarray(data.draw(st.permutations(range(n_cols)))[:width], dtype=np.int64)
     if data.draw(st.booleans()):
         mapping[data.draw(st.integers(0, width - 1))] = data.draw(st.sampled_from([-1, int(mapping[0])]))
+    for j in data.draw(st.lists(st.integers(0, width - 1), max_size=width)):  # (tokens a model lacks)
+        mapping[j] = -1
     got, want = R.moved(mapping, n_cols, distinct=True), R.moved(mapping, n_cols)
     assert got.shape == want.shape
+    for a, b in ((got.data, want.data), (got.indices, want.indices), (got.indptr, want.indptr)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_predict_moves_a_chunk_onto_a_model_by_the_kernel(monkeypatch):
+    """A chunk onto a model's vocabulary at predict (Batch.onto without growing: the tokens the
+    model lacks dropped) is the kernel's move, not numpy's sort of every entry, and gives
+    numpy's rows."""
+    from nbtext.features.rows import Rows
+    from nbtext.features.vocabulary import Vocabulary
+
+    compiled()
+    s = TokenizerSettings()
+    vocab = Vocabulary()
+    count_documents([b"the cat sat on the mat", b"a dog"], s).onto(vocab, grow=True)
+    batch = count_documents([b"the dog sat on a new mat", b"unknown words only", b"cat cat"], s)
+    want = batch.rows.moved(batch.ids_in(vocab, False), len(vocab))
+    monkeypatch.setattr(np, "argsort", lambda *a, **k: pytest.fail("numpy sorted the entries"))
+    got = batch.onto(vocab, grow=False)
+    assert isinstance(got, Rows) and got.shape == want.shape == (3, len(vocab))
+    assert 0 < got.nnz < batch.rows.nnz
     for a, b in ((got.data, want.data), (got.indices, want.indices), (got.indptr, want.indptr)):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
@@ -912,7 +936,8 @@ FUZZ = textwrap.dedent('''
                         np.array([rng.randrange(-3, 20) for _ in range(nnz)], dtype=rng.choice([np.int32, np.int64])),
                         np.array([rng.randrange(-2, nnz + 3) for _ in range(rng.randrange(5))], dtype=np.int64),
                         np.array([rng.randrange(-2, 30) for _ in range(rng.randrange(25))], dtype=np.int64),
-                        rng.randrange(-1, 40), np.empty(nnz), np.empty(nnz, dtype=np.int32))
+                        rng.randrange(-1, 40), np.empty(nnz), np.empty(nnz, dtype=np.int32),
+                        *([np.empty(rng.randrange(6), dtype=np.int64)] if rng.random() < 0.5 else []))
         except ValueError:
             pass
         try:  # (products of rows and weights: parity above, and only safety for crafted arrays:

@@ -296,14 +296,20 @@ def test_sums_made_elsewhere_add_as_the_documents_do():
     np.testing.assert_array_equal(parts.class_count, whole.class_count)
 
 
+@pytest.mark.parametrize("held", ["dense", "by token"])
 @pytest.mark.parametrize("values", ["counts", "large", "fractional"])
-def test_sums_sent_compacted_add_as_they_were(values):
+def test_sums_sent_compacted_add_as_they_were(values, held):
     """train's workers send their chunks' sums as 16-bit whole numbers where they all are
-    (Counts.compacted): added, the same counts to the bit as the float64 sums; sums that are not
-    whole, or past 16 bits, go as they were."""
+    (Counts.compacted), and sums held by token (many classes, few tokens a document) with their
+    token starts in 32 bits: added, the same counts to the bit as the float64 sums; sums that are
+    not whole, or past 16 bits, go as they were."""
     from nbtext.nb.counts import Counts
+    from nbtext.nb.sparse import TokenSums
 
     X, y = random_counts(4)
+    if held == "by token":  # (the tokens of a chunk of many classes: most in one document)
+        rng = np.random.default_rng(4)
+        X = sp.random(60, 4000, density=0.005, random_state=4, data_rvs=lambda m: rng.integers(1, 6, m)).tocsr()
     if values == "large":
         X = X * 70000.0
     elif values == "fractional":
@@ -313,7 +319,11 @@ def test_sums_sent_compacted_add_as_they_were(values):
     for lo, hi in ((0, 20), (20, len(y))):
         summed = Counts.summed(X[lo:hi][:, order], list(y[lo:hi]))
         small = Counts.compacted(summed)
-        assert (small[1].dtype == np.uint16) is (values == "counts") and small[2].dtype == np.uint16
+        assert isinstance(small[1], TokenSums) is (held == "by token")
+        sent = small[1].values if held == "by token" else small[1]
+        assert (sent.dtype == np.uint16) is (values == "counts") and small[2].dtype == np.uint16
+        if held == "by token":
+            assert small[1].indptr.dtype == np.int32 and small[1] == summed[1]
         plain.add_summed(summed, ids=order, width=X.shape[1])
         compact.add_summed(small, ids=order, width=X.shape[1])
     for name in ("feature_count", "doc_freq", "class_count"):

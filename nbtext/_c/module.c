@@ -46,7 +46,7 @@ static PyMethodDef kernel_methods[] = {
     {"own_columns", kernel_own_columns, METH_VARARGS,
      "own_columns(data, indices, indptr, rows, width, out_data, out_indices, out_indptr) -> int64 columns (bytes): Rows.own_columns"},
     {"move_rows", kernel_move_rows, METH_VARARGS,
-     "move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool: Rows.moved onto distinct columns"},
+     "move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices[, out_indptr]) -> bool: Rows.moved onto distinct columns"},
     {"settle_sums", kernel_settle_sums, METH_VARARGS,
      "settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values) -> int: "
      "TokenSums.settle's entries written, or -1"},

@@ -11,23 +11,27 @@
 
 /* -- rows onto the vocabulary's ids ------------------------------------------------------------ */
 
-/* move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool:
+/* move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices[, out_indptr]) -> bool:
  * nbtext.features.rows.Rows.moved for a mapping that sends the rows' columns to distinct
  * columns below n_cols (what train's reservoir holds: a chunk's columns onto their ids),
  * written into out_data (values of 2, 4 or 8 bytes, moved as they are: uint16, float32 or
  * float64) and out_indices (int32, or int64 when the itemsize says so),
- * each row's columns sorted; the row starts stay. False, with nothing promised of the outputs,
- * where a column maps below 0 or past n_cols, or two of a row's columns to one (numpy then
- * moves them, adding such entries up). Every index read is checked. */
+ * each row's columns sorted. Without out_indptr the row starts stay, and a column mapped
+ * below 0 is refused; with it (int64, as long as indptr), such a column is dropped (a chunk's
+ * tokens a model lacks, at predict), the kept entries written from the start of the outputs
+ * and the rows' new starts into out_indptr. False, with nothing promised of the outputs,
+ * where a column maps past n_cols (or below 0, without out_indptr), or two of a row's columns
+ * to one (numpy then moves them, adding such entries up). Every index read is checked. */
 PyObject *kernel_move_rows(PyObject *self, PyObject *args)
 {
-    Py_buffer dv = {0}, iv = {0}, pv = {0}, mv = {0}, odv = {0}, oiv = {0};
+    Py_buffer dv = {0}, iv = {0}, pv = {0}, mv = {0}, odv = {0}, oiv = {0}, opv = {0};
     Py_ssize_t n_cols;
     PyObject *result = NULL;
     uint64_t *keys = NULL, *tmp = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*nw*w*:move_rows", &dv, &iv, &pv, &mv, &n_cols, &odv, &oiv))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nw*w*|w*:move_rows", &dv, &iv, &pv, &mv, &n_cols, &odv, &oiv, &opv))
         return NULL;
-    if (buffers_overlap((Py_buffer *[]){&odv, &oiv}, 2, (Py_buffer *[]){&dv, &iv, &pv, &mv}, 4)) {
+    int dropping = opv.obj != NULL;
+    if (buffers_overlap((Py_buffer *[]){&odv, &oiv, &opv}, dropping ? 3 : 2, (Py_buffer *[]){&dv, &iv, &pv, &mv}, 4)) {
         PyErr_SetString(PyExc_ValueError, "move_rows: an output overlaps an input or another output");
         goto done;
     }
@@ -44,7 +48,8 @@ PyObject *kernel_move_rows(PyObject *self, PyObject *args)
     if ((dsz != 2 && dsz != 4 && dsz != 8) || (size_t)dv.len != dsz * nnz || mv.len % sizeof(int64_t)
         || (isz != 4 && isz != 8) || (osz != 4 && osz != 8) || (size_t)iv.len != isz * nnz
         || odv.len != dv.len || (size_t)oiv.len != osz * nnz || n_cols < 0
-        || (osz == 4 && n_cols > INT32_MAX) || (uint64_t)n_cols >= ((uint64_t)1 << 32)) {
+        || (osz == 4 && n_cols > INT32_MAX) || (uint64_t)n_cols >= ((uint64_t)1 << 32)
+        || (dropping && opv.len != pv.len)) {
         PyErr_SetString(PyExc_ValueError, "move_rows: arrays of the wrong sizes");
         goto done;
     }
@@ -74,38 +79,45 @@ PyObject *kernel_move_rows(PyObject *self, PyObject *args)
         goto done;
     }
     int ok = 1;
+    size_t w = 0;  /* entries written: p0 + j, unless columns were dropped */
+    int64_t *out_indptr = dropping ? opv.buf : NULL;
+    if (dropping)
+        out_indptr[0] = 0;
     for (size_t r = 0; r + 1 < rows && ok; r++) {
-        size_t p0 = (size_t)indptr[r], n = (size_t)indptr[r + 1] - p0;
+        size_t p0 = (size_t)indptr[r], n = (size_t)indptr[r + 1] - p0, m = 0;
         for (size_t j = 0; j < n; j++) {
             int64_t c = isz == 4 ? ((const int32_t *)iv.buf)[p0 + j] : ((const int64_t *)iv.buf)[p0 + j];
-            if (c < 0 || (size_t)c >= width || mapping[c] < 0 || mapping[c] >= n_cols) {
+            if (c < 0 || (size_t)c >= width || mapping[c] >= n_cols || (mapping[c] < 0 && !dropping)) {
                 ok = 0;
                 break;
             }
-            keys[j] = (uint64_t)mapping[c] << 32 | j;
+            if (mapping[c] >= 0)
+                keys[m++] = (uint64_t)mapping[c] << 32 | j;
         }
         if (!ok)
             break;
-        radix_sort_packed(keys, tmp, n, 32, (uint64_t)n_cols);
-        for (size_t j = 0; j < n; j++) {
+        radix_sort_packed(keys, tmp, m, 32, (uint64_t)n_cols);
+        for (size_t j = 0; j < m; j++, w++) {  /* (w < nnz: at most n entries a row) */
             uint64_t col = keys[j] >> 32;
             if (j && col == keys[j - 1] >> 32) {
                 ok = 0;
                 break;
             }
-            memcpy(out_data + (p0 + j) * dsz, data + (p0 + (keys[j] & 0xFFFFFFFFu)) * dsz, dsz);
+            memcpy(out_data + w * dsz, data + (p0 + (keys[j] & 0xFFFFFFFFu)) * dsz, dsz);
             if (osz == 4)
-                ((int32_t *)oiv.buf)[p0 + j] = (int32_t)col;
+                ((int32_t *)oiv.buf)[w] = (int32_t)col;
             else
-                ((int64_t *)oiv.buf)[p0 + j] = (int64_t)col;
+                ((int64_t *)oiv.buf)[w] = (int64_t)col;
         }
+        if (dropping)
+            out_indptr[r + 1] = (int64_t)w;
     }
     result = PyBool_FromLong(ok);
 done:
     PyMem_Free(keys);
     PyMem_Free(tmp);
-    Py_buffer *views[] = {&dv, &iv, &pv, &mv, &odv, &oiv};
-    for (size_t i = 0; i < 6; i++)
+    Py_buffer *views[] = {&dv, &iv, &pv, &mv, &odv, &oiv, &opv};
+    for (size_t i = 0; i < 7; i++)
         if (views[i]->obj)
             PyBuffer_Release(views[i]);
     return result;

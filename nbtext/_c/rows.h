@@ -6,8 +6,8 @@
 
 #include <Python.h>
 
-/* move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices) -> bool: Rows.moved
- * onto distinct columns */
+/* move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices[, out_indptr]) -> bool:
+ * Rows.moved onto distinct columns (with out_indptr, columns mapped below 0 dropped) */
 PyObject *kernel_move_rows(PyObject *self, PyObject *args);
 /* own_columns(data, indices, indptr, rows, width, out_data, out_indices, out_indptr) -> bytes of
  * int64 columns: Rows.own_columns */

@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "bits.h"
 #include "overlap.h"
 #include "sums.h"
 
@@ -310,6 +311,25 @@ PyObject *kernel_sums_product(PyObject *self, PyObject *args)
     for (size_t r = 0; r < rows && ok; r++) {
         double *sums = out + r * k;
         for (int64_t i = indptr[r]; i < indptr[r + 1] && ok; i++) {
+            /* Each entry waits on two random reads of a model's arrays (its token's start, then
+             * its classes and values), larger than a core's cache: fetched ahead as hints, the
+             * starts of the tokens 16 entries on, the classes and values of those 8 on (the
+             * addresses are only hints: each is checked where it is read). */
+            if ((size_t)i + 16 < nnz) {
+                int64_t ta = int_at(cols, (size_t)i + 16);
+                if (ta >= 0 && (size_t)ta < tokens)
+                    KI_PREFETCH(s_indptr + ta);
+            }
+            if ((size_t)i + 8 < nnz) {
+                int64_t tb = int_at(cols, (size_t)i + 8);
+                if (tb >= 0 && (size_t)tb < tokens) {
+                    int64_t at = s_indptr[tb];
+                    if (at >= 0 && (size_t)at < s_nnz) {
+                        KI_PREFETCH(sv + at);
+                        KI_PREFETCH((const char *)classes.buf + (size_t)at * csz);
+                    }
+                }
+            }
             int64_t t = int_at(cols, (size_t)i);
             if (t < 0 || (size_t)t >= tokens || s_indptr[t] < 0 || s_indptr[t + 1] < s_indptr[t]
                 || (size_t)s_indptr[t + 1] > s_nnz) {

@@ -114,6 +114,7 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
             yield answered(chunk, work(chunk))
         return
     if fork_safe():
+        from .memory import hold_freed_memory
         from .pool import ForkedWorkers
 
         pending: deque = deque()
@@ -125,7 +126,9 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
 
         parent = os.getpid()
         with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
-            pool = ForkedWorkers(worker, n_jobs, on_fork=lambda: watch_parent(parent))
+            # (a worker keeps what a chunk frees for the next: each chunk's arrays, megabytes,
+            # were else new pages to map and fault in: docs/bench.md)
+            pool = ForkedWorkers(worker, n_jobs, on_fork=lambda: (watch_parent(parent), hold_freed_memory()))
         with pool:
             for result in pool.map(tasks(), size=_held):
                 yield answered(pending.popleft(), result)

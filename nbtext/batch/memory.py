@@ -24,11 +24,12 @@ def map_large_arrays(threshold: int = 1 << 20, keep: int = 8 << 20) -> None:
 
 
 def hold_freed_memory(size: int = 32 << 20) -> None:
-    """In a worker process that lives for a few tasks (calibration's folds): blocks under
-    ``size`` come from the heap, and what a task frees stays there for the next one. A fold's
-    temporaries are a few arrays as long as the vocabulary; under the parent's threshold
-    (map_large_arrays, inherited at the fork) each was new pages to map, fault in and zero, in
-    every fold. (32 MiB: the most mallopt(3) takes for a mapping threshold on 64 bits.)"""
+    """In a worker process that lives for many tasks (counting's chunks, calibration's folds):
+    blocks under ``size`` come from the heap, and what a task frees stays there for the next
+    one. A fold's temporaries are a few arrays as long as the vocabulary, a chunk's its counter's
+    tables, rows, sums and their pickled copy; under the parent's threshold (map_large_arrays,
+    inherited at the fork) each was new pages to map, fault in and zero, in every task. (32 MiB:
+    the most mallopt(3) takes for a mapping threshold on 64 bits.)"""
     map_large_arrays(size, size)
 
 

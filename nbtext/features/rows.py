@@ -175,10 +175,10 @@ class Rows:
     def moved(self, mapping: np.ndarray, n_cols: int, distinct: bool = False) -> "Rows":
         """Column j moved to ``mapping[j]`` (-1: dropped); entries that land on one column of a
         row are added up, and each row's columns come out sorted. ``distinct``: the caller
-        knows that no column is dropped and no two land on one (a chunk's columns onto their
-        ids, as train's sample takes them): then the compiled kernel moves each row, to the
-        same arrays (tests/test_kernel.py), without numpy's sort of every entry on train's
-        parent."""
+        knows that no two columns land on one (a chunk's columns onto their ids, as train's
+        sample takes them, or onto a model's, the tokens it lacks dropped, as predict takes
+        them): then the compiled kernel moves each row, to the same arrays
+        (tests/test_kernel.py), without numpy's sort of every entry."""
         if distinct:
             out = self._moved_by_kernel(mapping, n_cols)
             if out is not None:
@@ -207,8 +207,9 @@ class Rows:
         return np.ascontiguousarray(self.data[:n]), np.ascontiguousarray(self.indices[:n])
 
     def _moved_by_kernel(self, mapping: np.ndarray, n_cols: int) -> "Rows | None":
-        """moved, by the compiled kernel's move_rows; None where it does not apply (no kernel,
-        other dtypes, or columns that are dropped or meet after all: numpy then adds them)."""
+        """moved, by the compiled kernel's move_rows (columns mapped to -1 dropped there); None
+        where it does not apply (no kernel, other dtypes, or columns that meet after all: numpy
+        then adds them)."""
         from .implementation import compiled
 
         kernel = compiled()
@@ -217,10 +218,12 @@ class Rows:
             return None
         entries = self._entries()
         data, indices = np.empty(len(entries[0]), dtype=self.data.dtype), np.empty(len(entries[0]), dtype=index_dtype(n_cols))
-        indptr = np.array(self.indptr, dtype=np.int64)
-        if not kernel.move_rows(*entries, indptr, np.ascontiguousarray(mapping, dtype=np.int64), n_cols, data, indices):
+        indptr = np.empty(len(self.indptr), dtype=np.int64)
+        if not kernel.move_rows(*entries, np.ascontiguousarray(self.indptr, dtype=np.int64),
+                                np.ascontiguousarray(mapping, dtype=np.int64), n_cols, data, indices, indptr):
             return None
-        return Rows(data, indices, indptr, n_cols)
+        kept = int(indptr[-1])
+        return Rows(data[:kept], indices[:kept], indptr, n_cols)
 
     def eliminate_zeros(self) -> "Rows":
         keep = self.data != 0

@@ -19,6 +19,8 @@ read a model of many classes use ``token_sums``, ``token_totals``, ``class_total
 """
 from __future__ import annotations
 
+import copy
+
 import time
 from collections.abc import Sequence
 
@@ -326,9 +328,17 @@ class Counts:
     def compacted(summed: tuple) -> tuple:
         """summed()'s tuple with its sums and document frequencies as 16-bit whole numbers where
         they all are (add_summed takes them back exactly): what train's workers send for a chunk,
-        a quarter of its float64 and int64."""
+        a quarter of its float64 and int64. Sums held by token likewise, and their token starts
+        in 32 bits: of what a chunk of many classes sends, each byte pickled, piped, read and
+        unpickled, they were the most (docs/bench.md)."""
         classes, sums, df, cc = summed
-        return classes, sums if isinstance(sums, TokenSums) else _as_uint16(sums), _as_uint16(df), cc
+        if isinstance(sums, TokenSums):
+            indptr, held, values = sums.arrays()
+            sums = copy.copy(sums)  # (the same entries: add_summed reads them through append, as float64)
+            sums.indptr = indptr.astype(np.int32) if indptr[-1] < 2**31 else indptr
+            sums.values = _as_uint16(values)
+            return classes, sums, _as_uint16(df), cc
+        return classes, _as_uint16(sums), _as_uint16(df), cc
 
     def _sums(self, X, labels: Sequence[str], weights) -> tuple:
         """summed(), over all this model's classes (tokens x classes; per class)."""
