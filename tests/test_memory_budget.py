@@ -14,6 +14,7 @@ from nbtext import store
 from nbtext.store import codec
 from nbtext.batch.train import train_model
 from nbtext.read import Document
+from nbtext.settings import TokenizerSettings
 
 from conftest import ROOT, implementation
 
@@ -62,15 +63,19 @@ def test_past_the_budget_the_rare_tokens_go_and_the_frequent_keep_exact_counts(t
             codec.pruning({"pruned": bad})
 
 
+# Words and word pairs: the random words' character n-grams, of 16 letters, add next to no
+# vocabulary, and most of the Python path's work under tracemalloc.
+WORDS = TokenizerSettings(char_ngram_min=0)
+
 PEAK = """
 import sys, tracemalloc
 sys.path.insert(0, {tests!r})
-from test_memory_budget import growing
+from test_memory_budget import WORDS, growing
 from nbtext.batch.train import train_model
 from nbtext.settings import DecisionOptions
 docs = growing(int(sys.argv[1]), seed=1)
 tracemalloc.start()
-model, _ = train_model(iter(docs), decisions=DecisionOptions(calibrate=False), calibration_sample=200,
+model, _ = train_model(iter(docs), WORDS, decisions=DecisionOptions(calibrate=False), calibration_sample=200,
                        max_memory=int(sys.argv[2]))
 print(tracemalloc.get_traced_memory()[1], len(model.vocab))
 """
