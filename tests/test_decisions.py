@@ -437,11 +437,10 @@ def test_auto_keeps_the_variant_with_fewest_out_of_fold_errors(monkeypatch):
     from nbtext.nb.estimators import make_estimator
     from nbtext.settings import AUTO_CANDIDATES
 
+    X, labels, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
     for corpus in ("corpus", "three"):
-        if corpus == "corpus":
-            X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
-        else:  # three classes, where the two variants differ more
-            X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+        y = labels
+        if corpus == "three":  # three classes, where the two variants differ more
             y = np.where((y == "ham") & (np.arange(len(y)) % 2 == 0), "other", y)
         model, _ = fit_matrix(X, y, vocab, TokenizerSettings(), ModelSettings(), decisions=DecisionOptions())
         assert model.settings.auto and model.settings.variant in AUTO_CANDIDATES
