@@ -247,12 +247,12 @@ def test_gen_corpus_is_deterministic_and_cut_at_a_document(tmp_path):
 
 def test_bench_scale_prints_its_table(tmp_path):
     out = tmp_path / "scale.md"
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_scale.py"), "--corpora", "1M-3,1M-4",
-                        "--max", "1M", "--no-predict", "--out", str(out), "--cache", str(tmp_path)],
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_scale.py"), "--corpora", "100K-3,100K-4",
+                        "--max", "100K", "--no-predict", "--out", str(out), "--cache", str(tmp_path)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert out.read_text() == r.stdout
-    rows = [ln.split(" | ") for ln in r.stdout.splitlines() if ln.startswith("| 1M-")]
-    assert [row[0] for row in rows if row[2] == "nbtext"] == ["| 1M-3", "| 1M-4"]
+    rows = [ln.split(" | ") for ln in r.stdout.splitlines() if ln.startswith("| 100K-")]
+    assert [row[0] for row in rows if row[2] == "nbtext"] == ["| 100K-3", "| 100K-4"]
     assert ("fastText" in [row[2] for row in rows]) == bool(shutil.which("fasttext"))
-    assert "Load average at the start: " in r.stdout and "nbtext's growth 1M-3 -> 1M-4" not in r.stdout
+    assert "Load average at the start: " in r.stdout and "nbtext's growth 100K-3 -> 100K-4" not in r.stdout
