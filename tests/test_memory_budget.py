@@ -32,6 +32,11 @@ def growing(n_docs: int, seed: int = 0) -> list[Document]:
     return docs
 
 
+# Words and word pairs: the random words' character n-grams, of 16 letters, add next to no
+# vocabulary, and most of the Python path's work under tracemalloc (the peak test's tokenizer).
+WORDS = TokenizerSettings(char_ngram_min=0)
+
+
 def test_under_the_budget_the_model_is_the_one_trained_without_it():
     docs = growing(300)
     free, _ = train_model(iter(docs), max_memory=1 << 40)
@@ -62,10 +67,6 @@ def test_past_the_budget_the_rare_tokens_go_and_the_frequent_keep_exact_counts(t
         with pytest.raises(ValueError, match="pruned must be"):
             codec.pruning({"pruned": bad})
 
-
-# Words and word pairs: the random words' character n-grams, of 16 letters, add next to no
-# vocabulary, and most of the Python path's work under tracemalloc.
-WORDS = TokenizerSettings(char_ngram_min=0)
 
 PEAK = """
 import sys, tracemalloc
