@@ -98,6 +98,25 @@ def spamassassin_model(tmp_path_factory, spamassassin_split):
     return path
 
 
+@pytest.fixture(scope="session")
+def _sample_counted():
+    from nbtext.batch.train import count_corpus
+    from nbtext.read import label_directory
+    from nbtext.settings import TokenizerSettings
+
+    return count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+
+
+@pytest.fixture
+def sample_counts(_sample_counted):
+    """The bundled sample's document-by-term matrix, labels and vocabulary (count_corpus with
+    the default tokenizer), counted once a run; each test gets its own copy to change."""
+    from nbtext.features.vocabulary import Vocabulary
+
+    X, y, vocab = _sample_counted
+    return X.copy(), y.copy(), Vocabulary.from_encoded(vocab.encoded(), vocab.keys())
+
+
 @pytest.fixture
 def sample_copy(sample_model, tmp_path):
     """A writable copy of sample_model, for a test that learns into it."""

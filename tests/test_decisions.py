@@ -9,7 +9,7 @@ from nbtext.nb.calibrate import median, lengths_of, brier_at, fit_temperature, g
 from nbtext.settings import DecisionOptions
 from nbtext.errors import NbtextError
 from nbtext.nb.estimators import logsumexp_rows, make_estimator
-from nbtext.batch.train import count_corpus, fit_matrix
+from nbtext.batch.train import fit_matrix
 from nbtext.read import label_directory
 from nbtext.report import evaluate
 from nbtext.settings import ModelSettings, TokenizerSettings
@@ -47,12 +47,12 @@ def test_median_is_numpys_to_the_bit(n):
         assert got == want or (np.isnan(got) and np.isnan(want)), (a, got, want)
 
 
-def test_golden_section_agrees_with_scipy_on_the_real_objective():
+def test_golden_section_agrees_with_scipy_on_the_real_objective(sample_counts):
     """Our search (written so that train need not import scipy.optimize) finds the Brier
     minimum scipy's bounded Brent search finds, on the bundled sample's out-of-fold scores."""
     from scipy.optimize import minimize_scalar
 
-    X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+    X, y, vocab = sample_counts
     classes = sorted(set(y))
     jll = out_of_fold_jll(X, y, classes, ModelSettings())
     t_idx = np.searchsorted(classes, y)
@@ -69,7 +69,7 @@ def unseen_left_out(X, seen_in):
     return X.multiply(np.asarray(seen_in.sum(axis=0)) > 0).tocsr()
 
 
-def test_candidates_scored_in_one_pass_equal_each_scored_alone(monkeypatch):
+def test_candidates_scored_in_one_pass_equal_each_scored_alone(monkeypatch, sample_counts):
     """auto scores its candidates on the same folds in one pass (calibrate.out_of_fold_jlls),
     each fold's counts taken out once for the variants that count a document alike: the same
     numbers, bit for bit, as scoring each alone."""
@@ -77,7 +77,7 @@ def test_candidates_scored_in_one_pass_equal_each_scored_alone(monkeypatch):
     from nbtext.nb.counts import Counts
     from nbtext.nb.estimators import make_estimator
 
-    X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+    X, y, vocab = sample_counts
     classes = sorted(set(y))
     counts = Counts(classes, X.shape[1])
     counts.add(X, list(y))
@@ -99,12 +99,7 @@ def test_candidates_scored_in_one_pass_equal_each_scored_alone(monkeypatch):
             assert shared == 4 * 3, shared  # again, with document frequencies); tf's are its own
 
 
-def _sample_counts():
-    X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
-    return X, y, sorted(set(y))
-
-
-def test_folds_scored_in_forked_workers_equal_the_folds_scored_in_turn(monkeypatch):
+def test_folds_scored_in_forked_workers_equal_the_folds_scored_in_turn(monkeypatch, sample_counts):
     """train scores calibration's folds on its cores (batch.train.fold_mapper: workers forked
     from it, each taking the next fold): the same numbers, bit for bit, as one fold after
     another in one process."""
@@ -115,7 +110,8 @@ def test_folds_scored_in_forked_workers_equal_the_folds_scored_in_turn(monkeypat
     started = []
     real = pool.ForkedWorkers
     monkeypatch.setattr(pool, "ForkedWorkers", lambda fn, n, **kw: started.append(n) or real(fn, n, **kw))
-    X, y, classes = _sample_counts()
+    X, y, _ = sample_counts
+    classes = sorted(set(y))
     pairs = [(ModelSettings().chosen("multinomial"), None), (ModelSettings().chosen("complement"), None)]
     serial = out_of_fold_jlls(X, y, classes, pairs, k=5, seed=1, unseen="both")
     for n_jobs in (2, 3):
@@ -180,10 +176,10 @@ def test_folds_are_scored_in_turn_where_forking_is_unsafe(monkeypatch):
 
 
 @pytest.mark.slow
-def test_out_of_fold_scores_equal_refitting_on_the_other_folds():
+def test_out_of_fold_scores_equal_refitting_on_the_other_folds(sample_counts):
     """Taking a fold's counts out of the whole sample's is the model trained without it, and it
     scores the fold as it would score new mail: the tokens it never saw are left out."""
-    X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+    X, y, vocab = sample_counts
     classes = sorted(set(y))
     for settings in (ModelSettings(), ModelSettings(variant="complement", alpha=0.3, tf=True, idf=True),
                      ModelSettings(variant="bernoulli")):
@@ -200,12 +196,12 @@ def test_out_of_fold_scores_equal_refitting_on_the_other_folds():
             assert not np.allclose(jll[test], kept[test])  # every fold has tokens of its own
 
 
-def test_out_of_fold_scores_of_a_sample_come_from_the_whole_corpus_less_the_fold():
+def test_out_of_fold_scores_of_a_sample_come_from_the_whole_corpus_less_the_fold(sample_counts):
     """Calibrating on a sample of a larger corpus (as train does past its calibration sample):
     each sampled document is scored by the whole corpus's counts less its fold's sampled
     documents, the size of the model being calibrated; a sample stored as float32 counts
     gives the float64 sample's scores."""
-    X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+    X, y, vocab = sample_counts
     classes = sorted(set(y))
     rows = np.random.default_rng(5).permutation(len(y))[:150]
     sample, ys = X[rows], y[rows]
@@ -239,11 +235,11 @@ def test_training_does_not_import_scipy_optimize(tmp_path):
     assert (tmp_path / "m.nbm").stat().st_size > 0
 
 
-def test_calibration_lowers_held_out_log_loss_brier_and_ece():
+def test_calibration_lowers_held_out_log_loss_brier_and_ece(sample_counts):
     """On the bundled sample, 80/20 by position: the calibrated model's test log-loss, Brier
     score and calibration error are lower than the raw model's, and its verdicts are the same
     (T > 0 keeps the argmax)."""
-    X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+    X, y, vocab = sample_counts
     test = np.arange(len(y)) % 5 == 0
     results = {}
     for calibrate in (False, True):
@@ -428,7 +424,7 @@ def test_calibrate_refuses_unknown_labels_and_leaves_the_model(run, tmp_path, sa
 
 
 @pytest.mark.slow
-def test_auto_keeps_the_variant_with_fewest_out_of_fold_errors(monkeypatch):
+def test_auto_keeps_the_variant_with_fewest_out_of_fold_errors(monkeypatch, sample_counts):
     """The default variant, auto, scores each candidate (multinomial, complement: they count a
     document alike) on the internal folds and keeps the one with the fewest errors, ties broken by
     the Brier score of its calibrated probabilities."""
@@ -437,11 +433,10 @@ def test_auto_keeps_the_variant_with_fewest_out_of_fold_errors(monkeypatch):
     from nbtext.nb.estimators import make_estimator
     from nbtext.settings import AUTO_CANDIDATES
 
+    X, labels, vocab = sample_counts
     for corpus in ("corpus", "three"):
-        if corpus == "corpus":
-            X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
-        else:  # three classes, where the two variants differ more
-            X, y, vocab = count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
+        y = labels
+        if corpus == "three":  # three classes, where the two variants differ more
             y = np.where((y == "ham") & (np.arange(len(y)) % 2 == 0), "other", y)
         model, _ = fit_matrix(X, y, vocab, TokenizerSettings(), ModelSettings(), decisions=DecisionOptions())
         assert model.settings.auto and model.settings.variant in AUTO_CANDIDATES

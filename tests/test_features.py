@@ -8,10 +8,7 @@ from hypothesis import given, settings, strategies as st
 from nbtext import store
 from nbtext.errors import NbtextError
 from nbtext.features.selection import chi2, mutual_information, scores
-from nbtext.batch.train import count_corpus
 from nbtext.settings import FeatureOptions
-from nbtext.read import label_directory
-from nbtext.settings import TokenizerSettings
 
 from conftest import DATA
 
@@ -68,12 +65,6 @@ def test_mutual_information_worked_by_hand():
     # frequency ranks the even token with the others; both tests rank it last
     assert list(scores("frequency", counts, [1, 1])) == [2.0, 2.0, 2.0]
     assert np.argmin(scores("chi2", counts, [1, 1])) == 2
-
-
-@pytest.fixture(scope="module")
-def sample_counts():
-    """The bundled sample's document-token counts, sparse, as scikit-learn takes them."""
-    return count_corpus(label_directory(str(DATA / "corpus")), TokenizerSettings())
 
 
 @pytest.mark.slow

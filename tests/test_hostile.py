@@ -622,13 +622,13 @@ def takes_ctrl_c(pid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def linked_corpus(tmp_path_factory):
-    """Sixty-four copies of the sample (links): seconds of work on loky's workers, made once for
+    """Sixteen copies of the sample (links): seconds of work on loky's workers, made once for
     the three signals. (Loky on a pipe is not tested here: joblib reads its tasks in a thread of
     its own, which a signal does not stop while it waits on the pipe.)"""
     corpus = tmp_path_factory.mktemp("linked") / "corpus"
     for f in sorted((DATA / "corpus").rglob("*")):
         if f.is_file():
-            for i in range(64):
+            for i in range(16):
                 link = corpus / f.parent.name / f"{i}-{f.name}"
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(f)

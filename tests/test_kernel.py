@@ -177,11 +177,11 @@ def test_the_entry_point_chooses_the_path_and_refuses_other_values(monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_command_takes_the_path_from_the_environment(tmp_path):
+def test_the_command_takes_the_path_from_the_environment(tmp_path, small_corpus):
     """`nbtext` reads NBTEXT_KERNEL (nbtext.__main__) and refuses a value it does not know."""
     for choice, status in (("fast", 1), ("python", 0), ("", 0)):
         env = {**os.environ, "NBTEXT_KERNEL": choice}
-        r = subprocess.run([sys.executable, "-m", "nbtext", "train", DATA / "corpus", "-q", "-o", tmp_path / "m.nbm"],
+        r = subprocess.run([sys.executable, "-m", "nbtext", "train", small_corpus, "-q", "-o", tmp_path / "m.nbm"],
                            env=env, capture_output=True, text=True, timeout=300)
         assert (r.returncode, r.stderr) == (status, "nbtext: error: NBTEXT_KERNEL must be one of c, python or empty, "
                                             "got 'fast'\n" if status else "")

@@ -14,6 +14,7 @@ from nbtext import store
 from nbtext.store import codec
 from nbtext.batch.train import train_model
 from nbtext.read import Document
+from nbtext.settings import TokenizerSettings
 
 from conftest import ROOT, implementation
 
@@ -29,6 +30,11 @@ def growing(n_docs: int, seed: int = 0) -> list[Document]:
         common = [f"{label}{x}" for x in rng.integers(0, 50, size=40)]
         docs.append(Document(str(i), " ".join(rare + common).encode(), label))
     return docs
+
+
+# Words and word pairs: the random words' character n-grams, of 16 letters, add next to no
+# vocabulary, and most of the Python path's work under tracemalloc (the peak test's tokenizer).
+WORDS = TokenizerSettings(char_ngram_min=0)
 
 
 def test_under_the_budget_the_model_is_the_one_trained_without_it():
@@ -98,13 +104,13 @@ def test_a_pruned_model_keeps_no_token_in_its_last_thresholds_documents_or_fewer
 PEAK = """
 import sys, tracemalloc
 sys.path.insert(0, {tests!r})
-from test_memory_budget import growing
+from test_memory_budget import WORDS, growing
 from nbtext.batch.train import train_model
 from nbtext.settings import DecisionOptions
 docs = growing(int(sys.argv[1]), seed=1)
 from nbtext.store import codec
 tracemalloc.start()
-model, _ = train_model(iter(docs), decisions=DecisionOptions(calibrate=False), calibration_sample=200,
+model, _ = train_model(iter(docs), WORDS, decisions=DecisionOptions(calibrate=False), calibration_sample=200,
                        max_memory=int(sys.argv[2]))
 data = codec.encode(model)
 print(tracemalloc.get_traced_memory()[1], len(model.vocab))

@@ -215,7 +215,8 @@ def test_fast_scorer_on_a_large_vocabulary(tmp_path):
     store.save(m, str(tmp_path / "m.nbm"))
     fast = FastScorer(str(tmp_path / "m.nbm"))
     back = store.load(str(tmp_path / "m.nbm"))
-    assert all(fast.token_id(t) == back.vocab.index[t] for t in tokens)
+    ids = back.vocab.lookup(tokens).tolist()  # (the model's index, asked once for all: each its id)
+    assert min(ids) >= 0 and all(fast.token_id(t) == i for t, i in zip(tokens, ids))
     names = back.vocab.tokens  # (a new list of every token at each access: taken once)
     assert all(names[fast.token_id(t)] == t for t in tokens)
     assert fast.token_id("tok20000") is None and fast.token_id("tok") is None and fast.token_id("zzz") is None

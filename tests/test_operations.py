@@ -16,8 +16,12 @@ from conftest import DATA
 
 
 def as_dict(model):
-    return {t: tuple(model.feature_count[:, i]) for i, t in enumerate(model.vocab.tokens)
-            if model.feature_count[:, i].any()}, dict(zip(model.classes, model.class_count))
+    """(each token with a count: its counts per class, each class: its documents), every value
+    exactly as the model holds it."""
+    fc, tokens = model.feature_count, model.vocab.tokens
+    held = np.flatnonzero(fc.any(axis=0))
+    return ({tokens[i]: tuple(c) for i, c in zip(held.tolist(), fc[:, held].T.tolist())},
+            dict(zip(model.classes, model.class_count)))
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ def aged(path, old_share: int = 2, days_ago: int = 100):
 def token_counts(m) -> dict:
     """Each token's counts per class, as exact integers."""
     fc = np.asarray(m.feature_count)
-    return {t: tuple(int(v) for v in fc[:, i]) for i, t in enumerate(m.vocab.tokens)}
+    return dict(zip(m.vocab.tokens, map(tuple, fc.T.astype(np.int64).tolist())))  # (int() of each, at once)
 
 
 def test_prune_takes_out_old_rare_tokens_and_counts_the_rest_as_before(run, sample_copy):

@@ -363,10 +363,12 @@ def brute_top_tokens(model, n, min_count=5):
     W, fc = model.estimator.linear().W, model.feature_count
     totals = fc.sum(axis=0)
     eligible = totals >= min(min_count, totals.max())
+    top = np.sort(W, axis=0)  # (each token's two largest weights: the largest of the other
+    first, second = top[-1], top[-2]  # classes' is the second where a class holds the first)
     out = {}
     for c, name in enumerate(model.classes):
         with np.errstate(invalid="ignore"):
-            llr = np.where(eligible, W[c] - np.delete(W, c, axis=0).max(axis=0), -np.inf)
+            llr = np.where(eligible, W[c] - np.where(W[c] == first, second, first), -np.inf)
         best = np.argsort(-llr, kind="stable")[:n]
         out[name] = [{"token": model.vocab.token(i), "llr": round(float(llr[i]), 4), "count": int(fc[c, i])}
                      for i in best if np.isfinite(llr[i])]

@@ -116,7 +116,7 @@ def test_fixtures_are_scikit_learns_bundled_data():
         assert np.array_equal(X, d.data) and list(y) == list(d.target_names[d.target])
 
 
-def splits(y, n=200):
+def splits(y, n=50):
     from sklearn.model_selection import StratifiedShuffleSplit
 
     return StratifiedShuffleSplit(n, test_size=0.2, random_state=0).split(np.zeros(len(y)), y)

@@ -20,17 +20,15 @@ def fitted():
     return nbtext.TextClassifier().fit([d.data for d in docs], [d.label for d in docs])
 
 
-def test_text_classifier_trains_the_model_nbtext_train_trains(fitted, run, tmp_path):
-    assert run("train", CORPUS, "-o", tmp_path / "cli.nbm", "-q").exit_code == 0
-    nbtext.save(fitted, str(tmp_path / "lib.nbm"))
-    cli, lib = run("export", "-m", tmp_path / "cli.nbm"), run("export", "-m", tmp_path / "lib.nbm")
+def test_text_classifier_trains_the_model_nbtext_train_trains(fitted, run, tmp_path, sample_model):
+    nbtext.save(fitted, str(tmp_path / "lib.nbm"))  # (sample_model: `nbtext train` of CORPUS, its defaults)
+    cli, lib = run("export", "-m", sample_model), run("export", "-m", tmp_path / "lib.nbm")
     assert cli.exit_code == lib.exit_code == 0
     assert len(cli.stdout) > 100_000 and lib.stdout == cli.stdout
 
 
-def test_text_classifier_predicts_the_labels_and_probabilities_nbtext_predict_prints(fitted, run, tmp_path):
-    assert run("train", CORPUS, "-o", tmp_path / "cli.nbm", "-q").exit_code == 0
-    out = run("predict", "-m", tmp_path / "cli.nbm", "--format", "jsonl", *EXAMPLES)
+def test_text_classifier_predicts_the_labels_and_probabilities_nbtext_predict_prints(fitted, run, sample_model):
+    out = run("predict", "-m", sample_model, "--format", "jsonl", *EXAMPLES)
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     datas = [p.read_bytes() for p in EXAMPLES]
     assert fitted.classes_.tolist() == ["ham", "spam"]
