@@ -603,18 +603,34 @@ static PyObject *Counter_end_document(Counter *c, PyObject *arg)
             }
             const size_t *cp = (const size_t *)c->cps.p;
             size_t ncp = c->cps.len / sizeof(size_t) - 1;  /* code points of padded */
-            for (size_t k = (size_t)c->cmin; k <= (size_t)c->cmax && k <= ncp; k++) {
-                for (size_t a = 0; a + k <= ncp; a++) {
-                    /* the token is "c:" followed by padded[cp[a]:cp[a + k]] */
-                    size_t from = cp[a], to = cp[a + k];
-                    if (from < 2 || to > c->scratch.len || from >= to) {
+            /* The word's n-grams are counted k by k, each k's from the start; their keys are
+             * found start by start, each k's going on from the k - 1's (fnv reads bytes in
+             * order), into the places they are counted from. */
+            size_t cmin = (size_t)c->cmin, cmax = (size_t)c->cmax < ncp ? (size_t)c->cmax : ncp, first = 0;
+            size_t count = 0;
+            for (size_t k = cmin; k <= cmax; k++)
+                count += ncp - k + 1;
+            if (count && (first = c->grams.len / sizeof(Gram), buf_reserve(&c->grams, count * sizeof(Gram)) < 0))
+                return NULL;
+            Gram *g = (Gram *)c->grams.p + first;
+            for (size_t a = 0; a + cmin <= ncp && count; a++) {
+                uint64_t h = prefix;
+                size_t at = a;  /* (the place of (k, a): the n-grams of the shorter k's before it, then a) */
+                for (size_t k = 1; k <= cmax && a + k <= ncp; k++) {
+                    size_t from = cp[a + k - 1], to = cp[a + k];
+                    if (cp[a] < 2 || to > c->scratch.len || from >= to) {
                         PyErr_SetString(PyExc_SystemError, "nbtext kernel: n-gram out of range");
                         return NULL;
                     }
-                    if (add_gram(c, finish(fnv(prefix, w + from, to - from)), i, from, to) < 0)
-                        return NULL;
+                    h = fnv(h, w + from, to - from);
+                    if (k < cmin)
+                        continue;
+                    uint64_t key = finish(h);
+                    g[at] = (Gram){key, counter_hash(c, key), (uint32_t)i, (uint32_t)cp[a], (uint32_t)to};
+                    at += ncp - k + 1;
                 }
             }
+            c->grams.len += count * sizeof(Gram);
         }
         if (count_grams(c, CHARS) < 0)
             return NULL;
