@@ -87,6 +87,15 @@ static int view_parts(PyObject *seq, Part *parts, size_t n)
 
 #define SETTLE_AHEAD 64  /* appended entries read ahead of the one placed (see settle_sums) */
 
+/* The largest of n numbers of type T at buf, into out. */
+#define LARGEST(T, buf, n, out) do {                  \
+        const T *c_ = (const T *)(buf);               \
+        T m_ = 0;                                     \
+        for (size_t i_ = 0; i_ < (n); i_++)           \
+            m_ = c_[i_] > m_ ? c_[i_] : m_;           \
+        (out) = m_;                                   \
+    } while (0)
+
 /* Whether every held start is in order and within the entries, and every held class below k (a
  * loop per class width, which the compiler vectorises: it runs over everything held at every
  * fold). The appended tokens and classes are checked as they are counted and placed. */
@@ -101,30 +110,9 @@ static int held_valid(const int64_t *indptr, size_t held_width, Ints classes, si
         return 0;
     uint64_t top = 0;
     switch (classes.size) {
-    case 1: {
-        const uint8_t *c = classes.buf;
-        uint8_t m = 0;
-        for (size_t i = 0; i < nnz; i++)
-            m = c[i] > m ? c[i] : m;
-        top = m;
-        break;
-    }
-    case 2: {
-        const uint16_t *c = classes.buf;
-        uint16_t m = 0;
-        for (size_t i = 0; i < nnz; i++)
-            m = c[i] > m ? c[i] : m;
-        top = m;
-        break;
-    }
-    default: {
-        const int32_t *c = classes.buf;
-        uint32_t m = 0;
-        for (size_t i = 0; i < nnz; i++)
-            m = (uint32_t)c[i] > m ? (uint32_t)c[i] : m;  /* (a negative class is a large one) */
-        top = m;
-        break;
-    }
+    case 1: LARGEST(uint8_t, classes.buf, nnz, top); break;
+    case 2: LARGEST(uint16_t, classes.buf, nnz, top); break;
+    default: LARGEST(uint32_t, classes.buf, nnz, top); break;  /* (a negative class is a large one) */
     }
     return !nnz || top < (uint64_t)k;
 }
