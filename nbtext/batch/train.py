@@ -115,8 +115,9 @@ class Reservoir:
             return
         cut = np.partition(np.concatenate([keys for *_, keys in self.parts]), self.size - 1)[self.size - 1]
         for i, (X, y, keys) in enumerate(self.parts):
-            keep = np.flatnonzero(keys <= cut)  # (random floats: ties have probability ~0)
-            self.parts[i] = (X[keep], y[keep], keys[keep]) if len(keep) < len(keys) else (X, y, keys)
+            keep = keys <= cut  # (random floats: ties have probability ~0)
+            # (most of a part is kept: selected by a mask per entry, not the row numbers' ranges)
+            self.parts[i] = (X[keep], y[keep], keys[keep]) if not keep.all() else (X, y, keys)
         self.parts = [p for p in self.parts if len(p[2])]
         self.rows = sum(len(p[2]) for p in self.parts)
         self.cut = float(cut)
@@ -221,7 +222,7 @@ class Reduction:
         if threshold is None:
             most = int(self.budget * PRUNED_TO / (self.held() / max(width, 1)))
             # (the least t that keeps at most `most`: the (most+1)-th largest document frequency)
-            least = np.partition(df, width - most - 1)[width - most - 1] if most < width else 0
+            least = _nth_smallest(df, width - most - 1) if most < width else 0
             threshold = max(self.pruning["threshold"] if self.pruning else 1, int(least))
         t = threshold
         keep = np.flatnonzero(df > t)
@@ -257,6 +258,14 @@ class Reduction:
                                            n_jobs=n_jobs, progress=progress)
         model.ledger, model.pruned = self.ledger, self.pruning
         return model, fit
+
+
+def _nth_smallest(a: np.ndarray, n: int):
+    """np.partition(a, n)[n]: of whole numbers from 0 (document frequencies), counted by value,
+    not partitioned: a pass over ``a`` and one over its values, at every pruning."""
+    if a.dtype.kind in "iu" and len(a) and a.min() >= 0:
+        return np.searchsorted(np.cumsum(np.bincount(a)), n, side="right")
+    return np.partition(a, n)[n]
 
 
 def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = TokenizerSettings(),
