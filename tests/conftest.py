@@ -1,6 +1,9 @@
 import contextlib
 import os
 import pathlib
+import shutil
+import subprocess
+import tempfile
 
 import pytest
 from click.testing import CliRunner
@@ -34,6 +37,31 @@ IIR_TRAIN = [
     ("no", "Tokyo Japan Chinese"),
 ]
 IIR_TEST = "Chinese Chinese Chinese Tokyo Japan"
+
+
+def debian_program(program, package):
+    """The path of program, or None: when it is missing and we are root, Debian's package is
+    installed with apt-get first, under a file lock (two test workers, or a worker and a script
+    another one runs, would otherwise run apt-get at once, and the second fail on apt's lock)."""
+    found = shutil.which(program)
+    if found is not None or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return found
+    import fcntl
+
+    with open(os.path.join(tempfile.gettempdir(), "nbtext-tests-apt.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = shutil.which(program)  # (another worker may have installed it meanwhile)
+        if found is None and package not in _apt_tried:
+            _apt_tried.add(package)
+            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+            subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=600)
+            subprocess.run(["apt-get", "install", "-y", "-q", "-o", "DPkg::Lock::Timeout=600", package], env=env,
+                           capture_output=True, timeout=900)
+            found = shutil.which(program)
+    return found
+
+
+_apt_tried = set()  # (packages this process tried to install: a failed install is not tried again)
 
 
 def need_shared(*parts):
