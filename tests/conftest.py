@@ -39,6 +39,14 @@ IIR_TRAIN = [
 IIR_TEST = "Chinese Chinese Chinese Tokyo Japan"
 
 
+def pytest_xdist_auto_num_workers(config):
+    """Workers for `-n auto` (make test, make check): one for each core this process may run on,
+    at most 4. Each worker builds the session fixtures again, and many tests start processes of
+    their own (train's workers, a daemon, a Dask cluster), which take cores and memory too."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(4, cores)
+
+
 def debian_program(program, package):
     """The path of program, or None: when it is missing and we are root, Debian's package is
     installed with apt-get first, under a file lock (two test workers, or a worker and a script
