@@ -23,8 +23,9 @@ demo: $(STAMP)
 	$(BIN)/nbtext info -m $(BUILD)/demo.nbm --top 5
 
 ## test: the whole test suite (uses ../shared/data when present), a pytest-xdist worker a core (at most 4)
-# (-n auto: tests/conftest.py's pytest_xdist_auto_num_workers; `pytest tests/test_x.py` alone runs in one process)
-TESTS_ON_CORES := -n auto
+# (-n auto: tests/conftest.py's pytest_xdist_auto_num_workers; loadgroup keeps an xdist_group on one worker;
+# `pytest tests/test_x.py` alone runs in one process)
+TESTS_ON_CORES := -n auto --dist loadgroup
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(TESTS_ON_CORES)
