@@ -16,6 +16,7 @@ from ..features.counting import Batch
 from ..features.rows import Rows
 from ..features.selection import select
 from ..features.vocabulary import Vocabulary
+from ..ledger import Ledger
 from ..model import Model
 from ..nb.counts import Counts
 from ..nb.decision import Decision, default_positive
@@ -147,7 +148,7 @@ class Sums:
     __slots__ = ("blob", "keys", "sums", "distinct", "labels", "digests", "rows")
 
     def __init__(self, blob: bytes, keys: np.ndarray, sums: tuple, distinct: bool, labels: list[str],
-                 digests: list[bytes], rows: Rows | None = None):
+                 digests: bytes, rows: Rows | None = None):
         self.blob, self.keys, self.sums, self.distinct = blob, keys, sums, distinct
         self.labels, self.digests, self.rows = labels, digests, rows
 
@@ -184,7 +185,7 @@ class Reduction:
 
     def __init__(self, sample: Reservoir | None = None, partition: bool = False, keep_rows: bool = False,
                  budget: int | None = None):
-        self.vocab, self.counts, self.ledger, self.n_documents = Vocabulary(), Counts(), set(), 0
+        self.vocab, self.counts, self.ledger, self.n_documents = Vocabulary(), Counts(), Ledger(), 0
         self.sample, self.budget = sample, budget
         self.pruning: dict | None = None  # {tokens dropped, threshold, documents counted at the last}
         self.labels: list[str] | None = [] if partition else None
@@ -239,7 +240,7 @@ class Reduction:
         c = self.counts
         rows = None if self.rows is None else Rows.stack(self.rows, len(self.vocab))
         return Sums(self.vocab.encoded(), self.vocab.keys(), (c.classes, c.token_major, c.doc_freq, c.class_count),
-                    True, self.labels, sorted(self.ledger), rows)
+                    True, self.labels, self.ledger.tobytes(), rows)
 
     def model(self, tokenizer, settings, features, decisions, n_jobs: int = 1,
               progress=None) -> tuple[Model, ThresholdFit | None]:
@@ -296,9 +297,9 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     return reduction.model(tokenizer, settings, features, decisions, n_jobs=n_jobs, progress=progress)
 
 
-def _digests(docs: list[Document]) -> list[bytes]:
-    """The documents' ledger digests (made where the chunk was read)."""
-    return [digest(d.label, d.data) for d in docs]
+def _digests(docs: list[Document]) -> bytes:
+    """The documents' ledger digests, back to back (made where the chunk was read)."""
+    return b"".join(digest(d.label, d.data) for d in docs)
 
 
 def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,
