@@ -4,16 +4,19 @@ twice is skipped, within a chunk and across chunks; a document never learned can
 forgotten; models sharing a document are not merged), and its memory is its digests' bytes."""
 from __future__ import annotations
 
+import re
 import tracemalloc
 
 import numpy as np
 import pytest
 
 from nbtext import store
-from nbtext.batch.train import train_model
-from nbtext.errors import NbtextError
+from nbtext.batch.train import Reduction, Sums, train_model
+from nbtext.errors import NbtextError, SettingError
+from nbtext.features.counting import Batch
 from nbtext.ledger import DIGEST_SIZE, Ledger
 from nbtext.model import Model
+from nbtext.nb.counts import Counts
 from nbtext.operations import digest, learn, merge
 from nbtext.read import Document
 from nbtext.settings import ModelSettings, TokenizerSettings
@@ -135,3 +138,30 @@ def test_loading_a_model_makes_no_object_per_digest(tmp_path):
     # (the file's bytes and the array's: a set made 16 more a digest, then ~80 of objects)
     assert per_digest <= 3 * DIGEST_SIZE, per_digest
 
+
+def test_train_charges_the_ledger_to_the_memory_budget():
+    """The ledger is kept whole: the tokens get what it leaves of the budget, and a budget it
+    alone passes is refused, naming the documents and bytes."""
+    reduction = Reduction(budget=100_000)
+    for chunk in range(20):
+        docs = [[f"w{chunk}_{i}", "common"] for i in range(400)]
+        batch = Batch.of_tokens(docs)
+        labels = ["ab"[i % 2] for i in range(400)]
+        part = Sums(batch.blob, batch.keys, Counts.summed(batch.rows, labels), True, labels,
+                    b"".join(digests(400, 100 + chunk)))
+        if chunk == 0:
+            reduction.add(part)
+            assert reduction.held() >= reduction.ledger.nbytes == 400 * DIGEST_SIZE
+            continue
+        try:
+            reduction.add(part)
+        except SettingError as e:
+            assert re.fullmatch(r"max_memory is too small for the ledger of (\d+) documents: its digests alone "
+                                r"hold (\d+) bytes, more than the 75000 that max_memory leaves them; "
+                                r"give a larger one", str(e)), str(e)
+            assert reduction.ledger.nbytes > 75_000
+            break
+        # (under the refusal, pruning keeps the tokens to what the ledger leaves)
+        assert reduction.held() - reduction.ledger.nbytes <= 100_000
+    else:
+        pytest.fail("a ledger past the budget was not refused")
