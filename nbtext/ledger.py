@@ -121,8 +121,9 @@ class Ledger:
     def _merge(self) -> None:
         """The pending digests into the sorted array: sorted themselves, those already held or
         repeated dropped, then put in their places (np.insert: one copy of the array)."""
-        new = _distinct(np.sort(_as_array(self._pending)))
-        self._pending = bytearray()
+        pending, self._pending = self._pending, bytearray()
+        new = _distinct(np.sort(np.frombuffer(pending, dtype=DIGEST)))
+        del pending  # (the sorted copy holds them now)
         held = self._held
         if not len(held):
             self._held = new
