@@ -383,6 +383,12 @@ def test_import_refuses_a_short_ledger_entry(tmp_path, good_model):
         import_lines(dump_with(good_model, tmp_path, set_path("ledger", ["ab"])), "d")
 
 
+def test_import_refuses_a_ledger_entry_of_32_characters_not_all_hex_digits(tmp_path, good_model):
+    """bytes.fromhex skips blanks: "  " and 30 hex digits made a digest of 15 bytes."""
+    with pytest.raises(NbtextError, match="ledger entries must be 32 hex digits"):
+        import_lines(dump_with(good_model, tmp_path, set_path("ledger", ["  " + "ab" * 15])), "d")
+
+
 def test_a_deep_json_dump_line_is_refused(tmp_path):
     r = nb("import", "-", "-o", tmp_path / "m.nbm", input=b"# nbtext dump 1\n" + b"[" * 100000 + b"\n")
     assert r.returncode == 1 and b"malformed dump" in r.stderr
