@@ -195,6 +195,68 @@ static size_t copy_held(const int64_t *indptr, size_t t0, size_t t1, Ints held_c
     return w;
 }
 
+/* settle_sums' first step: each token's appended entries counted at out[tok + 1] (out zeroed
+ * first); 0 where a token is out of range. */
+static int count_appended(const Part *parts, size_t n_parts, int64_t *out, size_t width)
+{
+    memset(out, 0, (width + 1) * sizeof(int64_t));
+    for (size_t p = 0; p < n_parts; p++) {
+        Ints t = {parts[p].t.buf, (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1)};
+        for (size_t i = 0; i < parts[p].n; i++) {
+            /* (a token's count is a random read of an array larger than a cache: the counts of
+             * the tokens SETTLE_AHEAD on are fetched meanwhile, as hints) */
+            if (i + SETTLE_AHEAD < parts[p].n) {
+                int64_t ahead = int_at(t, i + SETTLE_AHEAD);
+                if (ahead >= 0 && (size_t)ahead < width)
+                    KI_PREFETCH(out + ahead + 1);
+            }
+            int64_t tok = int_at(t, i);
+            if (tok < 0 || (size_t)tok >= width)
+                return 0;
+            out[tok + 1]++;
+        }
+    }
+    return 1;
+}
+
+/* settle_sums' second step: the appended entries placed after the held ones' room ([nnz, total)),
+ * grouped by token in the order they came (a counting sort); out[t + 1] ends as the end of token
+ * t's. 0 where a class is out of range. */
+static int place_appended(const Part *parts, size_t n_parts, int64_t *out, size_t width, size_t nnz,
+                          size_t total, void *classes, size_t csz, double *vals, int64_t k)
+{
+    size_t at = nnz;  /* out[t + 1]: the start of token t's appended entries, then (placed) their end */
+    for (size_t t = 0; t < width; t++) {
+        size_t appended = (size_t)out[t + 1];
+        out[t + 1] = (int64_t)at;
+        at += appended;
+    }
+    for (size_t p = 0; p < n_parts; p++) {  /* the appended entries, in the order they came */
+        size_t ts = (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1);
+        Ints t = {parts[p].t.buf, ts}, c = {parts[p].c.buf, (size_t)parts[p].c.len / (parts[p].n ? parts[p].n : 1)};
+        const double *v = parts[p].v.buf;
+        for (size_t i = 0; i < parts[p].n; i++) {
+            /* (likewise the cursors SETTLE_AHEAD on, and the places of those half as far on) */
+            if (i + SETTLE_AHEAD < parts[p].n)
+                KI_PREFETCH(out + int_at(t, i + SETTLE_AHEAD) + 1);
+            if (i + SETTLE_AHEAD / 2 < parts[p].n) {
+                size_t ahead = (size_t)out[int_at(t, i + SETTLE_AHEAD / 2) + 1];
+                if (ahead < total) {
+                    KI_PREFETCH(vals + ahead);
+                    KI_PREFETCH((char *)classes + ahead * csz);
+                }
+            }
+            int64_t cls = int_at(c, i);
+            if (cls < 0 || cls >= k)
+                return 0;
+            size_t place = (size_t)out[int_at(t, i) + 1]++;
+            put_class(classes, csz, place, cls);
+            vals[place] = v[i];
+        }
+    }
+    return 1;
+}
+
 /* settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values) -> int:
  * the held sums (indptr int64 by token; classes of 1, 2 or 4 bytes; values float64) and the
  * parts (a sequence of (tokens, classes, values), in the order appended) folded into
@@ -269,56 +331,8 @@ PyObject *kernel_settle_sums(PyObject *self, PyObject *args)
      * the order they came (a counting sort); then each token is written from the start of the
      * outputs on, its held entries read from the held arrays: a token's writes end before its
      * appended entries' end, so they never overtake what is still to be read. */
-    memset(out, 0, (width + 1) * sizeof(int64_t));
-    for (size_t p = 0; p < n_parts && ok; p++) {  /* each token's appended entries, counted at its end */
-        Ints t = {parts[p].t.buf, (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1)};
-        for (size_t i = 0; i < parts[p].n; i++) {
-            /* (a token's count is a random read of an array larger than a cache: the counts of
-             * the tokens SETTLE_AHEAD on are fetched meanwhile, as hints) */
-            if (i + SETTLE_AHEAD < parts[p].n) {
-                int64_t ahead = int_at(t, i + SETTLE_AHEAD);
-                if (ahead >= 0 && (size_t)ahead < width)
-                    KI_PREFETCH(out + ahead + 1);
-            }
-            int64_t tok = int_at(t, i);
-            if (tok < 0 || (size_t)tok >= width) {
-                ok = 0;
-                break;
-            }
-            out[tok + 1]++;
-        }
-    }
-    size_t at = nnz;  /* out[t + 1]: the start of token t's appended entries, then (placed) their end */
-    for (size_t t = 0; t < width && ok; t++) {
-        size_t appended = (size_t)out[t + 1];
-        out[t + 1] = (int64_t)at;
-        at += appended;
-    }
-    for (size_t p = 0; p < n_parts && ok; p++) {  /* the appended entries, in the order they came */
-        size_t ts = (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1);
-        Ints t = {parts[p].t.buf, ts}, c = {parts[p].c.buf, (size_t)parts[p].c.len / (parts[p].n ? parts[p].n : 1)};
-        const double *v = parts[p].v.buf;
-        for (size_t i = 0; i < parts[p].n; i++) {
-            /* (likewise the cursors SETTLE_AHEAD on, and the places of those half as far on) */
-            if (i + SETTLE_AHEAD < parts[p].n)
-                KI_PREFETCH(out + int_at(t, i + SETTLE_AHEAD) + 1);
-            if (i + SETTLE_AHEAD / 2 < parts[p].n) {
-                size_t ahead = (size_t)out[int_at(t, i + SETTLE_AHEAD / 2) + 1];
-                if (ahead < total) {
-                    KI_PREFETCH(vals + ahead);
-                    KI_PREFETCH((char *)ocv.buf + ahead * csz);
-                }
-            }
-            int64_t cls = int_at(c, i);
-            if (cls < 0 || cls >= k) {
-                ok = 0;
-                break;
-            }
-            size_t place = (size_t)out[int_at(t, i) + 1]++;
-            put_class(ocv.buf, csz, place, cls);
-            vals[place] = v[i];
-        }
-    }
+    ok = count_appended(parts, n_parts, out, width)
+         && place_appended(parts, n_parts, out, width, nnz, total, ocv.buf, csz, vals, k);
     size_t start = nnz;  /* (token t's appended entries: [start, out[t + 1]); out[t] is rewritten behind) */
     for (size_t t = 0; t < width && ok;) {
         size_t end = (size_t)out[t + 1];

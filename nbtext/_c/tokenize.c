@@ -782,30 +782,3 @@ PyTypeObject CounterType = {
     .tp_dealloc = (destructor)Counter_dealloc,
     .tp_methods = Counter_methods,
 };
-
-/* keys(blob) -> bytes of uint64: token_keys of NUL-terminated tokens (for tests). */
-PyObject *kernel_keys(PyObject *self, PyObject *arg)
-{
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    Buf out = {0};
-    const unsigned char *b = view.buf;
-    size_t n = (size_t)view.len, start = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (b[i])
-            continue;
-        uint64_t k = finish(fnv(FNV_BASIS, b + start, i - start));
-        if (buf_put(&out, &k, sizeof k) < 0) {
-            PyBuffer_Release(&view);
-            buf_free(&out);
-            return NULL;
-        }
-        start = i + 1;
-    }
-    PyBuffer_Release(&view);
-    PyObject *r = bytes_of(&out);
-    buf_free(&out);
-    return r;
-}
-
