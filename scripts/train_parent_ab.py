@@ -7,8 +7,8 @@ Each side is a Python interpreter whose environment imports the nbtext to measur
 .venv). Each round trains every corpus once per side, interleaved (base, here), with defaults
 (`train FILE -o M -q`), in a process of its own that runs nbtext's entry point and, as it exits,
 writes its own CPU time (getrusage of itself: the serial stage, which sets the wall time) and its
-reaped workers' (getrusage of its children). Prints the medians, the peak RSS of the parent, and
-the ratios; ``--keep DIR`` keeps each side's last model of each corpus (to compare with cmp).
+reaped workers' (getrusage of its children). Prints the medians, the peak RSS of the parent and its
+page faults, and the ratios; ``--keep DIR`` keeps each side's last model of each corpus (to compare with cmp).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def said():
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(out, "w") as f:
         json.dump({"parent": me.ru_utime + me.ru_stime, "workers": kids.ru_utime + kids.ru_stime,
-                   "rss": me.ru_maxrss * 1024}, f)
+                   "parent_sys": me.ru_stime, "rss": me.ru_maxrss * 1024, "faults": me.ru_minflt}, f)
 atexit.register(said)
 from nbtext.__main__ import run
 run()
@@ -74,9 +74,10 @@ def main() -> int:
     print("| corpus | figure | base | here | here / base |")
     print("| --- | --- | ---: | ---: | ---: |")
     for c in args.corpora:
-        for what, unit in (("wall", "s"), ("parent", "s CPU"), ("workers", "s CPU"), ("rss", "MB")):
+        for what, unit in (("wall", "s"), ("parent", "s CPU"), ("parent_sys", "s system"), ("workers", "s CPU"), ("rss", "MB"),
+                           ("faults", "thousands")):
             med = {s: statistics.median(t[what] for t in times[c, s]) for s in sides}
-            scale = 1e6 if what == "rss" else 1
+            scale = 1e6 if what == "rss" else 1e3 if what == "faults" else 1
             print(f"| {pathlib.Path(c).name} | {what} ({unit}) | {med['base'] / scale:.2f} | "
                   f"{med['here'] / scale:.2f} | {med['here'] / med['base']:.3f} |")
     return 0
