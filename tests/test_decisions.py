@@ -621,6 +621,7 @@ def test_stacked_parts_are_let_go_as_they_are_copied():
     assert parts == [None, None, None]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["c", "python"])
 def test_workers_send_only_the_rows_the_sample_may_keep_and_make_the_same_model(kernel, monkeypatch, tmp_path):
     """Calibration's sample keys are drawn as each chunk of line documents is sent to be counted
