@@ -619,3 +619,53 @@ def test_stacked_parts_are_let_go_as_they_are_copied():
     X = Rows.stack(parts, 3, consume=True)
     assert X.data.dtype == np.float32 and np.array_equal(X.toarray(), want) and X.shape == (4, 3)
     assert parts == [None, None, None]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", ["c", "python"])
+def test_workers_send_only_the_rows_the_sample_may_keep_and_make_the_same_model(kernel, monkeypatch, tmp_path):
+    """Calibration's sample keys are drawn as each chunk of line documents is sent to be counted
+    (Reservoir.draw_ahead), and the workers send back only the rows under the cut: a small sample
+    (its cut falls in the first chunk) then takes a few rows of each chunk, not every one. Files
+    not read yet (FileRef: their count unknown ahead) come in the middle: from them on, keys are
+    drawn as chunks come back, every row sent. Forked workers, one process, and every row sent
+    with every key drawn as it comes (as before draw_ahead) make the same model file."""
+    from itertools import chain
+
+    from conftest import implementation
+    from nbtext.batch import chunks, train
+    from nbtext.read import Document
+    from nbtext.store.codec import encode
+
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(400)]
+
+    def lines(n, start):
+        return [Document(f"lines:{start + i}", " ".join(rng.choice(words, rng.integers(5, 30))).encode(),
+                         f"c{rng.integers(3)}") for i in range(n)]
+
+    before, after = lines(8000, 0), lines(1200, 8000)
+    for label in ("c0", "c1"):
+        (tmp_path / label).mkdir()
+        for i in range(40):
+            (tmp_path / label / f"{i}.txt").write_text(" ".join(rng.choice(words, 20)))
+    docs = lambda: chain(before, label_directory(str(tmp_path), deferred=True), after)  # noqa: E731
+    monkeypatch.setattr(chunks, "fork_safe", lambda: True)
+    sent = []  # (rows sent, documents, drawn ahead) of each chunk the parent reduces
+    add = train.Reduction.add
+    monkeypatch.setattr(train.Reduction, "add", lambda self, part: sent.append(
+        (part.rows.shape[0], len(part.labels), part.drawn is not None)) or add(self, part))
+    with implementation(kernel):
+        forked, _ = train.train_model(docs(), calibration_sample=50, n_jobs=2)
+        ahead = list(sent)
+        one, _ = train.train_model(docs(), calibration_sample=50)
+        monkeypatch.setattr(train.Reservoir, "draw_ahead", lambda self, n: None)
+        sent.clear()
+        every, _ = train.train_model(docs(), calibration_sample=50, n_jobs=2)
+    assert encode(forked) == encode(one) == encode(every)
+    assert all(rows == n for rows, n, _ in sent)
+    drawn = [d for *_, d in ahead]
+    assert drawn == [True] * 20 + [False] * (len(ahead) - 20)  # (the 20th chunk ends at document 8000)
+    # (the first chunks are sent before the cut falls, every row; the last of the lines' a few each)
+    assert all(rows < n // 10 for rows, n, _ in ahead[15:20])
+    assert all(rows == n for rows, n, d in ahead if not d)

@@ -164,6 +164,39 @@ def test_forked_and_loky_workers_count_the_same_batches(monkeypatch, small_corpu
     assert len(forked) > 4
 
 
+def test_a_plan_is_made_in_input_order_as_each_chunk_is_sent_and_goes_with_it(monkeypatch, small_corpus):
+    """counted's plan: called here once a chunk, in input order, before that chunk's result is
+    given back (train draws calibration's keys so); its value reaches then with the chunk's
+    documents, one process, forked workers and loky's alike."""
+    from nbtext.read import label_directory
+
+    docs = list(label_directory(str(small_corpus)))
+    s = TokenizerSettings()
+
+    def run(jobs):
+        planned = []
+
+        def plan(items):
+            planned.append([d.id for d in items])
+            return len(planned) - 1
+
+        out = []
+        for c, (ids, number) in chunks.counted(iter(docs), s, n_jobs=jobs, chunk_size=7, plan=plan,
+                                               then=lambda d, b, number: ([x.id for x in d], number)):
+            assert len(planned) > number  # (planned before its result came back)
+            out.append((ids, number, [x.id for x in c]))
+        assert [ids for ids, *_ in out] == planned and [n for _, n, _ in out] == list(range(len(planned)))
+        assert all(ids == here for ids, _, here in out)
+        return out
+
+    serial = run(1)
+    assert [i for ids, *_ in serial for i in ids] == [d.id for d in docs] and len(serial) > 4
+    monkeypatch.setattr(chunks, "fork_safe", lambda: True)
+    assert run(2) == serial
+    monkeypatch.setattr(chunks, "fork_safe", lambda: False)
+    assert run(2) == serial
+
+
 def test_forked_workers_score_their_own_chunks_and_give_the_parents_numbers(monkeypatch, small_corpus, sample_model):
     """predict's scoring runs where a chunk was counted when the workers are forked (only the
     scores come back), in the parent otherwise: the same log-posteriors either way."""

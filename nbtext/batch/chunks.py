@@ -70,10 +70,13 @@ def report_errors(items: list[Document | FileRef], errors: list[tuple[int, Excep
 
 
 def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_jobs: int = 1,
-            chunk_size: int = CHUNK, then: Callable[[list[Document], Batch], object] | None = None
+            chunk_size: int = CHUNK, then: Callable[..., object] | None = None,
+            plan: Callable[[list[Document | FileRef]], object] | None = None
             ) -> Iterator[tuple[list[Document], Batch]]:
     """(documents, their Batch) for consecutive chunks, in input order; with ``then``,
-    (documents, then(documents, Batch)).
+    (documents, then(documents, Batch)); with ``plan`` too, (documents, then(documents, Batch,
+    plan(items))): plan is called here with each chunk's items, in input order, as the chunk is
+    sent to be counted (ahead of the results given back), and what it returns goes with the chunk.
 
     Where the workers are forked, a chunk's FileRefs (read.FileRef: files a walk found, not read
     yet) are read by the worker that counts it, and ``then`` runs there too (the worker holds
@@ -84,14 +87,16 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
     in the parent, as it would have.
     Worker processes start only when there is more than one chunk of work. On one core no chunk
     is read ahead, so a document on a pipe is answered before the next one comes."""
-    finish = then or (lambda docs, batch: batch)
+    def finish(docs: list[Document], batch: Batch, planned):
+        return batch if then is None else then(docs, batch) if plan is None else then(docs, batch, planned)
 
-    def work(items: list) -> tuple:
+    def work(task: tuple) -> tuple:
+        items, planned = task
         read, errors = read_chunk(items)
-        return read, errors, finish(read, count_documents([d.data for d in read], settings))
+        return read, errors, finish(read, count_documents([d.data for d in read], settings), planned)
 
-    def worker(items: list) -> tuple:  # (in a forked worker: the bytes stay there)
-        read, errors, out = work(items)
+    def worker(task: tuple) -> tuple:  # (in a forked worker: the bytes stay there)
+        read, errors, out = work(task)
         return [Document(d.id, b"", d.label) for d in read], errors, out
 
     def answered(items: list, result: tuple):
@@ -99,19 +104,20 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
         report_errors(items, errors)
         return read, out
 
+    # (items, what plan made of them): planned as each is taken to be sent, in input order
+    parts = ((items, plan(items) if plan else None) for items in chunks(docs, chunk_size))
     if n_jobs == 1:
-        for chunk in chunks(docs, chunk_size):
-            yield answered(chunk, work(chunk))
+        for task in parts:
+            yield answered(task[0], work(task))
         return
-    parts = chunks(docs, chunk_size)
     first = next(parts, None)
     if first is None:
         return
     second = next(parts, None)
     rest = itertools.chain([first] + ([second] if second else []), parts)
     if second is None:
-        for chunk in rest:
-            yield answered(chunk, work(chunk))
+        for task in rest:
+            yield answered(task[0], work(task))
         return
     if fork_safe():
         from .memory import hold_freed_memory
@@ -120,9 +126,9 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
         pending: deque = deque()
 
         def tasks():
-            for chunk in rest:
-                pending.append(chunk)
-                yield chunk
+            for task in rest:
+                pending.append(task[0])
+                yield task
 
         parent = os.getpid()
         with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
@@ -133,13 +139,19 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
             for result in pool.map(tasks(), size=_held):
                 yield answered(pending.popleft(), result)
         return
-    for chunk, batch in _loky_counted(rest, settings, n_jobs):
-        yield chunk, finish(chunk, batch)
+    for chunk, batch, planned in _loky_counted(rest, settings, n_jobs):
+        yield chunk, finish(chunk, batch, planned)
 
 
-def _held(items: list) -> int:
+def _held(task: tuple) -> int:
     """The documents' bytes a chunk carries to its worker (a file not read yet carries none)."""
-    return sum(len(d.data) for d in items if not isinstance(d, FileRef))
+    return sum(len(d.data) for d in task[0] if not isinstance(d, FileRef))
+
+
+def known_count(items: list[Document | FileRef]) -> int | None:
+    """How many documents a chunk holds, where that is known before it is read: None where it
+    holds a file not read yet (read.FileRef: a mailbox holds any number)."""
+    return None if any(isinstance(d, FileRef) for d in items) else len(items)
 
 
 def fork_safe() -> bool:
@@ -154,17 +166,18 @@ def fork_safe() -> bool:
             and threading.active_count() == 1 and threading.current_thread() is threading.main_thread())
 
 
-def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n_jobs: int
-                  ) -> Iterator[tuple[list[Document], Batch]]:
+def _loky_counted(rest: Iterator[tuple[list, object]], settings: TokenizerSettings, n_jobs: int
+                  ) -> Iterator[tuple[list[Document], Batch, object]]:
+    """(documents, Batch, what was planned) of counted's (items, planned) tasks."""
     from joblib import Parallel, delayed, parallel_config
 
     pending: deque = deque()
 
     def tasks():
-        for items in rest:
+        for items, planned in rest:
             chunk, errors = read_chunk(items)  # (read here: a loky worker is not this process)
             report_errors(items, errors)
-            pending.append(chunk)
+            pending.append((chunk, planned))
             yield delayed(count_in_worker)([d.data for d in chunk], settings)
 
     with contextlib.ExitStack() as stack:
@@ -176,7 +189,8 @@ def _loky_counted(rest: Iterator[list[Document]], settings: TokenizerSettings, n
                 results = par(tasks())
         try:
             for result in results:
-                yield pending.popleft(), result
+                chunk, planned = pending.popleft()
+                yield chunk, result, planned
         finally:
             with warnings.catch_warnings():
                 # A reader that left early (`| head`) cancels the rest: not worth a warning.

@@ -26,7 +26,7 @@ from ..progress import CALIBRATING, COUNTING, Step
 from ..read import Document
 from ..record import Record
 from ..settings import AUTO_CANDIDATES, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
-from .chunks import counted, fork_safe, size_of
+from .chunks import counted, fork_safe, known_count, size_of
 from .memory import release_free_memory, withheld_from_forks
 
 if TYPE_CHECKING:
@@ -48,6 +48,16 @@ def state_budget(max_memory: int | None) -> int:
     return int((MAX_MEMORY if max_memory is None else max_memory) * STATE_SHARE)
 
 
+class Draw:
+    """A chunk's documents that may be in calibration's sample, as Reservoir drew their keys:
+    ``keys``, theirs, and ``rows``, their positions in the chunk (None: every document)."""
+
+    __slots__ = ("keys", "rows")
+
+    def __init__(self, keys: np.ndarray, rows: np.ndarray | None):
+        self.keys, self.rows = keys, rows
+
+
 class Reservoir:
     """A uniform random sample of at most ``size`` documents' rows, in input order.
 
@@ -56,15 +66,17 @@ class Reservoir:
     stays constant, and each part is cut on its own (stacking them all first would hold the pile
     twice, then the kept rows a third time). Once cut, a document whose key is above the cut
     can never be in the sample (``size`` keys below it are held already): it is let go before
-    its rows are even taken (the same sample, as every later cut is lower). Rows are counts,
-    stored in 16 bits or as float32 (see add): calibration makes each fold float64 in turn."""
+    its rows are even taken (the same sample, as every later cut is lower). So a chunk's keys
+    may be drawn ahead, as it is sent to be counted (draw_ahead), and only its rows under the
+    cut then made and sent back. Rows are counts, stored in 16 bits or as float32 (see
+    compact): calibration makes each fold float64 in turn."""
 
     def __init__(self, size: int, seed: int):
         self.size, self.seed, self.rng = size, seed, None
         self.parts: list = []       # (matrix, labels, keys), in input order
         self.rows = 0
         self.cut: float | None = None  # the last cut's key: none above it is kept
-        self._drawn = None
+        self.behind = False  # a chunk's count was unknown ahead: every later chunk draws in add
 
     @staticmethod
     def compact(X: Rows) -> Rows:
@@ -76,34 +88,43 @@ class Reservoir:
             return X
         return X.astype(np.uint16 if not X.nnz or X.data.max() < 2**16 else np.float32)
 
-    def _draw(self, n: int) -> np.ndarray | None:
+    def _draw(self, n: int) -> Draw:
         """The keys of the next n documents (one each, in input order, whatever is kept: the
-        generator's stream is the same), kept for _add_drawn; the positions among them of those
-        that may still be in the sample, or None when all may."""
+        generator's stream is the same): the Draw of those that may still be in the sample."""
         if self.rng is None:
             self.rng = np.random.default_rng(self.seed)
         keys = self.rng.random(n)
         if self.cut is None:
-            self._drawn = keys
-            return None
+            return Draw(keys, None)
         rows = np.flatnonzero(keys <= self.cut)
-        self._drawn = keys[rows]
-        return rows
+        return Draw(keys[rows], rows)
 
-    def add(self, X: Rows, labels: list[str], move: Callable[[Rows], Rows] | None = None):
-        """The next documents; ``move``, when given, is applied to the rows of those that may
-        still be in the sample, and only to them (train puts them on the vocabulary's ids: on a
-        large corpus, a few rows of most chunks)."""
-        rows = self._draw(X.shape[0])
-        if rows is not None:
-            X, labels = Rows.of(X)[rows], [labels[i] for i in rows]
-        self._add_drawn(move(X) if move else X, labels)
+    def draw_ahead(self, n: int | None) -> Draw | None:
+        """The Draw of the next chunk's n documents, drawn now, before the earlier chunks' rows
+        are added (chunks drawn in input order): its rows, and only they, are to be given to
+        add with it. None from the first chunk whose count is not known ahead (n None) on: the
+        keys are then drawn in add, where every row is given, so as to stay in input order."""
+        self.behind = self.behind or n is None
+        return None if self.behind else self._draw(n)
 
-    def _add_drawn(self, X: Rows, labels: list[str]):
-        """The rows of the documents the last _draw() kept, in order."""
-        keys, self._drawn = self._drawn, None
-        if not len(keys):
-            return
+    def add(self, X: Rows, labels: list[str], move: Callable[[Rows], Rows] | None = None,
+            drawn: Draw | None = None):
+        """The next documents (``labels``, one each), with ``X``, the rows of every one of them
+        or, given their chunk's ``drawn`` (draw_ahead), of those it names, in order; ``move``, when
+        given, is applied to the rows of those that may still be in the sample, and only to them
+        (train puts them on the vocabulary's ids: on a large corpus, a few rows of most chunks)."""
+        if drawn is None:
+            drawn = self._draw(len(labels))
+            X = X if drawn.rows is None else Rows.of(X)[drawn.rows]
+        keys, rows = drawn.keys, drawn.rows
+        if self.cut is not None and not (under := keys <= self.cut).all():  # (cut since it was drawn)
+            mine = np.flatnonzero(under)
+            X, keys, rows = Rows.of(X)[mine], keys[mine], mine if rows is None else rows[mine]
+        if len(keys):
+            self._add_drawn(move(X) if move else X, labels if rows is None else [labels[i] for i in rows], keys)
+
+    def _add_drawn(self, X: Rows, labels: list[str], keys: np.ndarray):
+        """The rows of the documents of these keys, in order."""
         X = self.compact(X)
         self.parts.append((X, np.asarray(labels), keys))
         self.rows += X.shape[0]
@@ -146,25 +167,31 @@ class Sums:
     documents' labels and ledger digests, and for calibration's sample its rows over its tokens
     (None: not kept). A Dask partition's are its chunks' reduced (Reduction.sums)."""
 
-    __slots__ = ("blob", "keys", "sums", "distinct", "labels", "digests", "rows")
+    __slots__ = ("blob", "keys", "sums", "distinct", "labels", "digests", "rows", "drawn")
 
     def __init__(self, blob: bytes, keys: np.ndarray, sums: tuple, distinct: bool, labels: list[str],
-                 digests: bytes, rows: Rows | None = None):
+                 digests: bytes, rows: Rows | None = None, drawn: Draw | None = None):
+        """``drawn``: the chunk's Draw made ahead, when it was (train_model), and ``rows`` then
+        only the rows of the documents it names (Reservoir.add)."""
         self.blob, self.keys, self.sums, self.distinct = blob, keys, sums, distinct
-        self.labels, self.digests, self.rows = labels, digests, rows
+        self.labels, self.digests, self.rows, self.drawn = labels, digests, rows, drawn
 
 
-def chunk_sums(chunk: list[Document], batch: Batch, featurize: Callable, keep_rows: bool) -> Sums:
+def chunk_sums(chunk: list[Document], batch: Batch, featurize: Callable, keep_rows: bool,
+               drawn: Draw | None = None) -> Sums:
     """The map's last step, where the chunk was counted: its sums over its own columns (added
     in the reduce at their ids: work in proportion to the chunk, not to the whole vocabulary),
-    as 16-bit whole numbers where they are (Counts.compacted); its rows, when kept, compacted
-    where no two of its columns can meet on one id (distinct keys), else as they are (added up
-    in the reduce first, then compacted)."""
+    as 16-bit whole numbers where they are (Counts.compacted); its rows, when kept (of the
+    documents ``drawn`` names, when given), compacted where no two of its columns can meet on
+    one id (distinct keys), else as they are (added up in the reduce first, then compacted)."""
     labels = [d.label for d in chunk]
     sums = Counts.compacted(Counts.summed(featurize(batch.rows), labels))
     distinct = batch.keys_distinct()
-    rows = None if not keep_rows else Reservoir.compact(batch.rows) if distinct else batch.rows
-    return Sums(batch.blob, batch.keys, sums, distinct, labels, _digests(chunk), rows)
+    rows = None
+    if keep_rows:
+        rows = batch.rows if drawn is None or drawn.rows is None else batch.rows[drawn.rows]
+        rows = Reservoir.compact(rows) if distinct else rows
+    return Sums(batch.blob, batch.keys, sums, distinct, labels, _digests(chunk), rows, drawn)
 
 
 class Reduction:
@@ -204,7 +231,8 @@ class Reduction:
             self.rows.append(part.rows.moved(ids, width, distinct=part.distinct))
         elif self.sample is not None and part.rows is not None:
             # (the rows of the documents that may be in the sample, on their ids)
-            self.sample.add(part.rows, part.labels, move=lambda X: X.moved(ids, width, distinct=part.distinct))
+            self.sample.add(part.rows, part.labels, move=lambda X: X.moved(ids, width, distinct=part.distinct),
+                            drawn=part.drawn)
         if self.budget is not None and self.held() > self.budget:
             self.prune()
 
@@ -292,8 +320,8 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     uniform random sample of at most ``calibration_sample`` documents (all of them in a smaller
     corpus), so memory stays bounded however large the corpus."""
     needs_sample = decisions.needs_matrix or settings.choosing
-    reduction = Reduction(Reservoir(calibration_sample, decisions.seed) if needs_sample else None,
-                          budget=state_budget(max_memory))
+    sample = Reservoir(calibration_sample, decisions.seed) if needs_sample else None
+    reduction = Reduction(sample, budget=state_budget(max_memory))
     featurize = make_estimator(settings).featurizer()  # (how the variant counts a document)
     read = [0]  # bytes of the documents taken from ``docs`` so far (for progress)
 
@@ -302,10 +330,13 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
             read[0] += size_of(item)
             yield item
 
-    def summed(chunk: list[Document], batch) -> Sums:
-        return chunk_sums(chunk, batch, featurize, needs_sample)
+    def summed(chunk: list[Document], batch, drawn: Draw | None = None) -> Sums:
+        return chunk_sums(chunk, batch, featurize, needs_sample, drawn)
 
-    for chunk, part in counted(tallied(docs) if progress else docs, tokenizer, n_jobs=n_jobs, then=summed):
+    # (each chunk's sample keys drawn as it is sent: only the rows that may be in the sample come back)
+    plan = (lambda items: sample.draw_ahead(known_count(items))) if sample else None
+    for chunk, part in counted(tallied(docs) if progress else docs, tokenizer, n_jobs=n_jobs, then=summed,
+                               plan=plan):
         reduction.add(part)
         if progress:
             progress(Step(COUNTING, read[0], documents=reduction.n_documents))
