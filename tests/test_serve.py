@@ -298,12 +298,12 @@ def test_the_kernels_sums_are_fastscores_bit_for_bit(sample_model, tmp_path, opt
     assert reference._sums is None
     for data in messages:
         with implementation("c"):
-            bias, contrib, unknown, known = fast.counted_contributions(data)
+            bias, contrib, unknown, known, d = fast.counted_contributions(data)
             if fast._sums is not None:
                 assert fast.counted_sums(data) == (fast._summed(bias, contrib), unknown, known)
             got = fast.judge(data)
         with implementation("python"):
-            assert reference.counted_contributions(data) == (bias, contrib, unknown, known)
+            assert reference.counted_contributions(data) == (bias, contrib, unknown, known, d)
             assert reference.judge(data) == got
     k = len(fast.classes)
     cached = [t for t in range(fast.n_features) if fast._weights[t * k] == fast._weights[t * k]]

@@ -493,14 +493,14 @@ def test_a_format_5_file_loads_and_its_large_counts_are_saved_apart_as_format_6(
     header = store.read_container(str(old))[0]
     assert header["format_version"] == 5 and header["sections"]["counts_values"]["dtype"] == "<u2"
     m = store.load(str(old))
-    assert run("train", lines, "-o", tmp_path / "new.nbm").exit_code == 0
+    assert run("train", lines, "--no-layer", "-o", tmp_path / "new.nbm").exit_code == 0  # (the counts alone)
     new_path = tmp_path / "new.nbm"
     new = store.load(str(new_path))
     assert new.vocab.tokens == m.vocab.tokens and new.counts.token_sums == m.counts.token_sums
     np.testing.assert_array_equal(new.class_count, m.class_count)
     header = store.read_container(str(new_path))[0]
     sections = header["sections"]
-    assert header["format_version"] == store.FORMAT_VERSION == 6
+    assert header["format_version"] == store.FORMAT_VERSION >= 6
     assert sections["counts_values"]["dtype"] == "|u1" and sections["counts_over"]["shape"] == [45]
     assert new_path.stat().st_size < old.stat().st_size
     assert sorted(new.counts.token_sums.values)[-4:] == [359.0, 363.0, 364.0, 377.0]

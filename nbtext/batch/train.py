@@ -361,6 +361,7 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1, pro
     ``progress`` is told each fold as it is taken."""
     classes = model.classes
     model.decision.choose(classes, d.positive, d.threshold, d.unsure, d.max_fpr)
+    model.layer = None  # (refitted below with the calibration map, or none)
     fit = None
     if X is not None and (d.needs_matrix or model.settings.choosing):
         from ..nb.calibrate import can_split
@@ -431,6 +432,12 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, mapper=map) -> Thresho
     _, model.settings, params, for_threshold = best
     for name, value in params.items():
         setattr(model.decision, name, value)
+    # The layer changes the printed P, which a max_fpr threshold, chosen on out-of-fold scores
+    # of the map alone, would then not foresee: with max_fpr there is none.
+    if d.calibrate and d.layer and d.max_fpr is None:
+        from ..nb.layer import fit_layer
+
+        model.layer = fit_layer(X, t_idx, model.counts, seed=d.seed)
     if d.max_fpr is None:
         return None
     p = np.exp(calibrated_log(model.decision, for_threshold, lengths))[:, classes.index(pos)]

@@ -169,7 +169,7 @@ class ServedModel(FastScorer):
     def judge(self, data: bytes, explain: int = 0) -> Verdict:
         """The verdict on one message, with the ``explain`` tokens that pushed hardest each way."""
         why = None
-        if explain or self._sums is None:
+        if explain or self._sums is None or self.layer is not None:  # (the layer reads each token's counts)
             contributions = self.counted_contributions(data)
             label, prob, unsure, probs = self.verdict(contributions)
             why = self.explained(contributions, explain) if explain else None

@@ -1,0 +1,292 @@
+"""The decision layer: a linear SVM on NB-weighted features, added to the calibrated posteriors.
+
+Naive Bayes weighs each token alone; a linear model fitted on documents weighs them together,
+which helps where classes share vocabulary (topics). NBSVM (Wang and Manning 2012) fits the SVM
+on features scaled by the NB log-count ratio, which keeps NB's strength on short texts; here:
+
+    a_t   = 1 + log tf_t                       (the document's known tokens, sublinear tf)
+    r_ct  = log((N_ct + a) / (N_c + aV)) - log((N_-c,t + a) / (N_-c + aV))   (one class against
+            the rest, from the model's counts: derived, never stored state)
+    z_ct  = a_t r_ct / || a r_c ||             (L2 unit length per class)
+    d_c   = b_c + sum_t z_ct w_ct              (one-vs-rest SVMs; two classes: one, d = [-d1, d1])
+    s_c   = log P_c + STRENGTH d_c             (log P: the calibration map's posteriors)
+
+and the posteriors printed are softmax(s). The weights w and b are fitted on calibration's
+sample (nbtext.batch.train's Reservoir) with the squared hinge loss and an L2 penalty, by
+dual coordinate descent (Hsieh et al. 2008, liblinear's solver), a seeded order: so train and
+merge + `calibrate` on the same documents fit the same layer, and a model file stores only w and
+b (derived data, like the calibration map; the counts stay the state). Why this layer and these
+constants: docs/defaults.md, "Issue 37".
+
+The per-token formulas are pure Python with a ``log`` passed in (nbtext.nb.weights' habit), so
+that `classify` (nbtext.fastscore) scores with the same numbers without numpy; the numpy half
+(fit and many documents) imports numpy inside its functions.
+"""
+from __future__ import annotations
+
+import math
+
+LAYER_ALPHA = 1.0   # the log-count ratios' smoothing (Wang and Manning's)
+LAYER_C = 1.0       # the SVM's penalty parameter (liblinear's default)
+STRENGTH = 4.0      # s = log P + STRENGTH d
+EPOCHS = 20         # passes of coordinate descent at most
+TOLERANCE = 0.1     # stop when the projected gradients of a pass spread at most this (liblinear's)
+
+
+def ratio_dens(class_totals, n_features: int, alpha: float, log) -> tuple[list, list]:
+    """Per class (log(N_c + aV), log(N_-c + aV)): the two denominators of r_c."""
+    total = sum(class_totals)
+    return ([log(n + alpha * n_features) for n in class_totals],
+            [log(total - n + alpha * n_features) for n in class_totals])
+
+
+def log_ratio(n_ct, all_t, den_c, den_not_c, alpha, log):
+    """r_ct: the token's log-count ratio of class c against the rest (numpy arrays or floats)."""
+    return log(n_ct + alpha) - den_c - log(all_t - n_ct + alpha) + den_not_c
+
+
+def tf_value(n: float) -> float:
+    return 1.0 + math.log(n)
+
+
+class Layer:
+    """A fitted layer: per modelled class j (every class, or with two classes the second
+    alone), the bias b_j and the weights w at the tokens ``ids`` (model columns, increasing;
+    other tokens weigh 0), plus the ratios' denominators (den, den_not) over the counts it was
+    fitted with."""
+
+    def __init__(self, ids, weights, bias: list, den: list, den_not: list, alpha: float = LAYER_ALPHA,
+                 strength: float = STRENGTH):
+        self.ids, self.weights = ids, weights   # (m,) int64, (m, J) float64
+        self.bias, self.den, self.den_not = list(bias), list(den), list(den_not)
+        self.alpha, self.strength = float(alpha), float(strength)
+
+    @property
+    def modelled(self) -> list[int]:
+        """The classes the SVMs are of: all, or with two classes the second."""
+        return [1] if len(self.den) == 2 and len(self.bias) == 1 else list(range(len(self.den)))
+
+    def header(self) -> dict:
+        return {"alpha": self.alpha, "strength": self.strength, "bias": self.bias, "den": self.den,
+                "den_not": self.den_not}
+
+    def kept(self, cols, width: int) -> "Layer":
+        """The layer over the model's columns ``cols`` (of ``width``), renumbered 0, 1, ... in
+        their order (a subset, or the file's sorted order): the weights of columns left out go."""
+        import numpy as np
+
+        mapping = np.full(max(width, 1), -1, dtype=np.int64)
+        mapping[np.asarray(cols, dtype=np.int64)] = np.arange(len(cols))
+        new = mapping[self.ids]
+        keep = new >= 0
+        order = np.argsort(new[keep], kind="stable")
+        return Layer(new[keep][order], self.weights[keep][order], self.bias, self.den, self.den_not,
+                     self.alpha, self.strength)
+
+    # -- one document, in Python floats (classify) ---------------------------------------
+    def values(self, columns: dict, weights_at) -> list[float]:
+        """d_c of one document: ``columns`` maps each known token's counts column (its counts
+        per class) to its occurrences, as (tuple(column), n) items: {tid: (column, n)};
+        ``weights_at(tid)`` gives its row of w (None: weight 0)."""
+        J = self.modelled
+        dot = [0.0] * len(J)
+        sq = [0.0] * len(J)
+        for tid, (col, n) in columns.items():
+            a = tf_value(n)
+            all_t = sum(col)
+            w = weights_at(tid)
+            for j, c in enumerate(J):
+                v = a * log_ratio(col[c], all_t, self.den[c], self.den_not[c], self.alpha, math.log)
+                sq[j] += v * v
+                if w is not None:
+                    dot[j] += v * w[j]
+        if not columns:  # (no known token, no evidence: the calibrated prior, as decision.calibrated)
+            return [0.0] * len(self.den)
+        d = [b + (x / math.sqrt(s) if s > 0 else 0.0) for b, x, s in zip(self.bias, dot, sq)]
+        return [-d[0], d[0]] if J == [1] else d
+
+    def combined(self, probs: list[float], d: list[float]) -> list[float]:
+        """softmax(log P + strength d) of one document."""
+        s = [(math.log(p) if p > 0 else -math.inf) + self.strength * x for p, x in zip(probs, d)]
+        top = max(s)
+        e = [math.exp(v - top) for v in s]
+        total = sum(e)
+        return [v / total for v in e]
+
+    # -- many documents, numpy (predict) --------------------------------------------------
+    def ratios(self, token_major):
+        """r (m, J) of tokens' counts (m, K), as the counts hold them by token."""
+        import numpy as np
+
+        tm = np.asarray(token_major, dtype=np.float64)
+        all_t = tm.sum(axis=1)
+        return np.stack([log_ratio(tm[:, c], all_t, self.den[c], self.den_not[c], self.alpha, np.log)
+                         for c in self.modelled], axis=1)
+
+    def log_proba(self, logp, X, counts):
+        """log softmax(log P + strength d) of documents X (raw counts over the model's columns,
+        nbtext's Rows) whose calibrated log-posteriors are logp."""
+        import numpy as np
+
+        from .estimators import logsumexp_rows
+
+        A, cols = _local(X, counts.width)
+        at = np.searchsorted(self.ids, cols)
+        found = at < len(self.ids)
+        found[found] = self.ids[at[found]] == cols[found]
+        W = np.zeros((len(cols), len(self.bias)))
+        W[found] = self.weights[at[found]]
+        d = _decision(A, self.ratios(token_rows(counts, cols)), W, np.asarray(self.bias))
+        d[np.diff(A.indptr) == 0] = 0.0  # (no known token, no evidence: the calibrated prior)
+        if self.modelled == [1]:
+            d = np.concatenate([-d, d], axis=1)
+        s = logp + self.strength * d
+        return s - logsumexp_rows(s)[:, None]
+
+
+def token_rows(counts, cols):
+    """The counts (len(cols), K) of the tokens ``cols`` (sorted ids), without a dense array of
+    every token's where they are held by token (nb.sparse)."""
+    return counts.token_sums.take(cols).dense() if counts.sparse else counts.token_major[cols]
+
+
+def _local(X, width: int):
+    """(X's rows as sublinear tf over its own columns, numbered 0, 1, ..., those columns)."""
+    import numpy as np
+
+    from ..features.rows import Rows, distinct
+
+    X = Rows.of(X)
+    cols = distinct(X.indices).astype(np.int64)
+    mapping = np.zeros(max(width, 1), dtype=np.int64)
+    mapping[cols] = np.arange(len(cols))
+    return Rows(1.0 + np.log(X.data.astype(np.float64)), mapping[X.indices], X.indptr, len(cols)), cols
+
+
+def _decision(A, R, W, b):
+    """b + (A r_c / ||A r_c||) . w_c per document and class: A's rows (sublinear tf)."""
+    import numpy as np
+
+    Asq = A.with_data(A.data * A.data)
+    norms = np.sqrt(np.asarray(Asq @ (R * R)))
+    dots = np.asarray(A @ (R * W))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(norms > 0, dots / norms, 0.0)
+    return out + b[None, :]
+
+
+def fit_layer(X, y_idx, counts, C: float = LAYER_C, seed: int = 0, alpha: float = LAYER_ALPHA,
+              strength: float = STRENGTH, epochs: int = EPOCHS, tol: float = TOLERANCE) -> Layer:
+    """The layer fitted on documents X (raw counts over the model's columns, nbtext's Rows) of
+    classes y_idx (indices into counts.classes), with ratios from ``counts`` (nb.counts.Counts);
+    its weights kept where not zero."""
+    import numpy as np
+
+    k = len(counts.classes)
+    den, den_not = ratio_dens([float(v) for v in counts.class_totals()], counts.width, alpha, math.log)
+    J = [1] if k == 2 else list(range(k))
+    layer = Layer(np.zeros(0, dtype=np.int64), np.zeros((0, len(J))), [0.0] * len(J), den, den_not, alpha, strength)
+    A, cols = _local(X, counts.width)
+    Y = np.where(np.asarray(y_idx)[:, None] == np.asarray(J)[None, :], 1.0, -1.0)
+    W, b = solve_squared_hinge(A, layer.ratios(token_rows(counts, cols)), Y, C, seed, epochs, tol)
+    nonzero = np.flatnonzero(W.any(axis=1))
+    # (the weights as the model file stores them, in 32 bits: a trained model scores as its file)
+    layer.ids, layer.weights, layer.bias = cols[nonzero], W[nonzero].astype(np.float32).astype(np.float64), b.tolist()
+    return layer
+
+
+def solve_squared_hinge(A, R, Y, C: float, seed: int = 0, epochs: int = EPOCHS, tol: float = TOLERANCE):
+    """(W, b) of J one-vs-rest L2-regularised squared-hinge SVMs at once,
+
+        min_w,b  1/2 (|w_j|^2 + b_j^2) + C sum_i max(0, 1 - Y_ij (z_ij . w_j + b_j))^2,
+
+    z_ij = A_i r_j / |A_i r_j| (A: CSR rows, R: (columns, J)), the bias a feature of value 1
+    (penalised, as liblinear's and scikit-learn's LinearSVC fit it): by dual coordinate
+    descent (Hsieh et al. 2008), liblinear's solver, all J problems updated together per
+    document, the documents in a seeded random order each pass, with its shrinking (a document
+    whose every dual variable sits at 0 with a gradient above the last pass's largest projected
+    one is left out until the rest converge) and its stopping rule (the projected gradients'
+    spread at most ``tol``, then once more over every document), or ``epochs`` passes."""
+    import numpy as np
+
+    n, J = Y.shape
+    indptr, indices, data = A.indptr, A.indices, A.data
+    Asq = A.with_data(data * data)
+    norms = np.sqrt(np.asarray(Asq @ (R * R)))
+    with np.errstate(divide="ignore"):
+        inv = np.where(norms > 0, 1.0 / norms, 0.0)
+    D = 1.0 / (2.0 * C)
+    Qii = np.where(norms > 0, 2.0, 1.0) + D
+    rng = np.random.default_rng(seed)
+    starts = indptr.tolist()
+    active = list(range(n))
+    if J == 1:  # (one SVM, two classes: each document's z made once, and scalars per step)
+        w, bias = np.zeros(R.shape[0]), 0.0
+        Z = data * R[indices, 0] * inv[A.row_of_entries(), 0]
+        y, q, a = Y[:, 0].tolist(), Qii[:, 0].tolist(), [0.0] * n
+        hi_old, lo_old = math.inf, -math.inf
+        for _ in range(epochs):
+            hi, lo = -math.inf, math.inf
+            kept = []
+            for i in rng.permutation(active).tolist():
+                s, e = starts[i], starts[i + 1]
+                cols, z = indices[s:e], Z[s:e]
+                yi, ai = y[i], a[i]
+                wc = w.take(cols)
+                G = yi * (float(z @ wc) + bias) - 1.0 + ai * D
+                if ai == 0.0:
+                    if G > hi_old:
+                        continue
+                    pg = min(G, 0.0)
+                else:
+                    pg = G
+                kept.append(i)
+                hi, lo = max(hi, pg), min(lo, pg)
+                new = max(ai - G / q[i], 0.0)
+                if new != ai:
+                    step = (new - ai) * yi
+                    a[i] = new
+                    w.put(cols, wc + z * step)  # (a document's columns are distinct)
+                    bias += step
+            if hi - lo <= tol:
+                if len(kept) == n:
+                    break
+                active, hi_old, lo_old = list(range(n)), math.inf, -math.inf
+                continue
+            active = sorted(kept)
+            hi_old, lo_old = (hi if hi > 0 else math.inf), (lo if lo < 0 else -math.inf)
+        return w[:, None], np.array([bias])
+    W = np.zeros((R.shape[0], J))
+    b = np.zeros(J)
+    alpha = np.zeros((n, J))
+    hi_old = np.full(J, np.inf)
+    for _ in range(epochs):
+        hi, lo = np.full(J, -np.inf), np.full(J, np.inf)
+        kept = []
+        for i in rng.permutation(active).tolist():
+            s, e = starts[i], starts[i + 1]
+            cols = indices[s:e]
+            Z = (data[s:e, None] * R[cols]) * inv[i]
+            yi, ai = Y[i], alpha[i]
+            G = yi * ((Z * W[cols]).sum(axis=0) + b) - 1.0 + ai * D
+            at_zero = ai == 0.0
+            if (at_zero & (G > hi_old)).all():
+                continue
+            kept.append(i)
+            PG = np.where(at_zero, np.minimum(G, 0.0), G)
+            np.maximum(hi, PG, out=hi)
+            np.minimum(lo, PG, out=lo)
+            new = np.maximum(ai - G / Qii[i], 0.0)
+            step = (new - ai) * yi
+            if step.any():
+                alpha[i] = new
+                W[cols] += Z * step
+                b += step
+        if (hi - lo).max() <= tol:
+            if len(kept) == n:
+                break
+            active, hi_old = list(range(n)), np.full(J, np.inf)
+            continue
+        active = sorted(kept)
+        hi_old = np.where(hi > 0, hi, np.inf)
+    return W, b
