@@ -67,7 +67,7 @@ class FastScorer:
             layer = layer_header(header, len(self.classes), self.n_features)
             self.layer = None if layer is None else Layer(
                 section(header, payload, "layer_ids"), section(header, payload, "layer_weights"), layer["bias"],
-                layer["den"], layer["den_not"], layer["alpha"], layer["strength"])
+                layer["den"], layer["den_not"], layer["alpha"], layer["strength"], layer["min_count"])
         except (KeyError, TypeError, ValueError) as e:
             raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
         except NbtextError as e:

@@ -6,7 +6,8 @@
 Every system is scored in the same stratified k folds (seed 0) as `nbtext cv`
 (nbtext.nb.calibrate.stratified_folds), on the three development corpora:
 
-- nbtext's default (all default options, calibration on), through cross_validate, as `nbtext cv`;
+- nbtext's default (all default options: calibration and the decision layer on), through
+  cross_validate, as `nbtext cv`; and the same with --no-layer (the calibrated Naive Bayes alone);
 - scikit-learn TF-IDF (sublinear tf) + LinearSVC on nbtext's default tokens, and on scikit-learn's
   own TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True) over the raw text (UTF-8, replace);
 - bogofilter (spamassassin-2002 only): a fresh word list per fold, trained with `-s -B` / `-n -B`
@@ -129,7 +130,7 @@ def nb_plus_svm(X, y, vocab, tok, tr, te, k: float):
     decision values: the two summed per class, the verdict their argmax."""
     from nbtext.batch.train import fit_matrix
     classes, s = nbsvm(X[tr], y[tr], X[te], True)
-    model, keep = fit_matrix(X[tr], y[tr], vocab, tok, ModelSettings())
+    model, keep = fit_matrix(X[tr], y[tr], vocab, tok, ModelSettings(), decisions=DecisionOptions(layer=False))
     lp = np.log(np.maximum(model.proba(X[te][:, keep]), np.finfo(float).tiny))
     return classes, lp[:, [model.classes.index(c) for c in classes]] + k * s
 
@@ -231,11 +232,11 @@ def main():
         texts = None
         systems = {}
 
-        def nb_default():
-            folds = cross_validate(X, y, vocab, tok, ModelSettings(), FeatureOptions(), DecisionOptions(),
-                                   args.folds, 0)
+        def nb_default(decisions=DecisionOptions()):
+            folds = cross_validate(X, y, vocab, tok, ModelSettings(), FeatureOptions(), decisions, args.folds, 0)
             return aggregate(folds, 0)["mean"]
-        systems["nbtext default"] = nb_default
+        systems["nbtext default (decision layer on)"] = nb_default
+        systems["nbtext --no-layer"] = lambda: nb_default(DecisionOptions(layer=False))
         per_fold_systems = {
             "scikit-learn TF-IDF + LinearSVC, nbtext tokens": lambda tr, te: sklearn_svc(X[tr], y[tr], X[te]),
             "scikit-learn TfidfVectorizer(1-2, sublinear) + LinearSVC": None,
@@ -286,12 +287,14 @@ def main():
     load = os.getloadavg()
     print(f"{args.folds}-fold stratified cross-validation, seed 0, same folds for every system "
           f"(load average at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}).\n")
-    print("| corpus | system | accuracy | macro-F1 | ROC-AUC P(spam) | ham FPR | CPU s (5 folds) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| corpus | system | accuracy | macro-F1 | ROC-AUC P(spam) | ham FPR | log-loss | CPU s (5 folds) |")
+    print("|---|---|---|---|---|---|---|---|")
     for (cname, name), r in table.items():
         auc = f"{r['roc_auc']:.4f}" if "roc_auc" in r else ""
         fpr = f"{r['false_positive_rate']:.4f}" if "false_positive_rate" in r else ""
-        print(f"| {cname} | {name} | {r['accuracy']:.4f} | {r['macro_f1']:.4f} | {auc} | {fpr} | {r['cpu_s']:.0f} |")
+        loss = f"{r['log_loss']:.4f}" if "log_loss" in r else ""
+        print(f"| {cname} | {name} | {r['accuracy']:.4f} | {r['macro_f1']:.4f} | {auc} | {fpr} | {loss} | "
+              f"{r['cpu_s']:.0f} |")
 
 
 if __name__ == "__main__":

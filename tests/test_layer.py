@@ -230,6 +230,7 @@ def test_a_damaged_layer_is_refused(run, tmp_path, monkeypatch, change, match, c
     ("bias", [0.0], "layer bias must hold 3 numbers"),
     ("den", [1.0, math.inf, 2.0], "layer den must hold 3 numbers"),
     ("alpha", "1", "layer alpha must be a number"),
+    ("min_count", 0.5, "layer min_count must be a whole number"),
 ])
 def test_a_damaged_layer_header_is_refused(run, tmp_path, monkeypatch, field, value, match):
     model_path = tmp_path / "m.nbm"
@@ -245,3 +246,13 @@ def test_a_damaged_layer_header_is_refused(run, tmp_path, monkeypatch, field, va
         r = run(*args)
         assert r.exit_code == 1 and r.stderr.startswith(f"nbtext: error: {model_path}: corrupt model file (")
         assert match in r.stderr
+
+
+def test_the_layer_is_the_same_fitted_beside_the_folds_workers(run, tmp_path):
+    """With -j 2 the layer is fitted in the parent while forked workers score calibration's
+    folds; with -j 1 after them: the same layer, bit for bit."""
+    topics = three_topics(tmp_path, per_class=20)
+    for jobs in ("1", "2"):
+        assert run("train", topics, "-j", jobs, "-q", "-o", tmp_path / f"j{jobs}.nbm").exit_code == 0
+    one, two = (store.load(str(tmp_path / f"j{jobs}.nbm")).layer for jobs in ("1", "2"))
+    assert np.array_equal(one.ids, two.ids) and np.array_equal(one.weights, two.weights) and one.bias == two.bias

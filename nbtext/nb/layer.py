@@ -28,9 +28,11 @@ import math
 
 LAYER_ALPHA = 1.0   # the log-count ratios' smoothing (Wang and Manning's)
 LAYER_C = 1.0       # the SVM's penalty parameter (liblinear's default)
-STRENGTH = 4.0      # s = log P + STRENGTH d
-EPOCHS = 20         # passes of coordinate descent at most
+STRENGTH = 4.0      # s = log P + STRENGTH d (docs/defaults.md: the best mean accuracy of 4, 6, 8, 12)
+EPOCHS = 8          # passes of coordinate descent at most (docs/defaults.md: as accurate as 20)
 TOLERANCE = 0.1     # stop when the projected gradients of a pass spread at most this (liblinear's)
+MIN_COUNT = 2       # tokens counted fewer times in all are left out (r = 0): a token of one training
+                    # document fits that document alone, and would be most of the weights stored
 
 
 def ratio_dens(class_totals, n_features: int, alpha: float, log) -> tuple[list, list]:
@@ -56,10 +58,10 @@ class Layer:
     fitted with."""
 
     def __init__(self, ids, weights, bias: list, den: list, den_not: list, alpha: float = LAYER_ALPHA,
-                 strength: float = STRENGTH):
+                 strength: float = STRENGTH, min_count: int = MIN_COUNT):
         self.ids, self.weights = ids, weights   # (m,) int64, (m, J) float64
         self.bias, self.den, self.den_not = list(bias), list(den), list(den_not)
-        self.alpha, self.strength = float(alpha), float(strength)
+        self.alpha, self.strength, self.min_count = float(alpha), float(strength), int(min_count)
 
     @property
     def modelled(self) -> list[int]:
@@ -67,8 +69,8 @@ class Layer:
         return [1] if len(self.den) == 2 and len(self.bias) == 1 else list(range(len(self.den)))
 
     def header(self) -> dict:
-        return {"alpha": self.alpha, "strength": self.strength, "bias": self.bias, "den": self.den,
-                "den_not": self.den_not}
+        return {"alpha": self.alpha, "strength": self.strength, "min_count": self.min_count, "bias": self.bias,
+                "den": self.den, "den_not": self.den_not}
 
     def kept(self, cols, width: int) -> "Layer":
         """The layer over the model's columns ``cols`` (of ``width``), renumbered 0, 1, ... in
@@ -81,7 +83,7 @@ class Layer:
         keep = new >= 0
         order = np.argsort(new[keep], kind="stable")
         return Layer(new[keep][order], self.weights[keep][order], self.bias, self.den, self.den_not,
-                     self.alpha, self.strength)
+                     self.alpha, self.strength, self.min_count)
 
     # -- one document, in Python floats (classify) ---------------------------------------
     def values(self, columns: dict, weights_at) -> list[float]:
@@ -92,8 +94,10 @@ class Layer:
         dot = [0.0] * len(J)
         sq = [0.0] * len(J)
         for tid, (col, n) in columns.items():
-            a = tf_value(n)
             all_t = sum(col)
+            if all_t < self.min_count:
+                continue
+            a = tf_value(n)
             w = weights_at(tid)
             for j, c in enumerate(J):
                 v = a * log_ratio(col[c], all_t, self.den[c], self.den_not[c], self.alpha, math.log)
@@ -120,8 +124,10 @@ class Layer:
 
         tm = np.asarray(token_major, dtype=np.float64)
         all_t = tm.sum(axis=1)
-        return np.stack([log_ratio(tm[:, c], all_t, self.den[c], self.den_not[c], self.alpha, np.log)
-                         for c in self.modelled], axis=1)
+        R = np.stack([log_ratio(tm[:, c], all_t, self.den[c], self.den_not[c], self.alpha, np.log)
+                      for c in self.modelled], axis=1)
+        R[all_t < self.min_count] = 0.0
+        return R
 
     def log_proba(self, logp, X, counts):
         """log softmax(log P + strength d) of documents X (raw counts over the model's columns,
@@ -154,21 +160,23 @@ def _local(X, width: int):
     """(X's rows as sublinear tf over its own columns, numbered 0, 1, ..., those columns)."""
     import numpy as np
 
-    from ..features.rows import Rows, distinct
+    from ..features.rows import Rows
 
     X = Rows.of(X)
-    cols = distinct(X.indices).astype(np.int64)
-    mapping = np.zeros(max(width, 1), dtype=np.int64)
+    mapping = np.zeros(max(width, 1), dtype=np.int32 if width < 2**31 else np.int64)
+    mapping[X.indices] = 1  # (the columns present, in order: a pass over the entries, no sort)
+    cols = np.flatnonzero(mapping)
     mapping[cols] = np.arange(len(cols))
-    return Rows(1.0 + np.log(X.data.astype(np.float64)), mapping[X.indices], X.indptr, len(cols)), cols
+    data = np.log(X.data, dtype=np.float64)
+    data += 1.0
+    return Rows(data, mapping[X.indices], X.indptr, len(cols)), cols
 
 
 def _decision(A, R, W, b):
     """b + (A r_c / ||A r_c||) . w_c per document and class: A's rows (sublinear tf)."""
     import numpy as np
 
-    Asq = A.with_data(A.data * A.data)
-    norms = np.sqrt(np.asarray(Asq @ (R * R)))
+    norms = np.sqrt(np.asarray(A.with_data(A.data * A.data) @ (R * R)))
     dots = np.asarray(A @ (R * W))
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(norms > 0, dots / norms, 0.0)
@@ -176,7 +184,8 @@ def _decision(A, R, W, b):
 
 
 def fit_layer(X, y_idx, counts, C: float = LAYER_C, seed: int = 0, alpha: float = LAYER_ALPHA,
-              strength: float = STRENGTH, epochs: int = EPOCHS, tol: float = TOLERANCE) -> Layer:
+              strength: float = STRENGTH, epochs: int = EPOCHS, tol: float = TOLERANCE,
+              min_count: int = MIN_COUNT) -> Layer:
     """The layer fitted on documents X (raw counts over the model's columns, nbtext's Rows) of
     classes y_idx (indices into counts.classes), with ratios from ``counts`` (nb.counts.Counts);
     its weights kept where not zero."""
@@ -185,7 +194,8 @@ def fit_layer(X, y_idx, counts, C: float = LAYER_C, seed: int = 0, alpha: float 
     k = len(counts.classes)
     den, den_not = ratio_dens([float(v) for v in counts.class_totals()], counts.width, alpha, math.log)
     J = [1] if k == 2 else list(range(k))
-    layer = Layer(np.zeros(0, dtype=np.int64), np.zeros((0, len(J))), [0.0] * len(J), den, den_not, alpha, strength)
+    layer = Layer(np.zeros(0, dtype=np.int64), np.zeros((0, len(J))), [0.0] * len(J), den, den_not, alpha, strength,
+                  min_count)
     A, cols = _local(X, counts.width)
     Y = np.where(np.asarray(y_idx)[:, None] == np.asarray(J)[None, :], 1.0, -1.0)
     W, b = solve_squared_hinge(A, layer.ratios(token_rows(counts, cols)), Y, C, seed, epochs, tol)
@@ -211,8 +221,7 @@ def solve_squared_hinge(A, R, Y, C: float, seed: int = 0, epochs: int = EPOCHS, 
 
     n, J = Y.shape
     indptr, indices, data = A.indptr, A.indices, A.data
-    Asq = A.with_data(data * data)
-    norms = np.sqrt(np.asarray(Asq @ (R * R)))
+    norms = np.sqrt(np.asarray(A.with_data(data * data) @ (R * R)))
     with np.errstate(divide="ignore"):
         inv = np.where(norms > 0, 1.0 / norms, 0.0)
     D = 1.0 / (2.0 * C)
@@ -222,7 +231,9 @@ def solve_squared_hinge(A, R, Y, C: float, seed: int = 0, epochs: int = EPOCHS, 
     active = list(range(n))
     if J == 1:  # (one SVM, two classes: each document's z made once, and scalars per step)
         w, bias = np.zeros(R.shape[0]), 0.0
-        Z = data * R[indices, 0] * inv[A.row_of_entries(), 0]
+        Z = R[indices, 0]
+        Z *= data
+        Z *= np.repeat(inv[:, 0], np.diff(indptr))
         y, q, a = Y[:, 0].tolist(), Qii[:, 0].tolist(), [0.0] * n
         hi_old, lo_old = math.inf, -math.inf
         for _ in range(epochs):

@@ -244,8 +244,10 @@ def layer_header(header: dict, k: int, n_tokens: int) -> dict | None:
     d = header.get("layer")
     if d is None:
         return None
-    if not isinstance(d, dict) or set(d) != {"alpha", "strength", "bias", "den", "den_not"}:
-        raise ValueError("layer must be {alpha, strength, bias, den, den_not}")
+    if not isinstance(d, dict) or set(d) != {"alpha", "strength", "min_count", "bias", "den", "den_not"}:
+        raise ValueError("layer must be {alpha, strength, min_count, bias, den, den_not}")
+    if not (type(d["min_count"]) is int and 1 <= d["min_count"] <= MAX_COUNT):
+        raise ValueError("layer min_count must be a whole number from 1 to 2**53")
     j = 1 if k == 2 else k
     for name, value, lo, hi in (("alpha", d["alpha"], 1e-10, 1e6), ("strength", d["strength"], 0.0, 1e6)):
         if not (type(value) in (int, float) and lo <= value <= hi):
@@ -286,7 +288,7 @@ def decode_layer(header: dict, payload: memoryview, k: int, n_tokens: int):
     if not (np.abs(weights) <= MAX_SCORE).all():
         raise ValueError(f"the layer's weights must be numbers from -{MAX_SCORE:g} to {MAX_SCORE:g}")
     return Layer(ids, weights, [float(x) for x in d["bias"]], [float(x) for x in d["den"]],
-                 [float(x) for x in d["den_not"]], float(d["alpha"]), float(d["strength"]))
+                 [float(x) for x in d["den_not"]], float(d["alpha"]), float(d["strength"]), d["min_count"])
 
 
 def encode_pieces(model) -> list:
