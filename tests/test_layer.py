@@ -2,14 +2,13 @@
 its refit by calibrate after merge, older files without it, and damaged files with it."""
 from __future__ import annotations
 
-import json
 import math
 import shutil
 
 import numpy as np
 import pytest
 
-from conftest import DATA, need_shared
+from conftest import DATA, need_shared, predicts_as_recorded
 from nbtext import store
 from nbtext.fastscore import FastScorer
 from nbtext.features.rows import Rows
@@ -147,18 +146,7 @@ def test_a_format_6_file_loads_and_scores_as_before(run):
     old = FIXTURES / "format6-calibrated.nbm"
     assert store.read_container(str(old))[0]["format_version"] == 6
     assert store.load(str(old)).layer is None
-    r = run("predict", "-m", old, "--input-format", "tsv", "--format", "jsonl", FIXTURES / "format5-sparse.tsv")
-    assert r.exit_code == 0, r.stderr
-    got = [json.loads(line) for line in r.stdout.splitlines()]
-    want = [json.loads(line) for line in (FIXTURES / "format6-predict.jsonl").read_text().splitlines()]
-    assert len(got) == len(want) == 36
-    fast = FastScorer(str(old))
-    texts = [line.split("\t", 1)[1] for line in (FIXTURES / "format5-sparse.tsv").read_text().splitlines()]
-    for g, w, text in zip(got, want, texts):
-        assert g["label"] == w["label"] and g["scores"] == w["scores"]
-        for c, value in w["log_scores"].items():
-            assert g["log_scores"][c] == pytest.approx(value, rel=1e-9, abs=1e-12)
-        assert fast.score(text)[0] == w["label"]
+    assert predicts_as_recorded(run, old, FIXTURES / "format5-sparse.tsv", FIXTURES / "format6-predict.jsonl") == 36
 
 
 def _damaged(change):

@@ -18,7 +18,7 @@ from nbtext.nb.estimators import BernoulliNB, ComplementNB, MultinomialNB
 from nbtext.settings import ModelSettings, TokenizerSettings
 from nbtext.text.tokenizer import Tokenizer
 
-from conftest import ROOT
+from conftest import ROOT, predicts_as_recorded
 
 FIXTURES = ROOT / "tests" / "fixtures"
 
@@ -254,18 +254,7 @@ def test_a_format_4_file_loads_and_predicts_as_before(run, tmp_path):
     assert store.read_container(str(old))[0]["format_version"] == 4
     m = store.load(str(old))
     assert m.counts.sparse and (m.counts.last_seen == counts_module.UNKNOWN_DAY).all()
-    r = run("predict", "-m", old, "--input-format", "tsv", "--format", "jsonl", FIXTURES / "format4-test.tsv")
-    assert r.exit_code == 0, r.stderr
-    got = [json.loads(line) for line in r.stdout.splitlines()]
-    want = [json.loads(line) for line in (FIXTURES / "format4-predict.jsonl").read_text().splitlines()]
-    assert len(got) == len(want) == 12
-    fast = FastScorer(str(old))
-    texts = [line.split("\t", 1)[1] for line in (FIXTURES / "format4-test.tsv").read_text().splitlines()]
-    for g, w, text in zip(got, want, texts):
-        assert g["label"] == w["label"] and g["scores"] == w["scores"]
-        for c, value in w["log_scores"].items():
-            assert g["log_scores"][c] == pytest.approx(value, rel=1e-9, abs=1e-12)
-        assert fast.score(text)[0] == w["label"]
+    assert predicts_as_recorded(run, old, FIXTURES / "format4-test.tsv", FIXTURES / "format4-predict.jsonl") == 12
     store.save(m, str(tmp_path / "new.nbm"))
     new = store.load(str(tmp_path / "new.nbm"))
     assert store.read_container(str(tmp_path / "new.nbm"))[0]["format_version"] == store.FORMAT_VERSION
