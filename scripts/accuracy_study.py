@@ -1,7 +1,7 @@
 """Issue 37's comparison: nbtext's default against the strongest linear baseline and bogofilter.
 
     nice python scripts/accuracy_study.py [--shared ../shared/data] [--folds 5]
-           [--only debian-sections,...] [--no-bogofilter]
+           [--only debian-sections,...] [--no-bogofilter] [--systems NAME,...] [--strengths 4,6,8,12]
 
 Every system is scored in the same stratified k folds (seed 0) as `nbtext cv`
 (nbtext.nb.calibrate.stratified_folds), on the three development corpora:
@@ -18,7 +18,9 @@ Every system is scored in the same stratified k folds (seed 0) as `nbtext cv`
   class's NB log-count ratio r, then a linear SVM one-vs-rest; liblinear is the solver of this
   prototype), and Robinson-Fisher combination of the tokens whose
   Robinson probability is at least min_dev from 0.5 (bogofilter's ranking; two classes only).
-- a probe: nbtext's default log-posteriors plus k times the NB-weighted SVM's decision values.
+- a probe: nbtext's default log-posteriors plus k times the NB-weighted SVM's decision values;
+- with --strengths: nbtext's decision layer (nbtext.nb.layer) at each strength given, the grid
+  its default strength was chosen on.
 
 Accuracy and macro-F1 for every corpus; for spamassassin-2002 also the ROC-AUC of the printed
 P(spam) (spamicity for bogofilter, the decision value for the linear models) and the ham FPR at
@@ -135,6 +137,32 @@ def nb_plus_svm(X, y, vocab, tok, tr, te, k: float):
     return classes, lp[:, [model.classes.index(c) for c in classes]] + k * s
 
 
+_LAYER_FITS: dict = {}
+
+
+def nb_layer_strength(X, y, vocab, tok, tr, te, strength: float):
+    """nbtext's default model (calibrated, without the layer) and the decision layer fitted as
+    train fits it (nbtext.nb.layer.fit_layer on the training part: every document, as the
+    5,000-document sample is on these corpora), scored with ``strength``: the strength grid.
+    Each fold's fit is made once for every strength."""
+    from nbtext.batch.train import fit_matrix
+    from nbtext.features.rows import Rows
+    from nbtext.nb.layer import fit_layer
+
+    key = (id(X), int(np.flatnonzero(te)[0]), int(te.sum()))
+    if key not in _LAYER_FITS:
+        if any(k[0] != id(X) for k in _LAYER_FITS):  # (another corpus's)
+            _LAYER_FITS.clear()
+        model, keep = fit_matrix(X[tr], y[tr], vocab, tok, ModelSettings(), decisions=DecisionOptions(layer=False))
+        classes = np.array(model.classes)
+        layer = fit_layer(Rows.of(X[tr][:, keep]), np.searchsorted(classes, y[tr]), model.counts)
+        Xte = Rows.of(X[te][:, keep])
+        _LAYER_FITS[key] = (classes, model, layer, Xte, model.log_proba(Xte))
+    classes, model, layer, Xte, logp = _LAYER_FITS[key]
+    layer.strength = strength
+    return classes, layer.log_proba(logp, Xte, model.counts)
+
+
 def robinson_fisher(Xtr, ytr, Xte, positive="spam", s=1.0, x=0.5, min_dev=0.1):
     """Robinson-Fisher spamicity of the test rows (bogofilter's combination), from document
     frequencies per class: f(w) = (s x + n p(w)) / (s + n), p(w) = b/(b+g) with b and g the
@@ -223,6 +251,7 @@ def main():
     ap.add_argument("--only", default=",".join(CORPORA))
     ap.add_argument("--no-bogofilter", action="store_true")
     ap.add_argument("--systems", default="", help="comma-separated subset of system names")
+    ap.add_argument("--strengths", default="", help="comma-separated decision layer strengths to score (a grid)")
     args = ap.parse_args()
     started = time.time()
     table: dict = {}
@@ -245,6 +274,9 @@ def main():
             "nbtext log P + 2 x NB-weighted SVM (probe)": lambda tr, te: nb_plus_svm(X, y, vocab, tok, tr, te, 2),
             "nbtext log P + 4 x NB-weighted SVM (probe)": lambda tr, te: nb_plus_svm(X, y, vocab, tok, tr, te, 4),
         }
+        for k in filter(None, args.strengths.split(",")):
+            per_fold_systems[f"nbtext, decision layer strength {k} (grid)"] = \
+                lambda tr, te, k=float(k): nb_layer_strength(X, y, vocab, tok, tr, te, k)
         if "spam" in y:
             per_fold_systems["Robinson-Fisher s=1 x=0.5 min_dev=0.1 (candidate)"] = "rf"
             per_fold_systems["Robinson-Fisher s=0.0178 x=0.52 min_dev=0.375, bogofilter's (candidate)"] = "rf-bogo"
