@@ -2,7 +2,9 @@
 its refit by calibrate after merge, older files without it, and damaged files with it."""
 from __future__ import annotations
 
+import json
 import math
+import re
 import shutil
 
 import numpy as np
@@ -244,3 +246,26 @@ def test_the_layer_is_the_same_fitted_beside_the_folds_workers(run, tmp_path):
         assert run("train", topics, "-j", jobs, "-q", "-o", tmp_path / f"j{jobs}.nbm").exit_code == 0
     one, two = (store.load(str(tmp_path / f"j{jobs}.nbm")).layer for jobs in ("1", "2"))
     assert np.array_equal(one.ids, two.ids) and np.array_equal(one.weights, two.weights) and one.bias == two.bias
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda layer: layer.update(weights=[[0, "x", 1.0, 2.0]]), "layer weights must be \\[token line, 3 numbers\\]"),
+    (lambda layer: layer["weights"].reverse(), "layer's tokens must be increasing ids"),
+    (lambda layer: layer.update(strength=1e9), "layer strength must be a number"),
+], ids=["not-a-number", "ids-out-of-order", "strength"])
+def test_export_keeps_the_layer_and_import_checks_it(run, tmp_path, change, match):
+    """export writes the layer in its settings line and import reads it back (the file again,
+    byte for byte); a damaged one is refused as a malformed dump."""
+    model_path = tmp_path / "m.nbm"
+    assert run("train", FIXTURES / "format5-sparse.tsv", "-q", "-o", model_path).exit_code == 0
+    dump = run("export", "-m", model_path).stdout
+    (tmp_path / "m.dump").write_text(dump)
+    assert run("import", tmp_path / "m.dump", "-o", tmp_path / "back.nbm").exit_code == 0
+    assert (tmp_path / "back.nbm").read_bytes() == model_path.read_bytes()
+    magic, settings, rest = dump.split("\n", 2)
+    d = json.loads(settings)
+    change(d["layer"])
+    (tmp_path / "bad.dump").write_text(f"{magic}\n{json.dumps(d)}\n{rest}")
+    r = run("import", tmp_path / "bad.dump", "-o", tmp_path / "bad.nbm")
+    assert r.exit_code == 1 and r.stderr.startswith(f"nbtext: error: {tmp_path / 'bad.dump'}: malformed dump (")
+    assert re.search(match, r.stderr) and not (tmp_path / "bad.nbm").exists()

@@ -238,13 +238,13 @@ def _layer_sections(layer) -> list:
             ("layer_weights", "<f4", layer.weights.shape, layer.weights.astype("<f4").tobytes())]
 
 
-def layer_header(header: dict, k: int, n_tokens: int) -> dict | None:
-    """The header's decision layer, every field checked (ValueError naming the first that is
-    wrong), with its sections' shapes; None where the file has none."""
-    d = header.get("layer")
-    if d is None:
-        return None
-    if not isinstance(d, dict) or set(d) != {"alpha", "strength", "min_count", "bias", "den", "den_not"}:
+LAYER_FIELDS = {"alpha", "strength", "min_count", "bias", "den", "den_not"}
+
+
+def layer_fields(d, k: int) -> dict:
+    """A decision layer's constants (a model file's header "layer", a dump's), every one checked:
+    ValueError naming the first that is wrong."""
+    if not isinstance(d, dict) or set(d) != LAYER_FIELDS:
         raise ValueError("layer must be {alpha, strength, min_count, bias, den, den_not}")
     if not (type(d["min_count"]) is int and 1 <= d["min_count"] <= MAX_COUNT):
         raise ValueError("layer min_count must be a whole number from 1 to 2**53")
@@ -257,6 +257,17 @@ def layer_header(header: dict, k: int, n_tokens: int) -> dict | None:
         if not (isinstance(values, list) and len(values) == n and all(
                 type(x) in (int, float) and abs(x) <= MAX_SCORE for x in values)):
             raise ValueError(f"layer {name} must hold {n} numbers from -{MAX_SCORE:g} to {MAX_SCORE:g}")
+    return d
+
+
+def layer_header(header: dict, k: int, n_tokens: int) -> dict | None:
+    """The header's decision layer, every field checked (ValueError naming the first that is
+    wrong), with its sections' shapes; None where the file has none."""
+    d = header.get("layer")
+    if d is None:
+        return None
+    layer_fields(d, k)
+    j = 1 if k == 2 else k
     sections = header["sections"]
     if not all(name in sections for name in LAYER_SECTIONS):
         raise ValueError("the layer's sections are missing")
@@ -269,6 +280,22 @@ def layer_header(header: dict, k: int, n_tokens: int) -> dict | None:
     return d
 
 
+def layer_of(d: dict, ids, weights, n_tokens: int):
+    """The decision layer (nbtext.nb.layer.Layer) of checked constants ``d`` and its tokens' ids
+    and weights (arrays, (m,) int64 and (m, J) float64), these checked: increasing ids of the
+    vocabulary, finite weights."""
+    import numpy as np
+
+    from ..nb.layer import Layer
+
+    if len(ids) and (ids[-1] >= n_tokens or ids[0] < 0 or (len(ids) > 1 and (ids[1:] <= ids[:-1]).any())):
+        raise ValueError("the layer's tokens must be increasing ids of the vocabulary")
+    if not (np.abs(weights) <= MAX_SCORE).all():
+        raise ValueError(f"the layer's weights must be numbers from -{MAX_SCORE:g} to {MAX_SCORE:g}")
+    return Layer(ids, weights, [float(x) for x in d["bias"]], [float(x) for x in d["den"]],
+                 [float(x) for x in d["den_not"]], float(d["alpha"]), float(d["strength"]), d["min_count"])
+
+
 LAYER_SECTIONS = ("layer_ids", "layer_weights")
 
 
@@ -276,19 +303,12 @@ def decode_layer(header: dict, payload: memoryview, k: int, n_tokens: int):
     """The file's decision layer (nbtext.nb.layer.Layer), checked; None where it has none."""
     import numpy as np
 
-    from ..nb.layer import Layer
-
     d = layer_header(header, k, n_tokens)
     if d is None:
         return None
     ids = np.asarray(section(header, payload, "layer_ids")).astype(np.int64)
     weights = np.asarray(section(header, payload, "layer_weights"), dtype=np.float64).reshape(len(ids), -1)
-    if len(ids) and (ids[-1] >= n_tokens or (len(ids) > 1 and (ids[1:] <= ids[:-1]).any())):
-        raise ValueError("the layer's tokens must be increasing ids of the vocabulary")
-    if not (np.abs(weights) <= MAX_SCORE).all():
-        raise ValueError(f"the layer's weights must be numbers from -{MAX_SCORE:g} to {MAX_SCORE:g}")
-    return Layer(ids, weights, [float(x) for x in d["bias"]], [float(x) for x in d["den"]],
-                 [float(x) for x in d["den_not"]], float(d["alpha"]), float(d["strength"]), d["min_count"])
+    return layer_of(d, ids, weights, n_tokens)
 
 
 def encode_pieces(model) -> list:
