@@ -6,7 +6,8 @@ on features scaled by the NB log-count ratio, which keeps NB's strength on short
 
     a_t   = 1 + log tf_t                       (the document's known tokens, sublinear tf)
     r_ct  = log((N_ct + a) / (N_c + aV)) - log((N_-c,t + a) / (N_-c + aV))   (one class against
-            the rest, from the model's counts: derived, never stored state)
+            the rest, from the model's counts: derived, never stored state; 0 for a token
+            counted fewer than MIN_COUNT times in all)
     z_ct  = a_t r_ct / || a r_c ||             (L2 unit length per class)
     d_c   = b_c + sum_t z_ct w_ct              (one-vs-rest SVMs; two classes: one, d = [-d1, d1])
     s_c   = log P_c + STRENGTH d_c             (log P: the calibration map's posteriors)
@@ -28,7 +29,7 @@ import math
 
 LAYER_ALPHA = 1.0   # the log-count ratios' smoothing (Wang and Manning's)
 LAYER_C = 1.0       # the SVM's penalty parameter (liblinear's default)
-STRENGTH = 4.0      # s = log P + STRENGTH d (docs/defaults.md: the best mean accuracy of 4, 6, 8, 12)
+STRENGTH = 4.0      # s = log P + STRENGTH d (docs/defaults.md: the best mean accuracy of 2 to 12)
 EPOCHS = 8          # passes of coordinate descent at most (docs/defaults.md: as accurate as 20)
 TOLERANCE = 0.1     # stop when the projected gradients of a pass spread at most this (liblinear's)
 MIN_COUNT = 2       # tokens counted fewer times in all are left out (r = 0): a token of one training
