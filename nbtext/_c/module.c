@@ -57,7 +57,7 @@ static PyMethodDef kernel_methods[] = {
     {"first_unordered", kernel_first_unordered, METH_O,
      "first_unordered(blob) -> int: the first NUL-terminated token not after the one before it, -1 when none"},
     {"score_counted", kernel_score_counted, METH_VARARGS,
-     "score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll, fill) -> "
+     "score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll, fill[, tids]) -> "
      "(unknown, known): a counted message's sums over cached token weights, in fastscore's order"},
     {NULL, NULL, 0, NULL},
 };

@@ -37,21 +37,23 @@ static int aligned8(const Py_buffer *b) { return b->len % 8 == 0 && (uintptr_t)b
  *   weights  float64 V x k, row-major, NaN where not computed yet (written by fill);
  *   mode     0: x = count, 1: x = 1, 2: x = log1p(count);
  *   jll      float64 k: the bias on entry, the sums on return;
- *   fill     fill(tid): computes token tid's weights into weights. */
+ *   fill     fill(tid): computes token tid's weights into weights;
+ *   tids     optional, int64 r: each column's token id, -1 where unknown (the decision layer's
+ *            numpy half reads the known tokens' counts by it: nbtext.serve.scoring). */
 PyObject *kernel_score_counted(PyObject *self, PyObject *args)
 {
     PyObject *index, *fill, *result = NULL;
-    Py_buffer bv = {0}, kv = {0}, cv = {0}, nv = {0}, vv = {0}, sv = {0}, lv = {0}, wv = {0}, jv = {0};
+    Py_buffer bv = {0}, kv = {0}, cv = {0}, nv = {0}, vv = {0}, sv = {0}, lv = {0}, wv = {0}, jv = {0}, tv = {0};
     int mode;
     size_t *offsets = NULL;
     int64_t *ids = NULL;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*w*iw*O:score_counted", &index, &bv, &kv, &cv, &nv, &vv, &sv,
-                          &lv, &wv, &mode, &jv, &fill))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*w*iw*O|w*:score_counted", &index, &bv, &kv, &cv, &nv, &vv, &sv,
+                          &lv, &wv, &mode, &jv, &fill, &tv))
         return NULL;
     size_t m = (size_t)kv.len / 8, r = (size_t)cv.len / 8, V = (size_t)sv.len / 8, k = (size_t)jv.len / 8;
     if (!aligned8(&kv) || !aligned8(&cv) || !aligned8(&nv) || !aligned8(&sv) || !aligned8(&lv) || !aligned8(&wv)
         || !aligned8(&jv) || nv.len != cv.len || lv.len != sv.len || k == 0 || (V && (size_t)wv.len / 8 / V != k)
-        || (size_t)wv.len != V * k * 8) {
+        || (size_t)wv.len != V * k * 8 || (tv.buf && (!aligned8(&tv) || tv.len != cv.len))) {
         PyErr_SetString(PyExc_ValueError, "score_counted: arrays of the wrong sizes");
         goto done;
     }
@@ -121,6 +123,8 @@ PyObject *kernel_score_counted(PyObject *self, PyObject *args)
             if ((size_t)l != len || memcmp(vocab + s, b + offsets[j], len) != 0)
                 tid = -1;  /* (another token with the same key) */
         }
+        if (tv.buf)
+            ((int64_t *)tv.buf)[i] = tid;
         long long *sum = tid < 0 ? &unknown : &known;
         if ((long long)n > LLONG_MAX - *sum) {
             PyErr_SetString(PyExc_OverflowError, "score_counted: too many occurrences");
@@ -153,5 +157,7 @@ done:
     PyBuffer_Release(&lv);
     PyBuffer_Release(&wv);
     PyBuffer_Release(&jv);
+    if (tv.buf)
+        PyBuffer_Release(&tv);
     return result;
 }

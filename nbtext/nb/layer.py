@@ -95,13 +95,13 @@ class Layer:
         dot = [0.0] * len(J)
         sq = [0.0] * len(J)
         for tid, (col, n) in columns.items():
-            all_t = sum(col)
-            if all_t < self.min_count:
+            r = self.token_ratios(col)
+            if r is None:
                 continue
             a = tf_value(n)
             w = weights_at(tid)
-            for j, c in enumerate(J):
-                v = a * log_ratio(col[c], all_t, self.den[c], self.den_not[c], self.alpha, math.log)
+            for j in range(len(J)):
+                v = a * r[j]
                 sq[j] += v * v
                 if w is not None:
                     dot[j] += v * w[j]
@@ -109,6 +109,14 @@ class Layer:
             return [0.0] * len(self.den)
         d = [b + (x / math.sqrt(s) if s > 0 else 0.0) for b, x, s in zip(self.bias, dot, sq)]
         return [-d[0], d[0]] if J == [1] else d
+
+    def token_ratios(self, col) -> list[float] | None:
+        """r_ct of one token, its counts per class ``col``, for each modelled class; None where
+        it is counted fewer than min_count times (r = 0)."""
+        all_t = sum(col)
+        if all_t < self.min_count:
+            return None
+        return [log_ratio(col[c], all_t, self.den[c], self.den_not[c], self.alpha, math.log) for c in self.modelled]
 
     def combined(self, probs: list[float], d: list[float]) -> list[float]:
         """softmax(log P + strength d) of one document."""
@@ -143,12 +151,29 @@ class Layer:
         found[found] = self.ids[at[found]] == cols[found]
         W = np.zeros((len(cols), len(self.bias)))
         W[found] = self.weights[at[found]]
-        d = _decision(A, self.ratios(token_rows(counts, cols)), W, np.asarray(self.bias))
-        d[np.diff(A.indptr) == 0] = 0.0  # (no known token, no evidence: the calibrated prior)
-        if self.modelled == [1]:
-            d = np.concatenate([-d, d], axis=1)
-        s = logp + self.strength * d
+        s = logp + self.strength * self.decisions(A, self.ratios(token_rows(counts, cols)), W)
         return s - logsumexp_rows(s)[:, None]
+
+    def decisions(self, A, R, W):
+        """d (documents, classes) of documents A (Rows of sublinear tf over their own columns)
+        whose columns' ratios are R and weights W (columns, modelled classes)."""
+        import numpy as np
+
+        d = _decision(A, R, W, np.asarray(self.bias))
+        d[np.diff(A.indptr) == 0] = 0.0  # (no known token, no evidence: the calibrated prior)
+        return np.concatenate([-d, d], axis=1) if self.modelled == [1] else d
+
+    def document(self, occurrences, R, W) -> list[float]:
+        """d of one document whose known tokens occur ``occurrences`` times (numpy floats) and
+        have ratios R and weights W (tokens, modelled classes; R's rows 0 where the token is
+        counted fewer than min_count times): values() computed by numpy, for the daemon."""
+        import numpy as np
+
+        from ..features.rows import Rows
+
+        m = len(occurrences)
+        A = Rows(np.log(occurrences) + 1.0, np.arange(m), np.array([0, m]), m)
+        return self.decisions(A, R, W)[0].tolist()
 
 
 def token_rows(counts, cols):

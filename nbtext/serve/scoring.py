@@ -17,13 +17,17 @@ order, so a verdict and its probability are classify's bit for bit (tests/test_s
 them equal on real mail). With the compiled kernel, the lookups, the byte checks and the sums
 of a message are one call (nbtext/_c/score.c: the same additions in the same order, so the
 same sums to the bit; counted_contributions stays as the reference, and the explanation's
-path, and tests/test_serve.py holds the two equal).
+path, and tests/test_serve.py holds the two equal). The kernel also gives each token's id, so
+a model's decision layer is summed by numpy over the message's known tokens (Layer.document,
+with each token's r and w computed once, as its weights are): classify's d to rounding.
 """
 from __future__ import annotations
 
 import math
 from array import array
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..errors import ModelFileError, NbtextError
 from ..fastscore import FastScorer
@@ -74,6 +78,8 @@ class ServedModel(FastScorer):
         self._weights = array("d", [math.nan]) * (self.n_features * k)
         self._bias = array("d", self.bias())
         self._sums = self._kernel_sums()
+        # (the decision layer's r and w of each token, (V, 2J), NaN until a message has it)
+        self._layer_rows = None if self.layer is None else np.full((self.n_features, 2 * len(self.layer.bias)), np.nan)
 
     def _kernel_sums(self):
         """(kernel, key index, feature mode, mail reader) for the compiled kernel's sums, or None
@@ -154,28 +160,45 @@ class ServedModel(FastScorer):
                 unknown += int(n)
         return self.contributions_of(ids, names, unknown)
 
-    def counted_sums(self, data: bytes) -> tuple[list[float], int, int]:
-        """(jll, unknown occurrences, known occurrences) of one message, counted and summed by
-        the compiled kernel: fastscore's sums of counted_contributions(), bit for bit."""
+    def counted_sums(self, data: bytes) -> tuple[list[float], int, int, list | None]:
+        """(jll, unknown occurrences, known occurrences, the decision layer's d or None) of one
+        message, counted and summed by the compiled kernel: fastscore's sums of
+        counted_contributions(), bit for bit, and its d (to rounding: numpy's sums)."""
         from ..features.kernel import count_bytes
 
         compiled, keyindex, mode, parts = self._sums
         blob, keys, counts, columns, _, _ = count_bytes(compiled, self.tokenizer, [data], parts)
         jll = array("d", self._bias)
+        tids = () if self.layer is None else (np.empty(len(columns) // 8, dtype=np.int64),)
         unknown, known = compiled.score_counted(keyindex, blob, keys, columns, counts, self._blob, self._starts,
-                                                self._lengths, self._weights, mode, jll, self.token_weights)
-        return jll.tolist(), unknown, known
+                                                self._lengths, self._weights, mode, jll, self.token_weights, *tids)
+        d = None if self.layer is None else self.layer_values_at(tids[0], np.frombuffer(counts, dtype=np.float64))
+        return jll.tolist(), unknown, known, d
+
+    def layer_values_at(self, tids, occurrences) -> list[float]:
+        """layer_values() of a message's tokens ``tids`` (-1: unknown) occurring ``occurrences``
+        times (numpy arrays): each token's r and w computed once, by Layer.token_ratios and
+        FastScorer's weights, then Layer.document's sums."""
+        known = tids >= 0
+        tids, occurrences = tids[known], occurrences[known]
+        rows = self._layer_rows[tids]
+        J = rows.shape[1] // 2
+        for i in np.flatnonzero(rows[:, 0] != rows[:, 0]).tolist():  # (NaN: not computed yet)
+            tid = int(tids[i])
+            r, w = self.layer.token_ratios(self._column(tid)), self._layer_weights(tid)
+            rows[i] = self._layer_rows[tid] = (r or [0.0] * J) + (w or [0.0] * J)
+        return self.layer.document(occurrences, rows[:, :J], rows[:, J:])
 
     def judge(self, data: bytes, explain: int = 0) -> Verdict:
         """The verdict on one message, with the ``explain`` tokens that pushed hardest each way."""
         why = None
-        if explain or self._sums is None or self.layer is not None:  # (the layer reads each token's counts)
+        if explain or self._sums is None:
             contributions = self.counted_contributions(data)
             label, prob, unsure, probs = self.verdict(contributions)
             why = self.explained(contributions, explain) if explain else None
         else:
-            jll, _, known = self.counted_sums(data)
-            label, prob, unsure, probs = self.decided(jll, known)
+            jll, _, known, d = self.counted_sums(data)
+            label, prob, unsure, probs = self.decided(jll, known, d)
         p = probs[self.classes.index(self.positive)]
         return Verdict(label, prob, unsure, label == self.positive and not unsure, p,
                        self.decision.threshold, why)
