@@ -63,6 +63,7 @@ class Layer:
         self.ids, self.weights = ids, weights   # (m,) int64, (m, J) float64
         self.bias, self.den, self.den_not = list(bias), list(den), list(den_not)
         self.alpha, self.strength, self.min_count = float(alpha), float(strength), int(min_count)
+        self._sums = None  # ((id of the counts, their version), _Sums): made at the first prediction
 
     @property
     def modelled(self) -> list[int]:
@@ -140,27 +141,40 @@ class Layer:
 
     def log_proba(self, logp, X, counts):
         """log softmax(log P + strength d) of documents X (raw counts over the model's columns,
-        nbtext's Rows) whose calibrated log-posteriors are logp."""
+        nbtext's Rows) whose calibrated log-posteriors are logp: d by the per-token sums of
+        prepare(), in time proportional to X's entries."""
         import numpy as np
 
+        from ..features.rows import Rows
         from .estimators import logsumexp_rows
 
-        A, cols = _local(X, counts.width)
-        at = np.searchsorted(self.ids, cols)
-        found = at < len(self.ids)
-        found[found] = self.ids[at[found]] == cols[found]
-        W = np.zeros((len(cols), len(self.bias)))
-        W[found] = self.weights[at[found]]
-        s = logp + self.strength * self.decisions(A, self.ratios(token_rows(counts, cols)), W)
+        sums = self.prepare(counts)
+        X = Rows.of(X)
+        A = X.with_data(np.log(X.data, dtype=np.float64) + 1.0)
+        d = sums.decision(A, np.asarray(self.bias))
+        s = logp + self.strength * self._decided(d, A.indptr)
         return s - logsumexp_rows(s)[:, None]
+
+    def prepare(self, counts) -> "_Sums":
+        """The per-token parts of d over ``counts`` (_Sums), made once per version of the counts:
+        predict makes them before its workers fork, so that they share one copy."""
+        key = (id(counts), counts.version)
+        if self._sums is None or self._sums[0] != key:
+            self._sums = (key, _Sums(self, counts))
+        return self._sums[1]
 
     def decisions(self, A, R, W):
         """d (documents, classes) of documents A (Rows of sublinear tf over their own columns)
         whose columns' ratios are R and weights W (columns, modelled classes)."""
         import numpy as np
 
-        d = _decision(A, R, W, np.asarray(self.bias))
-        d[np.diff(A.indptr) == 0] = 0.0  # (no known token, no evidence: the calibrated prior)
+        return self._decided(_decision(A, R, W, np.asarray(self.bias)), A.indptr)
+
+    def _decided(self, d, indptr):
+        """d of every class, of the modelled classes' d (documents whose rows start at indptr)."""
+        import numpy as np
+
+        d[np.diff(indptr) == 0] = 0.0  # (no known token, no evidence: the calibrated prior)
         return np.concatenate([-d, d], axis=1) if self.modelled == [1] else d
 
     def document(self, occurrences, R, W) -> list[float]:
@@ -174,6 +188,70 @@ class Layer:
         m = len(occurrences)
         A = Rows(np.log(occurrences) + 1.0, np.arange(m), np.array([0, m]), m)
         return self.decisions(A, R, W)[0].tolist()
+
+
+class _Sums:
+    """The layer's per-token parts over the model's counts, for d of many documents by sparse
+    products. Per modelled class c, ||A r_c||^2 splits as
+
+        sum_t a_t^2 (g_t + k_c)^2  +  sum_{t: N_ct > 0} a_t^2 (r_ct^2 - (g_t + k_c)^2)
+
+    where g_t + k_c is r_ct at a zero count (g_t = log a - log(N_t + a), k_c = den_not_c - den_c;
+    tokens counted fewer than min_count times left out): the first sum is k_c^2 S0 + 2 k_c S1 + S2
+    of three sums per document (``tails``: 1, g, g^2 per token), the second a product with the
+    counts' nonzeros alone (``rest``). A r_c . w_c needs the tokens of ``ids`` alone (``rw``)."""
+
+    def __init__(self, layer: Layer, counts):
+        import numpy as np
+
+        from ..features.kernel import compiled
+        from .sparse import TokenSums, scipy_matrix
+
+        J = layer.modelled
+        indptr, classes, values = counts.token_sums.arrays()
+        width = len(indptr) - 1
+        all_t = np.asarray(counts.token_totals(), dtype=np.float64)
+        kept = all_t >= layer.min_count
+        g = np.where(kept, math.log(layer.alpha) - np.log(all_t + layer.alpha), 0.0)
+        self.tails = np.ascontiguousarray(np.stack([kept.astype(np.float64), g, g * g], axis=1))
+        den, den_not = np.asarray(layer.den), np.asarray(layer.den_not)
+        self.k = (den_not - den)[J]
+        tok = np.repeat(np.arange(width), np.diff(indptr))
+        cls = classes.astype(np.int64)
+        sel = kept[tok] & np.isin(cls, J)
+        tok, cls = tok[sel], cls[sel]
+        r = log_ratio(values[sel], all_t[tok], den[cls], den_not[cls], layer.alpha, np.log)
+        j = cls - J[0] if J == [1] else cls
+        zero = g[tok] + self.k[j]
+        self.rest = TokenSums.of_csr(np.concatenate([[0], np.cumsum(np.bincount(tok, minlength=width))]), j,
+                                     r * r - zero * zero, len(J))
+        self.matrix = scipy_matrix(self.rest) if compiled() is None else None
+        self.rw = np.ascontiguousarray(layer.ratios(token_rows(counts, layer.ids)) * layer.weights)
+        self.row = np.full(width, -1, dtype=np.int32 if len(layer.ids) < 2**31 else np.int64)
+        self.row[layer.ids] = np.arange(len(layer.ids))  # (each column's row of rw, -1: weight 0)
+
+    def decision(self, A, b):
+        """b + A r_c . w_c / ||A r_c|| per document and modelled class: A's rows (sublinear tf
+        over the model's columns)."""
+        import numpy as np
+
+        from ..features.rows import Rows
+        from .sparse import product
+
+        at = self.row[A.indices]
+        found = at >= 0
+        ends = np.concatenate([[0], np.cumsum(found)])
+        weighed = Rows(A.data[found], at[found], ends[A.indptr], len(self.rw))
+        A2 = A.with_data(A.data * A.data)
+        S = A2 @ self.tails
+        sq = product(A2, self.rest, self.matrix)
+        sq += S[:, 2:3]
+        sq += (2.0 * self.k)[None, :] * S[:, 1:2]
+        sq += (self.k * self.k)[None, :] * S[:, 0:1]
+        dots = np.asarray(weighed @ self.rw) if len(self.rw) else np.zeros_like(sq)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(sq > 0, dots / np.sqrt(sq), 0.0)
+        return out + b[None, :]
 
 
 def token_rows(counts, cols):
