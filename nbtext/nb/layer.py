@@ -214,17 +214,19 @@ class _Sums:
         kept = all_t >= layer.min_count
         g = np.where(kept, math.log(layer.alpha) - np.log(all_t + layer.alpha), 0.0)
         self.tails = np.ascontiguousarray(np.stack([kept.astype(np.float64), g, g * g], axis=1))
-        den, den_not = np.asarray(layer.den), np.asarray(layer.den_not)
-        self.k = (den_not - den)[J]
+        self.k = np.asarray(layer.den_not)[J] - np.asarray(layer.den)[J]
         tok = np.repeat(np.arange(width), np.diff(indptr))
-        cls = classes.astype(np.int64)
-        sel = kept[tok] & np.isin(cls, J)
-        tok, cls = tok[sel], cls[sel]
-        r = log_ratio(values[sel], all_t[tok], den[cls], den_not[cls], layer.alpha, np.log)
-        j = cls - J[0] if J == [1] else cls
-        zero = g[tok] + self.k[j]
-        self.rest = TokenSums.of_csr(np.concatenate([[0], np.cumsum(np.bincount(tok, minlength=width))]), j,
-                                     r * r - zero * zero, len(J))
+        sel = kept[tok] & np.isin(classes, J)
+        tok, cls, n = tok[sel], classes[sel], values[sel]
+        rest = np.empty(len(n))
+        for j, c in enumerate(J):  # (a class at a time: the temporaries are one class's entries)
+            at = np.flatnonzero(cls == c)
+            t = tok[at]
+            r = log_ratio(n[at], all_t[t], layer.den[c], layer.den_not[c], layer.alpha, np.log)
+            zero = g[t] + self.k[j]
+            rest[at] = r * r - zero * zero
+        starts = np.concatenate([[0], np.cumsum(np.bincount(tok, minlength=width))])
+        self.rest = TokenSums.of_csr(starts, cls.astype(np.int64) - J[0], rest, len(J))
         self.matrix = scipy_matrix(self.rest) if compiled() is None else None
         self.rw = np.ascontiguousarray(layer.ratios(token_rows(counts, layer.ids)) * layer.weights)
         self.row = np.full(width, -1, dtype=np.int32 if len(layer.ids) < 2**31 else np.int64)
