@@ -227,7 +227,9 @@ class _Sums:
             rest[at] = r * r - zero * zero
         starts = np.concatenate([[0], np.cumsum(np.bincount(tok, minlength=width))])
         self.rest = TokenSums.of_csr(starts, cls.astype(np.int64) - J[0], rest, len(J))
-        self.matrix = scipy_matrix(self.rest) if compiled() is None else None
+        # (one modelled class: the sums as a column, scored without scipy as NB's two classes are)
+        self.column = np.ascontiguousarray(self.rest.dense()) if len(J) == 1 else None
+        self.matrix = scipy_matrix(self.rest) if compiled() is None and self.column is None else None
         self.rw = np.ascontiguousarray(layer.ratios(token_rows(counts, layer.ids)) * layer.weights)
         self.row = np.full(width, -1, dtype=np.int32 if len(layer.ids) < 2**31 else np.int64)
         self.row[layer.ids] = np.arange(len(layer.ids))  # (each column's row of rw, -1: weight 0)
@@ -246,7 +248,7 @@ class _Sums:
         weighed = Rows(A.data[found], at[found], ends[A.indptr], len(self.rw))
         A2 = A.with_data(A.data * A.data)
         S = A2 @ self.tails
-        sq = product(A2, self.rest, self.matrix)
+        sq = A2 @ self.column if self.column is not None else product(A2, self.rest, self.matrix)
         sq += S[:, 2:3]
         sq += (2.0 * self.k)[None, :] * S[:, 1:2]
         sq += (self.k * self.k)[None, :] * S[:, 0:1]
