@@ -22,13 +22,17 @@ demo: $(STAMP)
 	$(BIN)/nbtext classify -m $(BUILD)/demo.nbm data/example-ham.eml
 	$(BIN)/nbtext info -m $(BUILD)/demo.nbm --top 5
 
-## test: the whole test suite (uses ../shared/data when present)
+## test: the whole test suite (uses ../shared/data when present), a pytest-xdist worker a core (at most 4)
+# (-n auto: tests/conftest.py's pytest_xdist_auto_num_workers; loadgroup keeps an xdist_group on one worker;
+# `pytest tests/test_x.py` alone runs in one process)
+TESTS_ON_CORES := -n auto --dist loadgroup
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(TESTS_ON_CORES)
 
 ## check: the quick tier for the edit-test loop (tests marked slow left out; make test runs them)
 check: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q $(TESTS_ON_CORES) -m "not slow"
 
 ## accuracy: nbtext and bogofilter side by side on the spamassassin-2002 80/20 split and in 5-fold CV
 accuracy: $(STAMP)

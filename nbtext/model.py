@@ -15,6 +15,7 @@ from .errors import InputError
 from .features.counting import count_rows
 from .features.rows import Rows
 from .features.vocabulary import Vocabulary
+from .ledger import Ledger
 from .nb.counts import Counts
 from .nb.decision import Decision, decide, default_positive
 from .nb.estimators import make_estimator
@@ -30,7 +31,7 @@ class Model:
     vocab: Vocabulary
     counts: Counts                     # per class and token: the state (columns are vocab ids)
     decision: Decision = field(default_factory=Decision)
-    ledger: set = field(default_factory=set)  # content digests of learned documents
+    ledger: Ledger = field(default_factory=Ledger)  # content digests of learned documents
     pruned: dict | None = None  # what train's memory budget dropped (batch.train.Reduction.pruning), else exact
     layer: Layer | None = None  # the decision layer, fitted with the calibration map (nb.layer), else none
     kind = "text"  # (a class attribute, not a field; a table model's is "table": commands dispatch on it)

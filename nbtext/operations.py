@@ -15,6 +15,7 @@ import numpy as np
 
 from .errors import NbtextError
 from .features.vocabulary import Vocabulary
+from .ledger import DIGEST_SIZE, Ledger
 from .model import Model
 from .nb.counts import UNKNOWN_DAY, Counts, day_of
 from .nb.decision import Decision
@@ -26,7 +27,7 @@ def digest(label: str, data: bytes | str) -> bytes:
     """Content hash of a labelled document for the ledger (16 bytes of BLAKE2b)."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogateescape")
-    h = blake2b(label.encode("utf-8") + b"\x00", digest_size=16)
+    h = blake2b(label.encode("utf-8") + b"\x00", digest_size=DIGEST_SIZE)
     h.update(data)  # (the same hash as of the joined bytes, without a copy of each document)
     return h.digest()
 
@@ -50,8 +51,7 @@ def learn(model: Model, docs: Iterable[Document], label: str, forget: bool = Fal
         todo.append((h, tok(d.data)))
     if todo:
         model.add([t for _, t in todo], [label] * len(todo), weight=-1.0 if forget else 1.0)
-        for h, _ in todo:
-            (model.ledger.discard if forget else model.ledger.add)(h)
+        (model.ledger.difference_update if forget else model.ledger.update)([h for h, _ in todo])
     return len(todo), skipped
 
 
@@ -87,20 +87,21 @@ def merge(models: list[tuple[str, Model]], disjoint: bool = False) -> Model:
                 raise NbtextError(
                     f"{path}: {name} setting {k} differs ({first_path}: {da.get(k)!r}, "
                     f"{path}: {db.get(k)!r}); only models with equal settings can be merged")
-    owner: dict[bytes, str] = {}
-    for path, m in models:
-        common = m.ledger & owner.keys()
+    ledger = Ledger()  # (the models' so far)
+    for i, (path, m) in enumerate(models):
+        common = m.ledger.common(ledger)
         if common:
-            raise NbtextError(f"{path}: learned {len(common)} of the same documents as "
-                              f"{owner[next(iter(common))]}; merged, they would be counted twice")
-        owner.update(dict.fromkeys(m.ledger, path))
+            owner = next(p for p, o in models[:i] if m.ledger.common(o.ledger))
+            raise NbtextError(f"{path}: learned {common} of the same documents as "
+                              f"{owner}; merged, they would be counted twice")
+        ledger.update(m.ledger.tobytes())
     vocab, counts = Vocabulary(), Counts()
     for _, m in models:
         ids = vocab.extend_encoded(m.vocab.encoded(), m.vocab.keys())
         counts.merge(m.counts, ids, len(vocab))
     counts.compact()
     out = Model(first.tokenizer_settings, first.settings, vocab, counts,
-                Decision.from_dict(first.decision.to_dict()), set().union(*(m.ledger for _, m in models)))
+                Decision.from_dict(first.decision.to_dict()), ledger)
     pruned = [m.pruned for _, m in models if m.pruned]
     if pruned:  # (counts pruned anywhere are pruned here: the largest threshold, the tokens of all)
         out.pruned = {"tokens": sum(p["tokens"] for p in pruned), "threshold": max(p["threshold"] for p in pruned),

@@ -4,7 +4,9 @@ under many option sets, give the same `nbtext export` output line for line.
     python scripts/export_equality.py --base REV [--corpus sample|spamassassin|debian|all]
 
 REV is checked out in a temporary git worktree and run from there (PYTHONPATH), the working tree
-from here; both with this environment's Python. Exports are cached under build/equality/REV/.
+from here; both with this environment's Python and the kernel path NBTEXT_KERNEL names (with
+``c``, the base's kernel is built in its worktree). Exports are cached under
+build/equality/REV/ (REV-c/, REV-python/ for a path named).
 Prints one row per corpus and option set, and exits 1 when any differs.
 """
 from __future__ import annotations
@@ -89,7 +91,8 @@ def main() -> int:
     args = ap.parse_args()
     rev = subprocess.run(["git", "rev-parse", "--short", args.base], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout.strip()
-    cache = ROOT / "build" / "equality" / rev
+    kernel = os.environ.get("NBTEXT_KERNEL", "")  # (both trees run the path it names)
+    cache = ROOT / "build" / "equality" / (f"{rev}-{kernel}" if kernel else rev)
     cache.mkdir(parents=True, exist_ok=True)
     here = ROOT / "build" / "equality" / "worktree"
     here.mkdir(parents=True, exist_ok=True)
@@ -112,6 +115,9 @@ def main() -> int:
                     if not made:
                         subprocess.run(["git", "worktree", "add", "--detach", str(base_src), rev], cwd=ROOT,
                                        check=True, capture_output=True)
+                        if kernel == "c":  # (a checkout has no compiled kernel: the base's own, built in place)
+                            subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+                                           cwd=base_src, check=True, capture_output=True)
                         made = True
                     export(base_src, corpus, OPTION_SETS[key], old)
                 export(ROOT, corpus, OPTION_SETS[key], new)

@@ -1,6 +1,9 @@
 import contextlib
 import os
 import pathlib
+import shutil
+import subprocess
+import tempfile
 
 import pytest
 from click.testing import CliRunner
@@ -36,6 +39,39 @@ IIR_TRAIN = [
 IIR_TEST = "Chinese Chinese Chinese Tokyo Japan"
 
 
+def pytest_xdist_auto_num_workers(config):
+    """Workers for `-n auto` (make test, make check): one for each core this process may run on,
+    at most 4. Each worker builds the session fixtures again, and many tests start processes of
+    their own (train's workers, a daemon, a Dask cluster), which take cores and memory too."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(4, cores)
+
+
+def debian_program(program, package):
+    """The path of program, or None: when it is missing and we are root, Debian's package is
+    installed with apt-get first, under a file lock (two test workers, or a worker and a script
+    another one runs, would otherwise run apt-get at once, and the second fail on apt's lock)."""
+    found = shutil.which(program)
+    if found is not None or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return found
+    import fcntl
+
+    with open(os.path.join(tempfile.gettempdir(), "nbtext-tests-apt.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = shutil.which(program)  # (another worker may have installed it meanwhile)
+        if found is None and package not in _apt_tried:
+            _apt_tried.add(package)
+            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+            subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=600)
+            subprocess.run(["apt-get", "install", "-y", "-q", "-o", "DPkg::Lock::Timeout=600", package], env=env,
+                           capture_output=True, timeout=900)
+            found = shutil.which(program)
+    return found
+
+
+_apt_tried = set()  # (packages this process tried to install: a failed install is not tried again)
+
+
 def need_shared(*parts):
     path = SHARED.joinpath(*parts)
     if not path.exists():
@@ -43,6 +79,26 @@ def need_shared(*parts):
             pytest.fail(f"{path} is missing, and CI must run the corpus tests")
         pytest.skip(f"{path} not present")
     return path
+
+
+def once_a_run(tmp_path_factory, name, make):
+    """The directory name that make(directory) fills, made once a test run. pytest-xdist's
+    workers each hold a session of their own: the first to ask makes it in the directory the
+    run's workers share, under a file lock; the others wait for it and read what it made."""
+    import fcntl
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    where, made = root / name, root / f"{name}.made"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.exists():
+            shutil.rmtree(where, ignore_errors=True)  # (what a worker that failed left half made)
+            where.mkdir()
+            make(where)
+            made.touch()
+    return where
 
 
 def predicts_as_recorded(run, model, lines, recorded) -> int:
@@ -72,12 +128,13 @@ def predicts_as_recorded(run, model, lines, recorded) -> int:
 def sample_model(tmp_path_factory):
     """A model trained on the bundled sample through the real CLI with default options, once
     per test run; tests that change a model take a copy (sample_copy)."""
-    path = tmp_path_factory.mktemp("sample") / "sample.nbm"
-    r = CliRunner().invoke(cli, ["train", str(DATA / "corpus"), "-o", str(path)])
-    assert r.exit_code == 0, r.output
-    assert "trained on 432 documents (298 ham, 134 spam)" in r.stderr
-    path.chmod(0o444)  # read-only: a test that writes to it must take a copy
-    return path
+    def make(where):
+        r = CliRunner().invoke(cli, ["train", str(DATA / "corpus"), "-o", str(where / "sample.nbm")])
+        assert r.exit_code == 0, r.output
+        assert "trained on 432 documents (298 ham, 134 spam)" in r.stderr
+        (where / "sample.nbm").chmod(0o444)  # read-only: a test that writes to it must take a copy
+
+    return once_a_run(tmp_path_factory, "sample", make) / "sample.nbm"
 
 
 @pytest.fixture(scope="session")
@@ -96,29 +153,33 @@ def small_corpus(tmp_path_factory):
 def spamassassin_split(tmp_path_factory):
     """spamassassin-2002's 80/20 split as label directories of symlinks, made once per test run
     (the tests only read them): (train, test)."""
-    tmp_path = tmp_path_factory.mktemp("split")
     root = need_shared("spamassassin-2002")
     test = set(need_shared("splits", "spamassassin-2002.test").read_text().split())
-    for label_dir in sorted(root.iterdir()):
-        if not label_dir.is_dir():
-            continue
-        for f in sorted(label_dir.iterdir()):
-            rel = f"{label_dir.name}/{f.name}"
-            dest = tmp_path / ("test" if rel in test else "train") / label_dir.name
-            dest.mkdir(parents=True, exist_ok=True)
-            (dest / f.name).symlink_to(f)
-    return tmp_path / "train", tmp_path / "test"
+
+    def make(where):
+        for label_dir in sorted(root.iterdir()):
+            if not label_dir.is_dir():
+                continue
+            for f in sorted(label_dir.iterdir()):
+                rel = f"{label_dir.name}/{f.name}"
+                dest = where / ("test" if rel in test else "train") / label_dir.name
+                dest.mkdir(parents=True, exist_ok=True)
+                (dest / f.name).symlink_to(f)
+
+    where = once_a_run(tmp_path_factory, "split", make)
+    return where / "train", where / "test"
 
 
 @pytest.fixture(scope="session")
 def spamassassin_model(tmp_path_factory, spamassassin_split):
     """A model of the split's training messages through the real CLI with default options, once
     per test run (read-only, as sample_model)."""
-    path = tmp_path_factory.mktemp("spamassassin") / "sa.nbm"
-    r = CliRunner().invoke(cli, ["train", str(spamassassin_split[0]), "-o", str(path), "-q"])
-    assert r.exit_code == 0, r.output
-    path.chmod(0o444)
-    return path
+    def make(where):
+        r = CliRunner().invoke(cli, ["train", str(spamassassin_split[0]), "-o", str(where / "sa.nbm"), "-q"])
+        assert r.exit_code == 0, r.output
+        (where / "sa.nbm").chmod(0o444)
+
+    return once_a_run(tmp_path_factory, "spamassassin", make) / "sa.nbm"
 
 
 @pytest.fixture(scope="session")

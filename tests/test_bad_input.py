@@ -116,16 +116,22 @@ def timed(cmd):
 
 def kill_loop(cmd, path, tries, window):
     """Start cmd, kill -9 it after a random delay within window, and check that path is whole
-    every time. Returns how many kills hit the command while it was still running (a loop whose
-    kills all came after the command had ended would have tested nothing)."""
+    every time, until tries kills have hit the command while it was still running (at most 4 x
+    tries runs). Returns how many did (a loop whose kills all came after the command had ended
+    would have tested nothing). A run that ends before its kill halves the window: the command's
+    time depends on the machine's load, so the aim follows it rather than racing it."""
     rng = random.Random(1)
     hits = 0
-    for _ in range(tries):
+    for _ in range(4 * tries):
+        if hits == tries:
+            break
         before = path.read_bytes() if path.exists() else None
         p = subprocess.Popen([sys.executable, "-m", "nbtext", *map(str, cmd)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0, window))
-        hits += p.poll() is None
+        hit = p.poll() is None
+        hits += hit
+        window = window if hit else window / 2
         p.send_signal(signal.SIGKILL)
         p.wait()
         if path.exists():

@@ -146,7 +146,7 @@ def test_a_model_that_is_not_a_regular_file_is_refused(tmp_path, kind):
     else:
         path.symlink_to(kind)
     for cmd in (["classify", "-m", path, DATA / "example-ham.eml"], ["info", "-m", path]):
-        r = nb(*cmd, timeout=20)
+        r = nb(*cmd)
         assert r.returncode == 1 and b"not a model file" in r.stderr, r.stderr
 
 
@@ -238,7 +238,7 @@ def test_crafted_headers_with_valid_checksums_are_refused(tmp_path, good_model, 
             assert "corrupt model file" in str(e)
         else:
             pytest.fail(f"{name}: {load.__name__} accepted it")
-    r = nb("classify", "-m", path, DATA / "example-ham.eml", timeout=20)
+    r = nb("classify", "-m", path, DATA / "example-ham.eml")
     assert r.returncode == 1 and r.stderr.startswith(b"nbtext: error: ") and b"Traceback" not in r.stderr
 
 
@@ -381,6 +381,12 @@ def test_the_calibration_map_is_finite_over_its_whole_range():
 def test_import_refuses_a_short_ledger_entry(tmp_path, good_model):
     with pytest.raises(NbtextError, match="ledger entries must be 32 hex digits"):
         import_lines(dump_with(good_model, tmp_path, set_path("ledger", ["ab"])), "d")
+
+
+def test_import_refuses_a_ledger_entry_of_32_characters_not_all_hex_digits(tmp_path, good_model):
+    """bytes.fromhex skips blanks: "  " and 30 hex digits made a digest of 15 bytes."""
+    with pytest.raises(NbtextError, match="ledger entries must be 32 hex digits"):
+        import_lines(dump_with(good_model, tmp_path, set_path("ledger", ["  " + "ab" * 15])), "d")
 
 
 def test_a_deep_json_dump_line_is_refused(tmp_path):
@@ -699,5 +705,5 @@ def test_a_label_with_braces_is_named_as_it_is(run, tsv, tmp_path):
 
 def test_a_fifo_in_place_of_the_lock_file_is_refused_not_waited_on(sample_copy):
     os.mkfifo(str(sample_copy) + ".lock")
-    r = nb("learn", "-m", sample_copy, "--label", "spam", DATA / "example-ham.eml", timeout=20)
+    r = nb("learn", "-m", sample_copy, "--label", "spam", DATA / "example-ham.eml")
     assert r.returncode == 1 and b"m.nbm.lock: " in r.stderr  # (refused at once: never waited on)

@@ -727,6 +727,26 @@ def test_the_kernels_product_of_rows_and_sums_held_by_token_is_scipys(data):
     assert got.shape == want.shape == (rows, k) and np.array_equal(got.view(np.int64), want.view(np.int64))
 
 
+def test_the_kernels_settle_folds_held_tokens_that_are_not_folded_yet():
+    """settle_sums copies a held token that nothing was appended to as it is (its classes
+    increasing, no zero: a fold gives it back), and folds one that is not so (held arrays made
+    elsewhere: classes out of order, repeated, a zero), as numpy's settle does."""
+    from nbtext.nb.sparse import TokenSums
+
+    compiled()
+    indptr = np.array([0, 2, 3, 6, 7], np.int64)
+    classes = np.array([0, 2, 1, 2, 0, 2, 1], np.uint8)
+    values = np.array([1.0, 2.0, 0.0, 1.0, 4.0, 2.5, 3.0])
+    got, want = (TokenSums.of_csr(indptr, classes, values, 3) for _ in range(2))
+    for s, how in ((got, "c"), (want, "python")):
+        with implementation(how):
+            s.append(np.array([3], np.int64), np.array([0], np.int64), np.array([1.0]))
+            s.settle()
+    assert got.indptr.tolist() == want.indptr.tolist() == [0, 2, 2, 4, 6]
+    assert got.classes.tolist() == want.classes.tolist() == [0, 2, 0, 2, 0, 1]
+    assert got.values.tolist() == want.values.tolist() == [1.0, 2.0, 4.0, 3.5, 1.0, 3.0]
+
+
 def test_the_kernels_settle_refuses_what_is_out_of_range_or_over_its_inputs():
     """settle_sums checks every held start, class and appended token before it writes: -1 for
     a class not below k, a token past the width or starts out of order; an error for sizes

@@ -286,16 +286,20 @@ def test_a_damaged_format_version_is_not_read_as_an_older_format(saved):
 
 
 class Boom:
+    """A pickle that, loaded, creates the file at path."""
+
+    def __init__(self, path):
+        self.path = path
+
     def __reduce__(self):
-        return (open, ("/tmp/nbtext-pickle-ran", "w"))
+        return (open, (self.path, "w"))
 
 
-def test_pickle_renamed_is_refused_and_never_runs(saved):
-    if os.path.exists("/tmp/nbtext-pickle-ran"):
-        os.unlink("/tmp/nbtext-pickle-ran")
-    saved.write_bytes(pickle.dumps(Boom()))
+def test_pickle_renamed_is_refused_and_never_runs(saved, tmp_path):
+    ran = tmp_path / "pickle-ran"  # (the test's own: a fixed name would be shared by tests run at once)
+    saved.write_bytes(pickle.dumps(Boom(str(ran))))
     refused(saved, "a Python pickle, which nbtext never loads")
-    assert not os.path.exists("/tmp/nbtext-pickle-ran")
+    assert not ran.exists()
 
 
 def test_save_is_atomic_on_failure(tmp_path, monkeypatch):

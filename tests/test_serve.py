@@ -21,7 +21,7 @@ import urllib.request
 
 import pytest
 
-from conftest import DATA, SHARED
+from conftest import DATA, SHARED, debian_program
 
 from nbtext.fastscore import FastScorer
 from nbtext.operations import digest
@@ -34,13 +34,7 @@ HAM = DATA / "example-ham.eml"
 
 def spamc_path():
     """Debian's spamc: installed when missing and we are root (apt-get), else the test skips."""
-    found = shutil.which("spamc")
-    if found is None and os.geteuid() == 0 and shutil.which("apt-get") and not getattr(spamc_path, "tried", False):
-        spamc_path.tried = True
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=600)
-        subprocess.run(["apt-get", "install", "-y", "-q", "spamc"], env=env, capture_output=True, timeout=600)
-        found = shutil.which("spamc")
+    found = debian_program("spamc", "spamc")
     if found is None:
         pytest.skip("the stock spamc client is not installed (Debian package spamc; apt-get install spamc)")
     return found
@@ -780,6 +774,8 @@ def test_bench_serve_compares_another_daemon_and_samples_memory(tmp_path, small_
     (tmp_path / "spamassassin-2002").symlink_to(small_corpus)
     (tmp_path / "splits" / "spamassassin-2002.test").write_text("".join(
         f"{label}/{p.name}\n" for label in ("ham", "spam") for p in sorted((small_corpus / label).iterdir())[::5]))
+    for program in ("spamc", "bogofilter"):  # (installed here, under the suite's lock: not by the script)
+        debian_program(program, program)
     nbtext = os.path.join(os.path.dirname(sys.executable), "nbtext")
     r = subprocess.run([sys.executable, str(DATA.parent / "scripts" / "bench_serve.py"), "--shared", str(tmp_path),
                         "--requests", "20", "--per-process", "2", "--rounds", "1", "--concurrency", "2",

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bits.h"
+#include "buf.h"
 #include "hash.h"
 #include "keyindex.h"
 
@@ -397,4 +398,30 @@ PyTypeObject KeyIndexType = {
     .tp_methods = KeyIndex_methods,
     .tp_as_sequence = &KeyIndex_as_sequence,
 };
+
+/* keys(blob) -> bytes of uint64: token_keys of NUL-terminated tokens (for tests). */
+PyObject *kernel_keys(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Buf out = {0};
+    const unsigned char *b = view.buf;
+    size_t n = (size_t)view.len, start = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (b[i])
+            continue;
+        uint64_t k = finish(fnv(FNV_BASIS, b + start, i - start));
+        if (buf_put(&out, &k, sizeof k) < 0) {
+            PyBuffer_Release(&view);
+            buf_free(&out);
+            return NULL;
+        }
+        start = i + 1;
+    }
+    PyBuffer_Release(&view);
+    PyObject *r = PyBytes_FromStringAndSize(out.p ? out.p : "", (Py_ssize_t)out.len);
+    buf_free(&out);
+    return r;
+}
 

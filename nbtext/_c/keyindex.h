@@ -16,4 +16,7 @@ extern PyTypeObject KeyIndexType;
  * TypeError set where index is not an initialized KeyIndex. */
 int keyindex_find(PyObject *index, const uint64_t *keys, size_t m, int64_t *ids);
 
+/* keys(blob) -> bytes of uint64: the keys of NUL-terminated tokens (token_keys; for tests) */
+PyObject *kernel_keys(PyObject *self, PyObject *arg);
+
 #endif

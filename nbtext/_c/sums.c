@@ -11,11 +11,13 @@
  * with sums appended in parts as (token, class, value) entries. Folding the parts in is
  * nbtext.nb.sparse.TokenSums.settle: numpy's way sorts every entry held by its (token, class)
  * key, a sort of the whole state for each fold. Here a counting sort by token instead (the
- * held entries are in token order already): a pass to count each token's entries, a pass to
- * place them (a token's held entries first, then its appended ones in the order they came),
- * and a pass that adds up each token's entries of one class in that order, from 0, as numpy's
- * bincount adds them: the same bits. Work in proportion to the entries and the tokens, and
- * memory for the outputs alone (the token starts double as the placing cursors). */
+ * held entries are in token order already): a pass to count each token's appended entries, a
+ * pass to place them behind the room of the held ones (in the order they came), and a pass that
+ * writes each token: its held entries and then its appended ones added up by class in that
+ * order, from 0, as numpy's bincount adds them (the same bits); a run of held tokens that
+ * nothing was appended to is copied as it is (folded already: its fold would give it back). Work
+ * in proportion to the entries and the tokens, and memory for the outputs alone (the token
+ * starts double as the placing cursors). */
 
 typedef struct {
     const void *buf;
@@ -83,38 +85,57 @@ static int view_parts(PyObject *seq, Part *parts, size_t n)
     return 1;
 }
 
-/* Whether every held start is in order and within the entries, every class below k, and every
- * appended token below width and class below k. */
-static int inputs_valid(const int64_t *indptr, size_t held_width, Ints classes, size_t nnz, Part *parts,
-                        size_t n_parts, size_t width, int64_t k)
+#define SETTLE_AHEAD 64  /* appended entries read ahead of the one placed (see settle_sums) */
+
+/* The largest of n numbers of type T at buf, into out. */
+#define LARGEST(T, buf, n, out) do {                  \
+        const T *c_ = (const T *)(buf);               \
+        T m_ = 0;                                     \
+        for (size_t i_ = 0; i_ < (n); i_++)           \
+            m_ = c_[i_] > m_ ? c_[i_] : m_;           \
+        (out) = m_;                                   \
+    } while (0)
+
+/* Whether every held start is in order and within the entries, and every held class below k (a
+ * loop per class width, which the compiler vectorises: it runs over everything held at every
+ * fold). The appended tokens and classes are checked as they are counted and placed. */
+static int held_valid(const int64_t *indptr, size_t held_width, Ints classes, size_t nnz, int64_t k)
 {
     if (indptr[0] != 0 || (size_t)indptr[held_width] != nnz)
         return 0;
+    int ordered = 1;
     for (size_t t = 0; t < held_width; t++)
-        if (indptr[t + 1] < indptr[t])
-            return 0;
-    for (size_t i = 0; i < nnz; i++)
-        if (int_at(classes, i) >= k)
-            return 0;
-    for (size_t p = 0; p < n_parts; p++) {
-        Ints t = {parts[p].t.buf, (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1)};
-        Ints c = {parts[p].c.buf, (size_t)parts[p].c.len / (parts[p].n ? parts[p].n : 1)};
-        for (size_t i = 0; i < parts[p].n; i++) {
-            int64_t tok = int_at(t, i), cls = int_at(c, i);
-            if (tok < 0 || (size_t)tok >= width || cls < 0 || cls >= k)
-                return 0;
-        }
+        ordered &= indptr[t + 1] >= indptr[t];
+    if (!ordered)
+        return 0;
+    uint64_t top = 0;
+    switch (classes.size) {
+    case 1: LARGEST(uint8_t, classes.buf, nnz, top); break;
+    case 2: LARGEST(uint16_t, classes.buf, nnz, top); break;
+    default: LARGEST(uint32_t, classes.buf, nnz, top); break;  /* (a negative class is a large one) */
     }
-    return 1;
+    return !nnz || top < (uint64_t)k;
 }
 
-/* One token's placed entries [start, end) added up by class into acc (seen[c]: whether class c
- * has a sum), then written from ``w`` on in class order, zeros left out; the new w. The
- * distinct classes are sorted by insertion where few, else found by a pass over the k. */
-static size_t fold_token(void *cls, size_t csz, double *vals, size_t start, size_t end, size_t w,
-                         double *acc, char *seen, int64_t *touched, int64_t k)
+/* One token's entries added up by class into acc (seen[c]: whether class c has a sum): its held
+ * ones (hcls/hvals [hs, he)) first, then its appended ones (cls/vals [start, end)) in the order
+ * they came; then written from ``w`` on in class order, zeros left out; the new w (at most
+ * ``end``: the writes stay behind what is still to be read). The distinct classes are sorted by
+ * insertion where few, else found by a pass over the k. */
+static size_t fold_token(Ints held_classes, const double *hvals, size_t hs, size_t he, void *cls, size_t csz,
+                         double *vals, size_t start, size_t end, size_t w, double *acc, char *seen, int64_t *touched,
+                         int64_t k)
 {
     size_t d = 0;
+    for (size_t i = hs; i < he; i++) {
+        int64_t c = int_at(held_classes, i);
+        if (!seen[c]) {
+            seen[c] = 1;
+            acc[c] = 0.0;
+            touched[d++] = c;
+        }
+        acc[c] += hvals[i];
+    }
     for (size_t i = start; i < end; i++) {
         int64_t c = int_at((Ints){cls, csz}, i);
         if (!seen[c]) {
@@ -147,6 +168,93 @@ static size_t fold_token(void *cls, size_t csz, double *vals, size_t start, size
         }
     }
     return w;
+}
+
+/* Held tokens [t0, t1) that nothing was appended to, copied from ``w`` on: each is folded
+ * already (its classes increasing, no zero), and a fold of it alone gives it back (0.0 + v is
+ * v), so it is copied as it is, its starts moved; one that is not so (held arrays made
+ * elsewhere) is folded. The new w. */
+static size_t copy_held(const int64_t *indptr, size_t t0, size_t t1, Ints held_classes, const double *hvals,
+                        int64_t *out, void *cls, size_t csz, double *vals, size_t w, double *acc, char *seen,
+                        int64_t *touched, int64_t k)
+{
+    for (size_t t = t0; t < t1; t++) {
+        size_t hs = (size_t)indptr[t], he = (size_t)indptr[t + 1];
+        int canonical = 1;
+        for (size_t i = hs; i < he && canonical; i++)
+            canonical = hvals[i] != 0 && (i == hs || int_at(held_classes, i) > int_at(held_classes, i - 1));
+        out[t] = (int64_t)w;
+        if (!canonical) {
+            w = fold_token(held_classes, hvals, hs, he, cls, csz, vals, 0, 0, w, acc, seen, touched, k);
+            continue;
+        }
+        memcpy((char *)cls + w * csz, (const char *)held_classes.buf + hs * csz, (he - hs) * csz);
+        memcpy(vals + w, hvals + hs, (he - hs) * sizeof(double));
+        w += he - hs;
+    }
+    return w;
+}
+
+/* settle_sums' first step: each token's appended entries counted at out[tok + 1] (out zeroed
+ * first); 0 where a token is out of range. */
+static int count_appended(const Part *parts, size_t n_parts, int64_t *out, size_t width)
+{
+    memset(out, 0, (width + 1) * sizeof(int64_t));
+    for (size_t p = 0; p < n_parts; p++) {
+        Ints t = {parts[p].t.buf, (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1)};
+        for (size_t i = 0; i < parts[p].n; i++) {
+            /* (a token's count is a random read of an array larger than a cache: the counts of
+             * the tokens SETTLE_AHEAD on are fetched meanwhile, as hints) */
+            if (i + SETTLE_AHEAD < parts[p].n) {
+                int64_t ahead = int_at(t, i + SETTLE_AHEAD);
+                if (ahead >= 0 && (size_t)ahead < width)
+                    KI_PREFETCH(out + ahead + 1);
+            }
+            int64_t tok = int_at(t, i);
+            if (tok < 0 || (size_t)tok >= width)
+                return 0;
+            out[tok + 1]++;
+        }
+    }
+    return 1;
+}
+
+/* settle_sums' second step: the appended entries placed after the held ones' room ([nnz, total)),
+ * grouped by token in the order they came (a counting sort); out[t + 1] ends as the end of token
+ * t's. 0 where a class is out of range. */
+static int place_appended(const Part *parts, size_t n_parts, int64_t *out, size_t width, size_t nnz,
+                          size_t total, void *classes, size_t csz, double *vals, int64_t k)
+{
+    size_t at = nnz;  /* out[t + 1]: the start of token t's appended entries, then (placed) their end */
+    for (size_t t = 0; t < width; t++) {
+        size_t appended = (size_t)out[t + 1];
+        out[t + 1] = (int64_t)at;
+        at += appended;
+    }
+    for (size_t p = 0; p < n_parts; p++) {  /* the appended entries, in the order they came */
+        size_t ts = (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1);
+        Ints t = {parts[p].t.buf, ts}, c = {parts[p].c.buf, (size_t)parts[p].c.len / (parts[p].n ? parts[p].n : 1)};
+        const double *v = parts[p].v.buf;
+        for (size_t i = 0; i < parts[p].n; i++) {
+            /* (likewise the cursors SETTLE_AHEAD on, and the places of those half as far on) */
+            if (i + SETTLE_AHEAD < parts[p].n)
+                KI_PREFETCH(out + int_at(t, i + SETTLE_AHEAD) + 1);
+            if (i + SETTLE_AHEAD / 2 < parts[p].n) {
+                size_t ahead = (size_t)out[int_at(t, i + SETTLE_AHEAD / 2) + 1];
+                if (ahead < total) {
+                    KI_PREFETCH(vals + ahead);
+                    KI_PREFETCH((char *)classes + ahead * csz);
+                }
+            }
+            int64_t cls = int_at(c, i);
+            if (cls < 0 || cls >= k)
+                return 0;
+            size_t place = (size_t)out[int_at(t, i) + 1]++;
+            put_class(classes, csz, place, cls);
+            vals[place] = v[i];
+        }
+    }
+    return 1;
 }
 
 /* settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values) -> int:
@@ -204,7 +312,8 @@ PyObject *kernel_settle_sums(PyObject *self, PyObject *args)
     int64_t *out = opv.buf;
     double *vals = ovv.buf;
     Ints held_classes = {cv.buf, csz};
-    if (!inputs_valid(indptr, held_width, held_classes, nnz, parts, n_parts, width, k)) {
+    const double *hvals = vv.buf;
+    if (!held_valid(indptr, held_width, held_classes, nnz, k)) {
         result = PyLong_FromLong(-1);
         goto done;
     }
@@ -216,45 +325,41 @@ PyObject *kernel_settle_sums(PyObject *self, PyObject *args)
         goto done;
     }
     size_t w = 0;  /* (the entries written: the result) */
+    int ok = 1;
     Py_BEGIN_ALLOW_THREADS
-    memset(out, 0, (width + 1) * sizeof(int64_t));
-    for (size_t p = 0; p < n_parts; p++) {  /* each token's appended entries, counted at its end */
-        Ints t = {parts[p].t.buf, (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1)};
-        for (size_t i = 0; i < parts[p].n; i++)
-            out[int_at(t, i) + 1]++;
-    }
-    size_t at = 0;  /* a token's held entries placed; its end becomes the cursor of its appended ones */
-    for (size_t t = 0; t < width; t++) {
-        size_t appended = (size_t)out[t + 1], h = 0;
-        if (t < held_width) {
-            h = (size_t)(indptr[t + 1] - indptr[t]);
-            for (size_t i = 0; i < h; i++)
-                put_class(ocv.buf, csz, at + i, int_at(held_classes, (size_t)indptr[t] + i));
-            memcpy(vals + at, (const double *)vv.buf + indptr[t], h * sizeof(double));
-        }
-        out[t + 1] = (int64_t)(at + h);
-        at += h + appended;
-    }
-    for (size_t p = 0; p < n_parts; p++) {  /* the appended entries, in the order they came */
-        size_t ts = (size_t)parts[p].t.len / (parts[p].n ? parts[p].n : 1);
-        Ints t = {parts[p].t.buf, ts}, c = {parts[p].c.buf, (size_t)parts[p].c.len / (parts[p].n ? parts[p].n : 1)};
-        const double *v = parts[p].v.buf;
-        for (size_t i = 0; i < parts[p].n; i++) {
-            size_t place = (size_t)out[int_at(t, i) + 1]++;
-            put_class(ocv.buf, csz, place, int_at(c, i));
-            vals[place] = v[i];
-        }
-    }
-    size_t start = 0;  /* (out[t + 1] is now token t's end; out[t] is rewritten behind) */
-    for (size_t t = 0; t < width; t++) {
+    /* The appended entries are placed after the held ones' room ([nnz, total)), grouped by token in
+     * the order they came (a counting sort); then each token is written from the start of the
+     * outputs on, its held entries read from the held arrays: a token's writes end before its
+     * appended entries' end, so they never overtake what is still to be read. */
+    ok = count_appended(parts, n_parts, out, width)
+         && place_appended(parts, n_parts, out, width, nnz, total, ocv.buf, csz, vals, k);
+    size_t start = nnz;  /* (token t's appended entries: [start, out[t + 1]); out[t] is rewritten behind) */
+    for (size_t t = 0; t < width && ok;) {
         size_t end = (size_t)out[t + 1];
+        if (end == start && t < held_width) {  /* a run of held tokens nothing was appended to */
+            size_t t1 = t + 1;
+            while (t1 < held_width && (size_t)out[t1 + 1] == start)
+                t1++;
+            w = copy_held(indptr, t, t1, held_classes, hvals, out, ocv.buf, csz, vals, w, acc, seen, touched, k);
+            t = t1;
+            continue;
+        }
+        size_t hs = t < held_width ? (size_t)indptr[t] : 0, he = t < held_width ? (size_t)indptr[t + 1] : 0;
         out[t] = (int64_t)w;
-        w = fold_token(ocv.buf, csz, vals, start, end, w, acc, seen, touched, k);
+        if (he == hs && end == start + 1) {  /* one appended entry alone (a new token's, mostly) */
+            if (vals[start] != 0) {
+                put_class(ocv.buf, csz, w, int_at((Ints){ocv.buf, csz}, start));
+                vals[w++] = vals[start];
+            }
+        } else {
+            w = fold_token(held_classes, hvals, hs, he, ocv.buf, csz, vals, start, end, w, acc, seen, touched, k);
+        }
         start = end;
+        t++;
     }
     out[width] = (int64_t)w;
     Py_END_ALLOW_THREADS
-    result = PyLong_FromSize_t(w);
+    result = ok ? PyLong_FromSize_t(w) : PyLong_FromLong(-1);
 done:
     PyMem_Free(acc);
     PyMem_Free(seen);

@@ -55,6 +55,7 @@ typedef struct {
     Buf sorting;            /* int64: a row's columns, as radix_sort's other half */
     Buf scratch;            /* one n-gram's bytes */
     Buf cps;                /* size_t: code point offsets of one padded word */
+    Buf grams;              /* Gram: a document's keys of one kind, found before they are counted */
     /* the rows */
     Buf data;               /* double */
     Buf indices;            /* int64 */
@@ -67,9 +68,14 @@ static size_t ncols(Counter *c) { return c->colkeys.len / sizeof(uint64_t); }
  * function of a token's bytes, so mail could hold tokens chosen for keys that share them, all
  * in one probe chain, and make a chunk quadratic in its distinct tokens (docs/hostile.md); the
  * seed is secret. Columns are numbered in first-seen order, whatever the slots. */
+static inline uint64_t counter_hash(const Counter *c, uint64_t key)
+{
+    return finish(finish(key ^ c->seed0) + c->seed1);
+}
+
 static inline size_t counter_home(const Counter *c, uint64_t key, size_t mask)
 {
-    return (size_t)finish(finish(key ^ c->seed0) + c->seed1) & mask;
+    return (size_t)counter_hash(c, key) & mask;
 }
 
 static int table_grow(Counter *c)
@@ -104,11 +110,12 @@ static int table_grow(Counter *c)
  * -1 with an exception on failure. */
 typedef int (*PutToken)(Counter *c, const void *what);
 
-static int64_t column_of(Counter *c, uint64_t key, PutToken put, const void *what)
+/* column_of, given the key's counter_hash (found ahead of its lookup, see count_grams). */
+static int64_t column_of_hashed(Counter *c, uint64_t key, uint64_t hash, PutToken put, const void *what)
 {
     if ((ncols(c) + 1) * 2 > c->tcap && table_grow(c) < 0)
         return -1;
-    size_t mask = c->tcap - 1, j = counter_home(c, key, mask);
+    size_t mask = c->tcap - 1, j = (size_t)hash & mask;
     Slot *slot;
     for (;;) {
         slot = &c->slots[j];
@@ -126,6 +133,11 @@ static int64_t column_of(Counter *c, uint64_t key, PutToken put, const void *wha
     slot->key = key;
     slot->col = col;
     return col;
+}
+
+static int64_t column_of(Counter *c, uint64_t key, PutToken put, const void *what)
+{
+    return column_of_hashed(c, key, counter_hash(c, key), put, what);
 }
 
 /* Count one more of a column in the current document. */
@@ -461,10 +473,78 @@ static int put_ngram(Counter *c, const void *what)
     return 0;
 }
 
+/* A character n-gram's bytes into the blob: "c:" and padded[from - 3 : to - 3] of the word's
+ * padded = "<" + word + ">" (from and to are offsets in "c:" + padded, as end_document finds
+ * them). */
+typedef struct {
+    const char *word;
+    size_t n, from, to;
+} CharGram;
+
+static int put_chargram(Counter *c, const void *what)
+{
+    const CharGram *g = what;
+    size_t lo = g->from > 3 ? g->from : 3, hi = g->to < 3 + g->n ? g->to : 3 + g->n;
+    return buf_put(&c->blob, "c:", 2) < 0 || (g->from <= 2 && buf_put(&c->blob, "<", 1) < 0)
+        || (hi > lo && buf_put(&c->blob, g->word + lo - 3, hi - lo) < 0)
+        || (g->to >= 4 + g->n && buf_put(&c->blob, ">", 1) < 0) ? -1 : 0;
+}
+
+/* A document's token of one kind, its key found before it is counted: ``at`` and ``k`` say
+ * which (a word's index; an n-gram's first word and words; a character n-gram's word and
+ * [k, to) of "c:" + its padded word). */
+typedef struct {
+    uint64_t key, hash;
+    uint32_t at, k, to;
+} Gram;
+
+enum { WORDS, NGRAMS, CHARS };
+
+/* Count the grams in c->grams, in their order. Each lookup is a random read of a table larger
+ * than a core's cache: the slots of the grams GRAM_AHEAD on are fetched as hints meanwhile (the
+ * order of the lookups, and so the columns, are the same). */
+#define GRAM_AHEAD 8
+static int count_grams(Counter *c, int kind)
+{
+    const Gram *g = (const Gram *)c->grams.p;
+    size_t n = c->grams.len / sizeof(Gram);
+    const size_t *spans = (const size_t *)c->spans.p;
+    for (size_t i = 0; i < n && i < GRAM_AHEAD && c->tcap; i++)
+        KI_PREFETCH(&c->slots[g[i].hash & (c->tcap - 1)]);
+    for (size_t i = 0; i < n; i++) {
+        if (i + GRAM_AHEAD < n && c->tcap)
+            KI_PREFETCH(&c->slots[g[i + GRAM_AHEAD].hash & (c->tcap - 1)]);
+        const char *w = c->arena.p + spans[2 * g[i].at];
+        size_t wn = spans[2 * g[i].at + 1];
+        int64_t col;
+        if (kind == WORDS) {
+            Bytes b = {w, wn};
+            col = column_of_hashed(c, g[i].key, g[i].hash, put_bytes, &b);
+        } else if (kind == NGRAMS) {
+            NGram ng = {c->arena.p, spans, g[i].at, g[i].k};
+            col = column_of_hashed(c, g[i].key, g[i].hash, put_ngram, &ng);
+        } else {
+            CharGram cg = {w, wn, g[i].k, g[i].to};
+            col = column_of_hashed(c, g[i].key, g[i].hash, put_chargram, &cg);
+        }
+        if (count_col(c, col) < 0)
+            return -1;
+    }
+    c->grams.len = 0;
+    return 0;
+}
+
+static inline int add_gram(Counter *c, uint64_t key, size_t at, size_t k, size_t to)
+{
+    Gram g = {key, counter_hash(c, key), (uint32_t)at, (uint32_t)k, (uint32_t)to};
+    return buf_put(&c->grams, &g, sizeof g);
+}
+
 /* end_document(chars): count the document's words, their n-grams and (with chars) their
  * character n-grams, in nbtext.text.words.add_ngrams's order, and close its row. A word's
  * n-grams are keyed by going on from the hash of its bytes (fnv reads bytes in order: the
- * same key as the joined bytes'), and their bytes are joined only when new to the chunk. */
+ * same key as the joined bytes'), and their bytes are joined only when new to the chunk. Each
+ * kind's keys are found first, then counted in order (count_grams). */
 static PyObject *Counter_end_document(Counter *c, PyObject *arg)
 {
     int chars = PyObject_IsTrue(arg);
@@ -472,7 +552,11 @@ static PyObject *Counter_end_document(Counter *c, PyObject *arg)
         return NULL;
     const size_t *spans = (const size_t *)c->spans.p;
     size_t nw = c->spans.len / (2 * sizeof(size_t));
-    c->states.len = 0;
+    if (nw > UINT32_MAX || c->arena.len > UINT32_MAX - 8) {
+        PyErr_SetString(PyExc_SystemError, "nbtext kernel: document too long");
+        return NULL;
+    }
+    c->states.len = c->grams.len = 0;
     if (buf_reserve(&c->states, nw * sizeof(uint64_t)) < 0)
         return NULL;
     uint64_t *states = (uint64_t *)c->states.p;
@@ -483,21 +567,25 @@ static PyObject *Counter_end_document(Counter *c, PyObject *arg)
         }
         const char *w = c->arena.p + spans[2 * i];
         states[i] = fnv(FNV_BASIS, (const unsigned char *)w, spans[2 * i + 1]);
-        if (count_key(c, w, spans[2 * i + 1], finish(states[i])) < 0)
+        if (add_gram(c, finish(states[i]), i, 0, 0) < 0)
             return NULL;
     }
+    if (count_grams(c, WORDS) < 0)
+        return NULL;
     for (size_t k = 2; k <= (size_t)c->ngram_max && k <= nw; k++) {
         for (size_t i = 0; i + k <= nw; i++) {
             uint64_t h = states[i];
             for (size_t j = i + 1; j < i + k; j++)
                 h = fnv(fnv(h, (const unsigned char *)" ", 1), (const unsigned char *)c->arena.p + spans[2 * j],
                         spans[2 * j + 1]);
-            NGram g = {c->arena.p, spans, i, k};
-            if (count_col(c, column_of(c, finish(h), put_ngram, &g)) < 0)
+            if (add_gram(c, finish(h), i, k, 0) < 0)
                 return NULL;
         }
     }
+    if (count_grams(c, NGRAMS) < 0)
+        return NULL;
     if (chars && c->cmin > 0) {
+        const uint64_t prefix = fnv(FNV_BASIS, (const unsigned char *)"c:", 2);
         for (size_t i = 0; i < nw; i++) {
             /* padded = "<" + word + ">", cut at code points: "c:" + padded[a:a + k] */
             c->scratch.len = 0;
@@ -515,26 +603,37 @@ static PyObject *Counter_end_document(Counter *c, PyObject *arg)
             }
             const size_t *cp = (const size_t *)c->cps.p;
             size_t ncp = c->cps.len / sizeof(size_t) - 1;  /* code points of padded */
-            for (size_t k = (size_t)c->cmin; k <= (size_t)c->cmax && k <= ncp; k++) {
-                for (size_t a = 0; a + k <= ncp; a++) {
-                    /* the token is "c:" followed by padded[cp[a]:cp[a + k]], built in place
-                     * just before its slice (the two bytes before cp[a] are kept aside) */
-                    size_t from = cp[a], to = cp[a + k];
-                    if (from < 2 || to > c->scratch.len || from >= to) {
+            /* The word's n-grams are counted k by k, each k's from the start; their keys are
+             * found start by start, each k's going on from the k - 1's (fnv reads bytes in
+             * order), into the places they are counted from. */
+            size_t cmin = (size_t)c->cmin, cmax = (size_t)c->cmax < ncp ? (size_t)c->cmax : ncp, first = 0;
+            size_t count = 0;
+            for (size_t k = cmin; k <= cmax; k++)
+                count += ncp - k + 1;
+            if (count && (first = c->grams.len / sizeof(Gram), buf_reserve(&c->grams, count * sizeof(Gram)) < 0))
+                return NULL;
+            Gram *g = (Gram *)c->grams.p + first;
+            for (size_t a = 0; a + cmin <= ncp && count; a++) {
+                uint64_t h = prefix;
+                size_t at = a;  /* (the place of (k, a): the n-grams of the shorter k's before it, then a) */
+                for (size_t k = 1; k <= cmax && a + k <= ncp; k++) {
+                    size_t from = cp[a + k - 1], to = cp[a + k];
+                    if (cp[a] < 2 || to > c->scratch.len || from >= to) {
                         PyErr_SetString(PyExc_SystemError, "nbtext kernel: n-gram out of range");
                         return NULL;
                     }
-                    char *t = c->scratch.p + from - 2, keep0 = t[0], keep1 = t[1];
-                    t[0] = 'c';
-                    t[1] = ':';
-                    int r = count_bytes(c, t, to - from + 2);
-                    t[0] = keep0;
-                    t[1] = keep1;
-                    if (r < 0)
-                        return NULL;
+                    h = fnv(h, w + from, to - from);
+                    if (k < cmin)
+                        continue;
+                    uint64_t key = finish(h);
+                    g[at] = (Gram){key, counter_hash(c, key), (uint32_t)i, (uint32_t)cp[a], (uint32_t)to};
+                    at += ncp - k + 1;
                 }
             }
+            c->grams.len += count * sizeof(Gram);
         }
+        if (count_grams(c, CHARS) < 0)
+            return NULL;
     }
     /* the row: its columns sorted, with their counts */
     int64_t *cols = (int64_t *)c->touched.p;
@@ -626,7 +725,7 @@ static void Counter_dealloc(Counter *c)
     Py_XDECREF(c->fallback);
     PyMem_Free(c->slots);
     Buf *bufs[] = {&c->colkeys, &c->blob, &c->cnt, &c->touched, &c->arena, &c->spans, &c->states,
-                   &c->sorting, &c->scratch, &c->cps, &c->data, &c->indices, &c->indptr};
+                   &c->sorting, &c->scratch, &c->cps, &c->grams, &c->data, &c->indices, &c->indptr};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         buf_free(bufs[i]);
     Py_TYPE(c)->tp_free((PyObject *)c);
@@ -683,30 +782,3 @@ PyTypeObject CounterType = {
     .tp_dealloc = (destructor)Counter_dealloc,
     .tp_methods = Counter_methods,
 };
-
-/* keys(blob) -> bytes of uint64: token_keys of NUL-terminated tokens (for tests). */
-PyObject *kernel_keys(PyObject *self, PyObject *arg)
-{
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    Buf out = {0};
-    const unsigned char *b = view.buf;
-    size_t n = (size_t)view.len, start = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (b[i])
-            continue;
-        uint64_t k = finish(fnv(FNV_BASIS, b + start, i - start));
-        if (buf_put(&out, &k, sizeof k) < 0) {
-            PyBuffer_Release(&view);
-            buf_free(&out);
-            return NULL;
-        }
-        start = i + 1;
-    }
-    PyBuffer_Release(&view);
-    PyObject *r = bytes_of(&out);
-    buf_free(&out);
-    return r;
-}
-

@@ -14,7 +14,4 @@
 
 extern PyTypeObject CounterType;
 
-/* keys(blob) -> bytes of uint64: the keys of NUL-terminated tokens (token_keys) */
-PyObject *kernel_keys(PyObject *self, PyObject *arg);
-
 #endif

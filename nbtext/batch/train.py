@@ -16,6 +16,7 @@ from ..features.counting import Batch
 from ..features.rows import Rows
 from ..features.selection import select
 from ..features.vocabulary import Vocabulary
+from ..ledger import Ledger
 from ..model import Model
 from ..nb.counts import Counts
 from ..nb.decision import Decision, default_positive
@@ -33,16 +34,16 @@ if TYPE_CHECKING:
 
 CALIBRATION_SAMPLE = 5_000  # one temperature (or threshold) is well fitted by 5,000 documents
 MAX_MEMORY = 1 << 30  # train's peak memory at most (--max-memory): a laptop's share (docs/memory.md)
-# Of it, what the vocabulary and counts may hold (Reduction's budget): the rest is the process's
-# own (the interpreter and libraries, chunks in flight, calibration's sample and folds, the
-# ledger) and saving's copies of what is held, which grow with it (docs/memory.md).
+# Of it, what the vocabulary, counts and ledger may hold (Reduction's budget): the rest is the
+# process's own (the interpreter and libraries, chunks in flight, calibration's sample and folds)
+# and saving's copies of what is held, which grow with it (docs/memory.md).
 STATE_SHARE = 0.4
 INDEX_BYTES = 16      # the key -> id index's bytes a token, about (a 64-bit key and its id)
 PRUNED_TO = 3 / 4     # of the budget, what a pruning leaves at most: room for the next chunks
 
 
 def state_budget(max_memory: int | None) -> int:
-    """The bytes the vocabulary and counts may hold (Reduction's budget) in a train of at most
+    """The bytes the vocabulary, counts and ledger may hold (Reduction's budget) in a train of at most
     ``max_memory`` bytes (None: MAX_MEMORY)."""
     return int((MAX_MEMORY if max_memory is None else max_memory) * STATE_SHARE)
 
@@ -115,8 +116,9 @@ class Reservoir:
             return
         cut = np.partition(np.concatenate([keys for *_, keys in self.parts]), self.size - 1)[self.size - 1]
         for i, (X, y, keys) in enumerate(self.parts):
-            keep = np.flatnonzero(keys <= cut)  # (random floats: ties have probability ~0)
-            self.parts[i] = (X[keep], y[keep], keys[keep]) if len(keep) < len(keys) else (X, y, keys)
+            keep = keys <= cut  # (random floats: ties have probability ~0)
+            # (most of a part is kept: selected by a mask per entry, not the row numbers' ranges)
+            self.parts[i] = (X[keep], y[keep], keys[keep]) if not keep.all() else (X, y, keys)
         self.parts = [p for p in self.parts if len(p[2])]
         self.rows = sum(len(p[2]) for p in self.parts)
         self.cut = float(cut)
@@ -147,7 +149,7 @@ class Sums:
     __slots__ = ("blob", "keys", "sums", "distinct", "labels", "digests", "rows")
 
     def __init__(self, blob: bytes, keys: np.ndarray, sums: tuple, distinct: bool, labels: list[str],
-                 digests: list[bytes], rows: Rows | None = None):
+                 digests: bytes, rows: Rows | None = None):
         self.blob, self.keys, self.sums, self.distinct = blob, keys, sums, distinct
         self.labels, self.digests, self.rows = labels, digests, rows
 
@@ -173,7 +175,7 @@ class Reduction:
     the Dask engine adds each partition's, a Reduction of its chunks on its worker. Whole-number
     counts add exactly in float64 in any grouping, so every way gives the same bits.
 
-    ``budget``: bytes the vocabulary and counts may hold (held()). Past it, as fastText's
+    ``budget``: bytes the vocabulary, counts and ledger may hold (held()). Past it, as fastText's
     dictionary raises its min-count and SpamAssassin expires hapaxes, the tokens in at most t
     documents so far are dropped (t = 1, then higher while that is not enough), to PRUNED_TO of
     the budget, and counting goes on: the tokens that matter, those seen often, keep exact
@@ -184,7 +186,7 @@ class Reduction:
 
     def __init__(self, sample: Reservoir | None = None, partition: bool = False, keep_rows: bool = False,
                  budget: int | None = None):
-        self.vocab, self.counts, self.ledger, self.n_documents = Vocabulary(), Counts(), set(), 0
+        self.vocab, self.counts, self.ledger, self.n_documents = Vocabulary(), Counts(), Ledger(), 0
         self.sample, self.budget = sample, budget
         self.pruning: dict | None = None  # {tokens dropped, threshold, documents counted at the last}
         self.labels: list[str] | None = [] if partition else None
@@ -207,11 +209,11 @@ class Reduction:
             self.prune()
 
     def held(self) -> int:
-        """The bytes the vocabulary and counts hold, about: the tokens, their index, the counts'
-        arrays (their spare rows included) and, of sparse counts, what their fold writes while
-        they are held (their peak)."""
+        """The bytes the vocabulary, counts and ledger hold, about: the tokens, their index, the
+        counts' arrays (their spare rows included) and, of sparse counts, what their fold writes
+        while they are held (their peak); the ledger's digests."""
         return (self.vocab.buffer().nbytes + INDEX_BYTES * len(self.vocab)
-                + self.counts.nbytes() + self.counts.fold_bytes())
+                + self.counts.nbytes() + self.counts.fold_bytes() + self.ledger.nbytes)
 
     def prune(self, threshold: int | None = None) -> None:
         """Drop the tokens in at most t documents: ``threshold``, else the least t (and no less
@@ -219,9 +221,15 @@ class Reduction:
         held()'s bytes a token."""
         width, df = len(self.vocab), self.counts.doc_freq
         if threshold is None:
-            most = int(self.budget * PRUNED_TO / (self.held() / max(width, 1)))
+            # (the ledger is kept whole, every document's: the tokens get what it leaves)
+            ledger, room = self.ledger.nbytes, self.budget * PRUNED_TO
+            if ledger > room:
+                raise SettingError("max_memory", None, f"is too small for the ledger of {self.n_documents} "
+                                   f"documents: its digests alone hold {ledger} bytes, more than the "
+                                   f"{int(room)} that {{max_memory}} leaves them; give a larger one")
+            most = int((room - ledger) / ((self.held() - ledger) / max(width, 1)))
             # (the least t that keeps at most `most`: the (most+1)-th largest document frequency)
-            least = np.partition(df, width - most - 1)[width - most - 1] if most < width else 0
+            least = _nth_smallest(df, width - most - 1) if most < width else 0
             threshold = max(self.pruning["threshold"] if self.pruning else 1, int(least))
         t = threshold
         keep = np.flatnonzero(df > t)
@@ -239,7 +247,7 @@ class Reduction:
         c = self.counts
         rows = None if self.rows is None else Rows.stack(self.rows, len(self.vocab))
         return Sums(self.vocab.encoded(), self.vocab.keys(), (c.classes, c.token_major, c.doc_freq, c.class_count),
-                    True, self.labels, sorted(self.ledger), rows)
+                    True, self.labels, self.ledger.tobytes(), rows)
 
     def model(self, tokenizer, settings, features, decisions, n_jobs: int = 1,
               progress=None) -> tuple[Model, ThresholdFit | None]:
@@ -259,6 +267,14 @@ class Reduction:
         return model, fit
 
 
+def _nth_smallest(a: np.ndarray, n: int):
+    """np.partition(a, n)[n]: of whole numbers from 0 (document frequencies), counted by value,
+    not partitioned: a pass over ``a`` and one over its values, at every pruning."""
+    if a.dtype.kind in "iu" and len(a) and a.min() >= 0:
+        return np.searchsorted(np.cumsum(np.bincount(a)), n, side="right")
+    return np.partition(a, n)[n]
+
+
 def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = TokenizerSettings(),
                 settings: ModelSettings = ModelSettings(), features: FeatureOptions = FeatureOptions(),
                 decisions: DecisionOptions = DecisionOptions(), n_jobs: int = 1, progress=None,
@@ -267,7 +283,7 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     """Count every document into a new model, then keep the features the options select and
     fit the decisions; returns the model and, for max_fpr, what its threshold costs.
     ``max_memory``: the bytes training may take at its peak (None: MAX_MEMORY), of which the
-    vocabulary and counts hold at most state_budget() (Reduction).
+    vocabulary, counts and ledger hold at most state_budget() (Reduction).
     ``progress`` (nbtext.progress) is told the bytes read as counting goes, then the folds.
 
     Counts stream chunk by chunk (the map: batch.chunks.counted, then chunk_sums, here or in
@@ -296,9 +312,9 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
     return reduction.model(tokenizer, settings, features, decisions, n_jobs=n_jobs, progress=progress)
 
 
-def _digests(docs: list[Document]) -> list[bytes]:
-    """The documents' ledger digests (made where the chunk was read)."""
-    return [digest(d.label, d.data) for d in docs]
+def _digests(docs: list[Document]) -> bytes:
+    """The documents' ledger digests, back to back (made where the chunk was read)."""
+    return b"".join(digest(d.label, d.data) for d in docs)
 
 
 def model_from_counts(counts: Counts, vocab: Vocabulary, tokenizer, settings, features, decisions,

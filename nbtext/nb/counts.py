@@ -88,9 +88,17 @@ def _append_summed(held: TokenSums, sums, cols: np.ndarray | None, rows: np.ndar
     """Append summed()'s sums (dense or a TokenSums) times ``sign`` to ``held``: sums' row j at
     token cols[j] (None: j), column i at class rows[i]."""
     if isinstance(sums, TokenSums):
-        tokens = sums.token_of_entries()
-        held.append(tokens if cols is None else cols[tokens], rows[sums.classes.astype(np.int64)],
-                    sums.values if sign == 1 else sign * sums.values)
+        indptr, classes, values = sums.arrays()
+        lengths = np.diff(indptr)
+        # (each entry's id repeated from its token's, in 32 bits where they fit, as append keeps
+        # them; the classes as they are where the chunk has every class: train's reduce of each
+        # chunk, on its serial path)
+        ids = np.arange(len(lengths)) if cols is None else cols[:len(lengths)]
+        if len(ids) and ids.min() >= 0 and ids.max() < 2**31:
+            ids = ids.astype(np.int32)
+        if not np.array_equal(rows, np.arange(len(rows))):
+            classes = rows[classes.astype(np.int64)]
+        held.append(np.repeat(ids, lengths), classes, values if sign == 1 else sign * values)
     else:
         held.append_dense(cols, rows, sums if sign == 1 else sign * sums)
 

@@ -296,16 +296,19 @@ def group_sums(X, group: np.ndarray, k: int, weights: np.ndarray | None = None) 
     column's documents (nonzero entries; with weights, their rows' weights): the sums a chunk
     of many classes adds, without a columns x k array."""
     lengths = np.diff(X.indptr)
-    rows = np.repeat(np.arange(X.shape[0], dtype=np.int64), lengths)
     values = np.asarray(X.data, dtype=np.float64)
-    row_weights = None
-    if weights is not None:
+    nonzero = X.data != 0
+    if weights is None:  # (train's workers, a chunk each: each entry's class repeated from its
+        # row's in the classes' own type, no row number an entry; every entry counted)
+        classes = np.repeat(np.asarray(group).astype(class_dtype(k)), lengths)
+        df = np.bincount(X.indices if nonzero.all() else X.indices[nonzero], minlength=X.shape[1])
+    else:
+        rows = np.repeat(np.arange(X.shape[0], dtype=np.int64), lengths)
         row_weights = np.asarray(weights, dtype=np.float64)[rows]
         values = values * row_weights
-    nonzero = X.data != 0
-    df = np.bincount(X.indices[nonzero], minlength=X.shape[1],
-                     weights=None if row_weights is None else row_weights[nonzero])
+        classes = np.asarray(group, dtype=np.int64)[rows]
+        df = np.bincount(X.indices[nonzero], minlength=X.shape[1], weights=row_weights[nonzero])
     sums = TokenSums(X.shape[1], k)
-    sums.append(np.asarray(X.indices, dtype=np.int64), np.asarray(group, dtype=np.int64)[rows], values)
+    sums.append(np.asarray(X.indices, dtype=np.int64), classes, values)
     sums.settle()
     return sums, df

@@ -322,7 +322,7 @@ def encode_pieces(model) -> list:
         return encode_table(model)
     (fc, heads), counts, layer = _coded(model)
     head_dtype = "<u4" if len(fc) < 2**32 else "<u8"
-    ledger = b"".join(sorted(model.ledger))
+    ledger = model.ledger.tobytes()  # (sorted)
     sections = [
         ("vocab_fc", "|u1", (len(fc),), fc),
         ("vocab_heads", head_dtype, heads.shape, heads.astype(head_dtype).tobytes()),
@@ -361,6 +361,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
     import numpy as np
 
     from ..features.vocabulary import Vocabulary
+    from ..ledger import Ledger
     from ..model import Model
     from ..nb.counts import Counts
     from .tables import decode_table, is_table_header
@@ -409,9 +410,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
         for name, a in (("counts", counts), ("document frequencies", doc_freq)):
             if a is not None and not ((a >= 0).all() and (a <= MAX_COUNT).all()):
                 raise ValueError(f"{name} must be numbers from 0 to 2**53")
-        ledger_raw = bytes(section(header, payload, "ledger"))
-        if len(ledger_raw) % 16:
-            raise ValueError("the ledger is not a whole number of 16-byte digests")
+        ledger = Ledger.from_bytes(section(header, payload, "ledger"))
         if sparse is None:
             held = Counts.of_arrays(classes, counts, class_count, doc_freq, last_seen)
         else:
@@ -420,8 +419,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
             held = Counts.of_token_sums(classes, TokenSums.of_csr(*sparse, len(classes)), class_count, doc_freq,
                                         last_seen)
         model = Model(tokenizer, settings, Vocabulary.from_encoded(blob), held, decision,
-                      {ledger_raw[i:i + 16] for i in range(0, len(ledger_raw), 16)}, pruning(header),
-                      decode_layer(header, payload, len(classes), n_tokens))
+                      ledger, pruning(header), decode_layer(header, payload, len(classes), n_tokens))
     except VocabularyError as e:
         raise ModelFileError(f"{path}: corrupt model file ({e})") from None
     except (KeyError, TypeError, ValueError) as e:

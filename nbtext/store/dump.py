@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from ..errors import NbtextError, shown
+from ..ledger import DIGEST_SIZE, Ledger
 
 DUMP_MAGIC = "# nbtext dump 1"
 
@@ -35,7 +36,7 @@ def export_lines(model) -> Iterator[str]:
     yield json.dumps({
         "tokenizer": model.tokenizer_settings.to_dict(), "model": model.settings.to_dict(),
         "classes": model.classes, "class_count": [_num(x) for x in model.class_count],
-        "decision": model.decision.to_dict(), "ledger": sorted(h.hex() for h in model.ledger),
+        "decision": model.decision.to_dict(), "ledger": _hex_digests(model.ledger),
         **({} if model.layer is None else {"layer": _layer(model.layer)}),
     }, sort_keys=True)
     if model.counts.sparse:  # (a token's row of its nonzero classes: no classes x tokens array)
@@ -44,6 +45,12 @@ def export_lines(model) -> Iterator[str]:
     fc = model.feature_count if model.doc_freq is None else np.vstack([model.feature_count, model.doc_freq])
     for i, t in enumerate(model.vocab.tokens):
         yield json.dumps(t, ensure_ascii=False) + "\t" + "\t".join(_num(x) for x in fc[:, i])
+
+
+def _hex_digests(ledger) -> list[str]:
+    """The ledger's digests in hex, sorted (a JSON list: the dump is text)."""
+    data, size = ledger.tobytes().hex(), 2 * DIGEST_SIZE
+    return [data[i:i + size] for i in range(0, len(data), size)]
 
 
 def _layer(layer) -> dict:
@@ -91,9 +98,12 @@ def import_lines(lines: Iterable[str], source: str):
             raise ValueError("the settings line is not a JSON object")
         tokenizer, settings, classes, class_count, decision = meta(settings_line)
         ledger = settings_line["ledger"]
-        if not isinstance(ledger, list) or not all(isinstance(h, str) and len(h) == 32 for h in ledger):
+        if not isinstance(ledger, list) or not all(isinstance(h, str) and len(h) == 2 * DIGEST_SIZE for h in ledger):
             raise ValueError("ledger entries must be 32 hex digits each")
-        ledger = {bytes.fromhex(h) for h in ledger}
+        digests = bytes.fromhex("".join(ledger))
+        if len(digests) != DIGEST_SIZE * len(ledger):  # (fromhex skips blanks: " 0a..." is not a digest)
+            raise ValueError("ledger entries must be 32 hex digits each")
+        ledger = Ledger.from_bytes(digests)
         k = len(classes)
         width = k + settings.idf
         # (a token's nonzero counts only: a dump of many classes is mostly zeros, nb.sparse)
