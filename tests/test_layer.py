@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import DATA, need_shared, predicts_as_recorded
+from conftest import DATA, implementation, need_shared, predicts_as_recorded
 from nbtext import store
 from nbtext.fastscore import FastScorer
 from nbtext.features.rows import Rows
@@ -56,6 +56,25 @@ def test_the_solver_is_seeded():
     first = solve_squared_hinge(rows, R, Y, C=1.0, seed=1)
     again = solve_squared_hinge(rows, R, Y, C=1.0, seed=1)
     assert all(np.array_equal(x, y) for x, y in zip(first, again))
+
+
+@pytest.mark.parametrize("j", [1, 4], ids=["one-svm", "four-svms"])
+def test_the_kernels_passes_fit_the_references_weights(j):
+    """The compiled kernel's passes (nbtext/_c/layer.c) and the numpy reference's, on the same
+    rows, seed and passes: the same orders and steps, so the same weights and biases to 1e-12
+    (of weights of order 1), stopped early by the tolerance or by the passes."""
+    from test_kernel import compiled
+
+    compiled()
+    rows, _, R, Y = problem(seed=10 + j, n=300, v=60, j=j)
+    for epochs, tol in ((8, 0.1), (3, 1e-9), (400, 1e-6)):
+        with implementation("python"):
+            W, b = solve_squared_hinge(rows, R, Y, C=1.0, seed=3, epochs=epochs, tol=tol)
+        with implementation("c"):
+            Wc, bc = solve_squared_hinge(rows, R, Y, C=1.0, seed=3, epochs=epochs, tol=tol)
+        assert np.abs(W).max() > 0.1
+        np.testing.assert_allclose(Wc, W, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(bc, b, rtol=0, atol=1e-12)
 
 
 def three_topics(tmp_path, per_class: int = 30):

@@ -7,6 +7,7 @@
  *   rows.h       sparse rows: moved onto ids, a fold's own columns, rows times W, group sums
  *   sums.h       sums held by token: appended sums folded in (nb.sparse.TokenSums.settle)
  *   score.h      one counted message's sums over a model's cached token weights (nbtext serve)
+ *   layer.h      the decision layer's loops: a pass of its SVMs' fit, its scores beside NB's
  *   mail_api.h   the mail rules of the common message (mail.c; mail.h for what mail_*.c share)
  *   hash.h, bits.h, radix.h, buf.h, overlap.h   what several of them use
  *
@@ -20,6 +21,7 @@
 
 #include "frontcode.h"
 #include "keyindex.h"
+#include "layer.h"
 #include "mail_api.h"
 #include "rows.h"
 #include "score.h"
@@ -59,6 +61,9 @@ static PyMethodDef kernel_methods[] = {
     {"score_counted", kernel_score_counted, METH_VARARGS,
      "score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll, fill[, tids]) -> "
      "(unknown, known): a counted message's sums over cached token weights, in fastscore's order"},
+    {"svm_pass", kernel_svm_pass, METH_VARARGS,
+     "svm_pass(order, data, indices, indptr, R, inv, Y, Qii, diag, W, b, alpha, hi_old, hi, lo, kept) -> int: "
+     "a pass of nb.layer.solve_squared_hinge, the documents kept (-1: an index out of range)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,6 +26,7 @@ that `classify` (nbtext.fastscore) scores with the same numbers without numpy; t
 from __future__ import annotations
 
 import math
+from functools import partial
 
 LAYER_ALPHA = 1.0   # the log-count ratios' smoothing (Wang and Manning's)
 LAYER_C = 1.0       # the SVM's penalty parameter (liblinear's default)
@@ -324,8 +325,12 @@ def solve_squared_hinge(A, R, Y, C: float, seed: int = 0, epochs: int = EPOCHS, 
     document, the documents in a seeded random order each pass, with its shrinking (a document
     whose every dual variable sits at 0 with a gradient above the last pass's largest projected
     one is left out until the rest converge) and its stopping rule (the projected gradients'
-    spread at most ``tol``, then once more over every document), or ``epochs`` passes."""
+    spread at most ``tol``, then once more over every document), or ``epochs`` passes. The
+    compiled kernel makes each pass (nbtext/_c/layer.c: the same arithmetic in the same order);
+    the loops below are the reference."""
     import numpy as np
+
+    from ..features.kernel import compiled
 
     n, J = Y.shape
     indptr, indices, data = A.indptr, A.indices, A.data
@@ -335,6 +340,9 @@ def solve_squared_hinge(A, R, Y, C: float, seed: int = 0, epochs: int = EPOCHS, 
     D = 1.0 / (2.0 * C)
     Qii = np.where(norms > 0, 2.0, 1.0) + D
     rng = np.random.default_rng(seed)
+    kernel = compiled()
+    if kernel is not None:
+        return _solved_by_kernel(kernel, A, R, Y, inv, Qii, D, rng, epochs, tol)
     starts = indptr.tolist()
     active = list(range(n))
     if J == 1:  # (one SVM, two classes: each document's z made once, and scalars per step)
@@ -407,5 +415,33 @@ def solve_squared_hinge(A, R, Y, C: float, seed: int = 0, epochs: int = EPOCHS, 
             active, hi_old = list(range(n)), np.full(J, np.inf)
             continue
         active = sorted(kept)
+        hi_old = np.where(hi > 0, hi, np.inf)
+    return W, b
+
+
+def _solved_by_kernel(kernel, A, R, Y, inv, Qii, D: float, rng, epochs: int, tol: float):
+    """solve_squared_hinge's passes by the kernel's svm_pass: the same orders drawn from ``rng``,
+    the same shrinking and stopping rule."""
+    import numpy as np
+
+    n, J = Y.shape
+    f64 = partial(np.ascontiguousarray, dtype=np.float64)
+    data, indices, indptr = f64(A.data), np.ascontiguousarray(A.indices), np.ascontiguousarray(A.indptr, np.int64)
+    R, inv, Y, Qii = f64(R), f64(inv), f64(Y), f64(Qii)
+    W, b, alpha = np.zeros((R.shape[0], J)), np.zeros(J), np.zeros((n, J))
+    hi_old, hi, lo = np.full(J, np.inf), np.empty(J), np.empty(J)
+    active = np.arange(n)
+    for _ in range(epochs):
+        order = rng.permutation(active)
+        kept = np.empty(len(order), dtype=np.int64)
+        got = kernel.svm_pass(order, data, indices, indptr, R, inv, Y, Qii, D, W, b, alpha, hi_old, hi, lo, kept)
+        if got < 0:
+            raise ValueError("solve_squared_hinge: a column out of range")
+        if (hi - lo).max() <= tol:
+            if got == n:
+                break
+            active, hi_old = np.arange(n), np.full(J, np.inf)
+            continue
+        active = np.sort(kept[:got])
         hi_old = np.where(hi > 0, hi, np.inf)
     return W, b
