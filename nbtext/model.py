@@ -126,6 +126,9 @@ class Model:
         from .nb.calibrate import calibrated_log, lengths_of
 
         # (as nbtext's Rows: the counts are the model's own, not a library caller's X to check)
+        joint = None if self.layer is None else self.layer.joint(self.estimator.linear(), X, self.counts)
+        if joint is not None:  # (NB's and the layer's products in one pass of the kernel)
+            return self.layer.combined_log(calibrated_log(self.decision, joint[0], lengths_of(X)), joint[1])
         logp = calibrated_log(self.decision, self.estimator.predict_joint_log_proba(Rows.of(X)), lengths_of(X))
         return logp if self.layer is None else self.layer.log_proba(logp, X, self.counts)
 

@@ -107,6 +107,34 @@ def test_a_default_model_has_the_layer_and_classify_scores_as_predict(run, sampl
         model.layer = layer
 
 
+def test_the_kernels_one_pass_scores_as_numpys_products(run, tmp_path):
+    """predict's scores of a model of three classes (counts held by token) by the kernel's one
+    pass over each document's entries (NB's product and the layer's sums together:
+    nbtext/_c/layer.c layer_scores) are the numpy path's (NB's product, then the layer's three
+    products) to 1e-12, and the kernel's pass is the one taken; documents with no known token
+    get the calibrated prior on both."""
+    from test_kernel import compiled
+
+    from nbtext.features.rows import Rows
+
+    compiled()
+    topics = three_topics(tmp_path)
+    assert run("train", topics, "-q", "-o", tmp_path / "topics.nbm").exit_code == 0
+    model = store.load(str(tmp_path / "topics.nbm"))
+    datas = [f.read_bytes() for label in ("games", "mail", "science") for f in sorted((topics / label).iterdir())[:10]]
+    datas += [b"", b"qqqzzz xxyyqq"]
+    with implementation("c"):
+        X = Rows.of(model.matrix([model.tokenizer(d) for d in datas]))
+        assert model.layer.joint(model.estimator.linear(), X, model.counts) is not None
+        by_kernel = model.log_proba(X)
+    with implementation("python"):
+        model.layer._sums = None
+        assert model.layer.joint(model.estimator.linear(), X, model.counts) is None
+        by_numpy = model.log_proba(X)
+    np.testing.assert_allclose(by_kernel, by_numpy, rtol=0, atol=1e-12)
+    assert np.abs(by_kernel[:-2] - by_kernel[-1]).max() > 1.0
+
+
 def test_no_layer_is_the_calibrated_model_alone(run, tmp_path):
     """--no-layer trains the model as before the layer: the posteriors of the calibration map."""
     for flag in ("--layer", "--no-layer"):

@@ -147,14 +147,50 @@ class Layer:
         import numpy as np
 
         from ..features.rows import Rows
-        from .estimators import logsumexp_rows
 
         sums = self.prepare(counts)
         X = Rows.of(X)
         A = X.with_data(np.log(X.data, dtype=np.float64) + 1.0)
-        d = sums.decision(A, np.asarray(self.bias))
-        s = logp + self.strength * self._decided(d, A.indptr)
+        return self.combined_log(logp, self._decided(sums.decision(A, np.asarray(self.bias)), A.indptr))
+
+    def combined_log(self, logp, d):
+        """log softmax(log P + strength d) of many documents (d of every class: _decided)."""
+        from .estimators import logsumexp_rows
+
+        s = logp + self.strength * d
         return s - logsumexp_rows(s)[:, None]
+
+    def joint(self, linear, X, counts):
+        """(NB's joint log-likelihood, d of every class) of documents X (raw counts over the
+        model's columns, nbtext's Rows) in one pass of the compiled kernel over their entries,
+        each token's nonzeros read once for NB's product and the layer's (nbtext/_c/layer.c);
+        None where the kernel cannot (the Python path, NB's weights not held as the counts'
+        nonzeros, or NB features of other entries than X's): then NB's jll and log_proba()."""
+        import numpy as np
+
+        from ..features.kernel import compiled
+        from ..features.rows import Rows
+        from .estimators import SparseLinear
+
+        kernel = compiled()
+        if kernel is None or not isinstance(linear, SparseLinear):
+            return None
+        sums = self.prepare(counts)
+        linear.prepare()
+        X = Rows.of(X)
+        F = linear.features(X)
+        pairs = sums.pairs(linear.D)
+        if pairs is None or F.indices is not X.indices or F.indptr is not X.indptr:
+            return None
+        n, k, J = X.shape[0], len(self.den), len(self.bias)
+        nb, sq, S, dots = np.zeros((n, k)), np.zeros((n, k)), np.zeros((n, 3)), np.zeros((n, J))
+        f64 = np.ascontiguousarray
+        if not kernel.layer_scores(f64(X.data, dtype=np.float64), f64(F.data, dtype=np.float64), f64(X.indices),
+                                   f64(X.indptr, dtype=np.int64), sums.records, sums.classes, pairs,
+                                   sums.rw if len(sums.rw) else np.zeros((1, J)), nb, sq, S, dots):
+            raise ValueError("layer_scores: a column, token span, class or row out of range")
+        d = sums.finished(sq[:, self.modelled], S, dots, np.asarray(self.bias))
+        return linear.completed(F, nb), self._decided(d, X.indptr)
 
     def prepare(self, counts) -> "_Sums":
         """The per-token parts of d over ``counts`` (_Sums), made once per version of the counts:
@@ -199,8 +235,14 @@ class _Sums:
 
     where g_t + k_c is r_ct at a zero count (g_t = log a - log(N_t + a), k_c = den_not_c - den_c;
     tokens counted fewer than min_count times left out): the first sum is k_c^2 S0 + 2 k_c S1 + S2
-    of three sums per document (``tails``: 1, g, g^2 per token), the second a product with the
-    counts' nonzeros alone (``rest``). A r_c . w_c needs the tokens of ``ids`` alone (``rw``)."""
+    of three sums per document (of 1, g, g^2 over its tokens in the layer), the second a product
+    with the counts' nonzeros alone (``rest_values``: one per nonzero of the counts, in their
+    order, 0 at a token left out or a class not modelled; so the kernel reads a token's nonzeros
+    once for NB's product and this one). A r_c . w_c needs the tokens of ``ids`` alone (``rw``).
+    ``records`` holds a token's parts in one row: g, its code (-2: left out, -1: in the layer and
+    weighing 0, else its row of rw), and the start and end of its nonzeros."""
+
+    BLOCK = 1 << 20  # the tokens whose nonzeros' ratios are made at once (bounded temporaries)
 
     def __init__(self, layer: Layer, counts):
         import numpy as np
@@ -209,51 +251,84 @@ class _Sums:
         from .sparse import TokenSums, scipy_matrix
 
         J = layer.modelled
-        indptr, classes, values = counts.token_sums.arrays()
-        width = len(indptr) - 1
+        self.indptr, self.classes, values = counts.token_sums.arrays()
+        width, k = len(self.indptr) - 1, len(layer.den)
         all_t = np.asarray(counts.token_totals(), dtype=np.float64)
         kept = all_t >= layer.min_count
         g = np.where(kept, math.log(layer.alpha) - np.log(all_t + layer.alpha), 0.0)
-        self.tails = np.ascontiguousarray(np.stack([kept.astype(np.float64), g, g * g], axis=1))
-        self.k = np.asarray(layer.den_not)[J] - np.asarray(layer.den)[J]
-        tok = np.repeat(np.arange(width), np.diff(indptr))
-        sel = kept[tok] & np.isin(classes, J)
-        tok, cls, n = tok[sel], classes[sel], values[sel]
-        rest = np.empty(len(n))
-        for j, c in enumerate(J):  # (a class at a time: the temporaries are one class's entries)
-            at = np.flatnonzero(cls == c)
-            t = tok[at]
-            r = log_ratio(n[at], all_t[t], layer.den[c], layer.den_not[c], layer.alpha, np.log)
-            zero = g[t] + self.k[j]
-            rest[at] = r * r - zero * zero
-        starts = np.concatenate([[0], np.cumsum(np.bincount(tok, minlength=width))])
-        self.rest = TokenSums.of_csr(starts, cls.astype(np.int64) - J[0], rest, len(J))
+        code = np.full(width, -1.0)
+        code[layer.ids] = np.arange(len(layer.ids))
+        code[~kept] = -2.0
+        self.records = np.ascontiguousarray(np.stack([g, code, self.indptr[:-1], self.indptr[1:]], axis=1),
+                                           dtype=np.float64)
+        den, den_not = np.asarray(layer.den), np.asarray(layer.den_not)
+        k_all = den_not - den
+        self.k = k_all[J]
+        modelled = np.zeros(k, dtype=bool)
+        modelled[J] = True
+        self.rest_values = np.zeros(len(values))
+        for lo in range(0, width, self.BLOCK):  # (a block of tokens at a time: bounded temporaries)
+            hi = min(lo + self.BLOCK, width)
+            at = slice(self.indptr[lo], self.indptr[hi])
+            tok = np.repeat(np.arange(lo, hi), np.diff(self.indptr[lo:hi + 1]))
+            cls = self.classes[at].astype(np.intp)
+            r = log_ratio(values[at], all_t[tok], den[cls], den_not[cls], layer.alpha, np.log)
+            zero = g[tok] + k_all[cls]
+            rest = r * r - zero * zero
+            rest[~(kept[tok] & modelled[cls])] = 0.0
+            self.rest_values[at] = rest
+        self.rest = TokenSums.of_csr(self.indptr, self.classes, self.rest_values, k)
         # (one modelled class: the sums as a column, scored without scipy as NB's two classes are)
-        self.column = np.ascontiguousarray(self.rest.dense()) if len(J) == 1 else None
+        self.column = None
+        if len(J) == 1:
+            self.column = np.zeros(width)
+            ones = self.classes == J[0]
+            self.column[np.repeat(np.arange(width), np.diff(self.indptr))[ones]] = self.rest_values[ones]
         self.matrix = scipy_matrix(self.rest) if compiled() is None and self.column is None else None
         self.rw = np.ascontiguousarray(layer.ratios(token_rows(counts, layer.ids)) * layer.weights)
-        self.row = np.full(width, -1, dtype=np.int32 if len(layer.ids) < 2**31 else np.int64)
-        self.row[layer.ids] = np.arange(len(layer.ids))  # (each column's row of rw, -1: weight 0)
+        self._pairs = None  # (NB's D, (its values and rest_values side by side)): made by pairs()
+
+    def pairs(self, D):
+        """NB's weights held as differences at the counts' nonzeros (nb.estimators.SparseLinear's
+        D) and rest_values, side by side (nonzeros x 2), for the kernel's one pass; None where D
+        is not held at these nonzeros. Made once per D."""
+        import numpy as np
+
+        indptr, classes, values = D.arrays()
+        if indptr is not self.indptr or classes is not self.classes:
+            return None
+        if self._pairs is None or self._pairs[0] is not D:
+            self._pairs = (D, np.ascontiguousarray(np.stack([values, self.rest_values], axis=1)))
+        return self._pairs[1]
 
     def decision(self, A, b):
         """b + A r_c . w_c / ||A r_c|| per document and modelled class: A's rows (sublinear tf
-        over the model's columns)."""
+        over the model's columns); numpy's products (the reference of the kernel's layer_scores)."""
         import numpy as np
 
         from ..features.rows import Rows
         from .sparse import product
 
-        at = self.row[A.indices]
-        found = at >= 0
+        g, code = self.records[A.indices, 0], self.records[A.indices, 1]
+        found = code >= 0
         ends = np.concatenate([[0], np.cumsum(found)])
-        weighed = Rows(A.data[found], at[found], ends[A.indptr], len(self.rw))
+        weighed = Rows(A.data[found], code[found].astype(np.int64), ends[A.indptr], len(self.rw))
         A2 = A.with_data(A.data * A.data)
-        S = A2 @ self.tails
-        sq = A2 @ self.column if self.column is not None else product(A2, self.rest, self.matrix)
+        S = np.stack([A2.row_sums(A2.data * (code > -2)), A2.row_sums(A2.data * g), A2.row_sums(A2.data * (g * g))],
+                     axis=1)
+        sq = np.asarray(A2 @ self.column[:, None]) if self.column is not None else product(A2, self.rest, self.matrix)
+        dots = np.asarray(weighed @ self.rw) if len(self.rw) else np.zeros((A.shape[0], len(b)))
+        return self.finished(sq, S, dots, b)
+
+    def finished(self, sq, S, dots, b):
+        """d of the modelled classes from the products: sq (||A r_c||^2's part at the nonzeros),
+        S (the three per-token sums) and dots (A r_c . w_c)."""
+        import numpy as np
+
+        sq = np.array(sq, dtype=np.float64)
         sq += S[:, 2:3]
         sq += (2.0 * self.k)[None, :] * S[:, 1:2]
         sq += (self.k * self.k)[None, :] * S[:, 0:1]
-        dots = np.asarray(weighed @ self.rw) if len(self.rw) else np.zeros_like(sq)
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.where(sq > 0, dots / np.sqrt(sq), 0.0)
         return out + b[None, :]
