@@ -59,8 +59,9 @@ static PyMethodDef kernel_methods[] = {
     {"first_unordered", kernel_first_unordered, METH_O,
      "first_unordered(blob) -> int: the first NUL-terminated token not after the one before it, -1 when none"},
     {"score_counted", kernel_score_counted, METH_VARARGS,
-     "score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll, fill[, tids]) -> "
-     "(unknown, known): a counted message's sums over cached token weights, in fastscore's order"},
+     "score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll, fill"
+     "[, layer_rows, layer_fill, layer_sums]) -> (unknown, known): a counted message's sums over cached token "
+     "weights, in fastscore's order, and its decision layer's"},
     {"svm_pass", kernel_svm_pass, METH_VARARGS,
      "svm_pass(order, data, indices, indptr, R, inv, Y, Qii, diag, W, b, alpha, hi_old, hi, lo, kept) -> int: "
      "a pass of nb.layer.solve_squared_hinge, the documents kept (-1: an index out of range)"},

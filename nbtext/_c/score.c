@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "keyindex.h"
+#include "overlap.h"
 #include "score.h"
 
 /* -- one counted message's sums (nbtext.serve.scoring) ------------------------------------------
@@ -38,22 +39,29 @@ static int aligned8(const Py_buffer *b) { return b->len % 8 == 0 && (uintptr_t)b
  *   mode     0: x = count, 1: x = 1, 2: x = log1p(count);
  *   jll      float64 k: the bias on entry, the sums on return;
  *   fill     fill(tid): computes token tid's weights into weights;
- *   tids     optional, int64 r: each column's token id, -1 where unknown (the decision layer's
- *            numpy half reads the known tokens' counts by it: nbtext.serve.scoring). */
+ * and, where the model has a decision layer (nbtext.nb.layer: Layer.values' sums, in its order):
+ *   layer_rows  float64 V x 2J: a token's r (J) then w (J), NaN where not computed yet;
+ *   layer_fill  layer_fill(tid): computes token tid's row into layer_rows;
+ *   layer_sums  float64 2J: A r . w (J) then ||A r||^2 (J), added to: a known token's
+ *               v = (1 + log n) r_j adds v w_j and v v. */
 PyObject *kernel_score_counted(PyObject *self, PyObject *args)
 {
     PyObject *index, *fill, *result = NULL;
-    Py_buffer bv = {0}, kv = {0}, cv = {0}, nv = {0}, vv = {0}, sv = {0}, lv = {0}, wv = {0}, jv = {0}, tv = {0};
+    PyObject *layer_fill = NULL;
+    Py_buffer bv = {0}, kv = {0}, cv = {0}, nv = {0}, vv = {0}, sv = {0}, lv = {0}, wv = {0}, jv = {0}, rv = {0}, yv = {0};
     int mode;
     size_t *offsets = NULL;
     int64_t *ids = NULL;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*w*iw*O|w*:score_counted", &index, &bv, &kv, &cv, &nv, &vv, &sv,
-                          &lv, &wv, &mode, &jv, &fill, &tv))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*w*iw*O|w*Ow*:score_counted", &index, &bv, &kv, &cv, &nv, &vv, &sv,
+                          &lv, &wv, &mode, &jv, &fill, &rv, &layer_fill, &yv))
         return NULL;
+    size_t J = yv.buf ? (size_t)yv.len / 16 : 0;  /* (the layer's modelled classes) */
     size_t m = (size_t)kv.len / 8, r = (size_t)cv.len / 8, V = (size_t)sv.len / 8, k = (size_t)jv.len / 8;
     if (!aligned8(&kv) || !aligned8(&cv) || !aligned8(&nv) || !aligned8(&sv) || !aligned8(&lv) || !aligned8(&wv)
         || !aligned8(&jv) || nv.len != cv.len || lv.len != sv.len || k == 0 || (V && (size_t)wv.len / 8 / V != k)
-        || (size_t)wv.len != V * k * 8 || (tv.buf && (!aligned8(&tv) || tv.len != cv.len))) {
+        || (size_t)wv.len != V * k * 8 || (rv.buf != NULL) != (yv.buf != NULL)
+        || (yv.buf && (!aligned8(&rv) || !aligned8(&yv) || !J || (size_t)yv.len != J * 16
+                       || (size_t)rv.len != V * J * 16))) {
         PyErr_SetString(PyExc_ValueError, "score_counted: arrays of the wrong sizes");
         goto done;
     }
@@ -65,12 +73,13 @@ PyObject *kernel_score_counted(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "score_counted: fill must be callable");
         goto done;
     }
-    {
-        const char *w0 = wv.buf, *j0 = jv.buf;
-        if (j0 < w0 + wv.len && w0 < j0 + jv.len) {
-            PyErr_SetString(PyExc_ValueError, "score_counted: jll overlaps the weights");
-            goto done;
-        }
+    if (buffers_overlap((Py_buffer *[]){&jv, &wv, &rv, &yv}, yv.buf ? 4 : 2, (Py_buffer *[]){0}, 0)) {
+        PyErr_SetString(PyExc_ValueError, "score_counted: jll overlaps the weights");
+        goto done;
+    }
+    if (yv.buf && !PyCallable_Check(layer_fill)) {
+        PyErr_SetString(PyExc_TypeError, "score_counted: layer_fill must be callable");
+        goto done;
     }
     /* where each of the message's tokens starts, and that blob holds exactly m of them */
     offsets = PyMem_Malloc((m + 1) * sizeof *offsets);
@@ -123,8 +132,6 @@ PyObject *kernel_score_counted(PyObject *self, PyObject *args)
             if ((size_t)l != len || memcmp(vocab + s, b + offsets[j], len) != 0)
                 tid = -1;  /* (another token with the same key) */
         }
-        if (tv.buf)
-            ((int64_t *)tv.buf)[i] = tid;
         long long *sum = tid < 0 ? &unknown : &known;
         if ((long long)n > LLONG_MAX - *sum) {
             PyErr_SetString(PyExc_OverflowError, "score_counted: too many occurrences");
@@ -143,6 +150,21 @@ PyObject *kernel_score_counted(PyObject *self, PyObject *args)
         double x = mode == X_COUNT ? n : mode == X_PRESENT ? 1.0 : log1p(n);
         for (size_t c = 0; c < k; c++)
             jll[c] += x * w[c];
+        if (!yv.buf)
+            continue;
+        double *row = (double *)rv.buf + (size_t)tid * 2 * J, *sums = yv.buf;
+        if (row[0] != row[0]) {  /* (NaN: not computed yet) */
+            PyObject *got = PyObject_CallFunction(layer_fill, "L", (long long)tid);
+            if (!got)
+                goto done;
+            Py_DECREF(got);
+        }
+        double a = 1.0 + log(n);
+        for (size_t c = 0; c < J; c++) {
+            double v = a * row[c];
+            sums[c] += v * row[J + c];
+            sums[J + c] += v * v;
+        }
     }
     result = Py_BuildValue("(LL)", unknown, known);
 done:
@@ -157,7 +179,9 @@ done:
     PyBuffer_Release(&lv);
     PyBuffer_Release(&wv);
     PyBuffer_Release(&jv);
-    if (tv.buf)
-        PyBuffer_Release(&tv);
+    if (rv.buf)
+        PyBuffer_Release(&rv);
+    if (yv.buf)
+        PyBuffer_Release(&yv);
     return result;
 }

@@ -107,10 +107,15 @@ class Layer:
                 sq[j] += v * v
                 if w is not None:
                     dot[j] += v * w[j]
-        if not columns:  # (no known token, no evidence: the calibrated prior, as decision.calibrated)
+        return self.summed(dot, sq, bool(columns))
+
+    def summed(self, dot: list, sq: list, known: bool) -> list[float]:
+        """d of one document from its sums A r . w and ||A r||^2 per modelled class (values();
+        the daemon's kernel adds them as values() does); ``known``: it has a known token."""
+        if not known:  # (no known token, no evidence: the calibrated prior, as decision.calibrated)
             return [0.0] * len(self.den)
         d = [b + (x / math.sqrt(s) if s > 0 else 0.0) for b, x, s in zip(self.bias, dot, sq)]
-        return [-d[0], d[0]] if J == [1] else d
+        return [-d[0], d[0]] if self.modelled == [1] else d
 
     def token_ratios(self, col) -> list[float] | None:
         """r_ct of one token, its counts per class ``col``, for each modelled class; None where
@@ -213,18 +218,6 @@ class Layer:
 
         d[np.diff(indptr) == 0] = 0.0  # (no known token, no evidence: the calibrated prior)
         return np.concatenate([-d, d], axis=1) if self.modelled == [1] else d
-
-    def document(self, occurrences, R, W) -> list[float]:
-        """d of one document whose known tokens occur ``occurrences`` times (numpy floats) and
-        have ratios R and weights W (tokens, modelled classes; R's rows 0 where the token is
-        counted fewer than min_count times): values() computed by numpy, for the daemon."""
-        import numpy as np
-
-        from ..features.rows import Rows
-
-        m = len(occurrences)
-        A = Rows(np.log(occurrences) + 1.0, np.arange(m), np.array([0, m]), m)
-        return self.decisions(A, R, W)[0].tolist()
 
 
 class _Sums:

@@ -17,17 +17,15 @@ order, so a verdict and its probability are classify's bit for bit (tests/test_s
 them equal on real mail). With the compiled kernel, the lookups, the byte checks and the sums
 of a message are one call (nbtext/_c/score.c: the same additions in the same order, so the
 same sums to the bit; counted_contributions stays as the reference, and the explanation's
-path, and tests/test_serve.py holds the two equal). The kernel also gives each token's id, so
-a model's decision layer is summed by numpy over the message's known tokens (Layer.document,
-with each token's r and w computed once, as its weights are): classify's d to rounding.
+path, and tests/test_serve.py holds the two equal). A model's decision layer is summed in the
+same call (each token's r and w computed once, as its weights are, then Layer.values' sums in
+its order): classify's d.
 """
 from __future__ import annotations
 
 import math
 from array import array
 from dataclasses import dataclass
-
-import numpy as np
 
 from ..errors import ModelFileError, NbtextError
 from ..fastscore import FastScorer
@@ -78,8 +76,8 @@ class ServedModel(FastScorer):
         self._weights = array("d", [math.nan]) * (self.n_features * k)
         self._bias = array("d", self.bias())
         self._sums = self._kernel_sums()
-        # (the decision layer's r and w of each token, (V, 2J), NaN until a message has it)
-        self._layer_rows = None if self.layer is None else np.full((self.n_features, 2 * len(self.layer.bias)), np.nan)
+        # (the decision layer's r and w of each token, V x 2J, NaN until a message has it)
+        self._layer_rows = None if self.layer is None else array("d", [math.nan]) * (self.n_features * 2 * len(self.layer.bias))
 
     def _kernel_sums(self):
         """(kernel, key index, feature mode, mail reader) for the compiled kernel's sums, or None
@@ -169,25 +167,19 @@ class ServedModel(FastScorer):
         compiled, keyindex, mode, parts = self._sums
         blob, keys, counts, columns, _, _ = count_bytes(compiled, self.tokenizer, [data], parts)
         jll = array("d", self._bias)
-        tids = () if self.layer is None else (np.empty(len(columns) // 8, dtype=np.int64),)
+        J = 0 if self.layer is None else len(self.layer.bias)
+        layer = () if self.layer is None else (self._layer_rows, self.layer_row, array("d", [0.0]) * (2 * J))
         unknown, known = compiled.score_counted(keyindex, blob, keys, columns, counts, self._blob, self._starts,
-                                                self._lengths, self._weights, mode, jll, self.token_weights, *tids)
-        d = None if self.layer is None else self.layer_values_at(tids[0], np.frombuffer(counts, dtype=np.float64))
+                                                self._lengths, self._weights, mode, jll, self.token_weights, *layer)
+        d = None if self.layer is None else self.layer.summed(layer[2][:J], layer[2][J:], known > 0)
         return jll.tolist(), unknown, known, d
 
-    def layer_values_at(self, tids, occurrences) -> list[float]:
-        """layer_values() of a message's tokens ``tids`` (-1: unknown) occurring ``occurrences``
-        times (numpy arrays): each token's r and w computed once, by Layer.token_ratios and
-        FastScorer's weights, then Layer.document's sums."""
-        known = tids >= 0
-        tids, occurrences = tids[known], occurrences[known]
-        rows = self._layer_rows[tids]
-        J = rows.shape[1] // 2
-        for i in np.flatnonzero(rows[:, 0] != rows[:, 0]).tolist():  # (NaN: not computed yet)
-            tid = int(tids[i])
-            r, w = self.layer.token_ratios(self._column(tid)), self._layer_weights(tid)
-            rows[i] = self._layer_rows[tid] = (r or [0.0] * J) + (w or [0.0] * J)
-        return self.layer.document(occurrences, rows[:, :J], rows[:, J:])
+    def layer_row(self, tid: int) -> None:
+        """Token ``tid``'s r and w (Layer.token_ratios, FastScorer's weights; 0 where it has none)
+        into the layer's rows, which the kernel's sums read."""
+        J = len(self.layer.bias)
+        r, w = self.layer.token_ratios(self._column(tid)), self._layer_weights(tid)
+        self._layer_rows[tid * 2 * J:(tid + 1) * 2 * J] = array("d", (r or [0.0] * J) + (w or [0.0] * J))
 
     def judge(self, data: bytes, explain: int = 0) -> Verdict:
         """The verdict on one message, with the ``explain`` tokens that pushed hardest each way."""
