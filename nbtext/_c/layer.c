@@ -221,8 +221,8 @@ enum { TF_TABLE = 256 };  /* counts below this take their sublinear tf from a ta
 /* A record's span of nonzeros, checked: 0 where it is not whole numbers 0 <= from <= to <= n. */
 static inline int span_of(const double *rec, size_t n, size_t *from, size_t *to)
 {
-    double f = rec[2], t = rec[3];
-    if (!(f >= 0 && f <= t && t <= (double)n) || f != floor(f) || t != floor(t))
+    double f = rec[2], t = rec[3];  /* (whole numbers: compared with their casts, not floor's calls) */
+    if (!(f >= 0 && f <= t && t <= (double)n) || f != (double)(size_t)f || t != (double)(size_t)t)
         return 0;
     *from = (size_t)f, *to = (size_t)t;
     return 1;
@@ -312,7 +312,7 @@ PyObject *kernel_layer_scores(PyObject *self, PyObject *args)
             sums_r[2] += a2 * (g * g);
             if (code < 0)
                 continue;
-            if (!(code < (double)m) || code != floor(code)) {
+            if (!(code < (double)m) || code != (double)(size_t)code) {
                 ok = 0;
                 break;
             }

@@ -197,12 +197,17 @@ class Layer:
         d = sums.finished(sq[:, self.modelled], S, dots, np.asarray(self.bias))
         return linear.completed(F, nb), self._decided(d, X.indptr)
 
-    def prepare(self, counts) -> "_Sums":
-        """The per-token parts of d over ``counts`` (_Sums), made once per version of the counts:
+    def prepare(self, counts, linear=None) -> "_Sums":
+        """The per-token parts of d over ``counts`` (_Sums), made once per version of the counts,
+        and with NB's linear view ``linear``, the pairs of the kernel's pass (_Sums.pairs):
         predict makes them before its workers fork, so that they share one copy."""
+        from .estimators import SparseLinear
+
         key = (id(counts), counts.version)
         if self._sums is None or self._sums[0] != key:
             self._sums = (key, _Sums(self, counts))
+        if isinstance(linear, SparseLinear):
+            self._sums[1].pairs(linear.D)
         return self._sums[1]
 
     def decisions(self, A, R, W):
