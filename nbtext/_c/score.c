@@ -29,6 +29,33 @@ enum { X_COUNT = 0, X_PRESENT = 1, X_LOG1P = 2 };
 
 static int aligned8(const Py_buffer *b) { return b->len % 8 == 0 && (uintptr_t)b->buf % 8 == 0; }
 
+/* Whether a token's row at w is made (its first number not NaN), by make(tid) where it was not;
+ * 0 with make's error set where that fails. */
+static int made(PyObject *make, const double *w, int64_t tid)
+{
+    if (w[0] == w[0])
+        return 1;
+    PyObject *got = PyObject_CallFunction(make, "L", (long long)tid);
+    Py_XDECREF(got);
+    return got != NULL;
+}
+
+/* Layer.values' sums of known token tid, n occurrences, whose row holds r then w (J each), made
+ * by make where it is not yet: v = (1 + log n) r_j adds v w_j to sums[j] and v v to sums[J + j],
+ * in its order; 0 with make's error set where it fails. */
+static int add_layer_sums(PyObject *make, const double *row, int64_t tid, size_t J, double n, double *sums)
+{
+    if (!made(make, row, tid))
+        return 0;
+    double a = 1.0 + log(n);
+    for (size_t c = 0; c < J; c++) {
+        double v = a * row[c];
+        sums[c] += v * row[J + c];
+        sums[J + c] += v * v;
+    }
+    return 1;
+}
+
 /* score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll,
  * fill) -> (unknown, known), the occurrences of the unknown and the known tokens:
  *   blob     the message's m distinct tokens, each NUL-terminated; keys their m uint64 keys;
@@ -46,9 +73,9 @@ static int aligned8(const Py_buffer *b) { return b->len % 8 == 0 && (uintptr_t)b
  *               v = (1 + log n) r_j adds v w_j and v v. */
 PyObject *kernel_score_counted(PyObject *self, PyObject *args)
 {
-    PyObject *index, *fill, *result = NULL;
-    PyObject *layer_fill = NULL;
-    Py_buffer bv = {0}, kv = {0}, cv = {0}, nv = {0}, vv = {0}, sv = {0}, lv = {0}, wv = {0}, jv = {0}, rv = {0}, yv = {0};
+    PyObject *index, *fill, *layer_fill = NULL, *result = NULL;
+    Py_buffer bv = {0}, kv = {0}, cv = {0}, nv = {0}, vv = {0}, sv = {0}, lv = {0}, wv = {0}, jv = {0};
+    Py_buffer rv = {0}, yv = {0};
     int mode;
     size_t *offsets = NULL;
     int64_t *ids = NULL;
@@ -69,16 +96,12 @@ PyObject *kernel_score_counted(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "score_counted: no feature mode %d", mode);
         goto done;
     }
-    if (!PyCallable_Check(fill)) {
-        PyErr_SetString(PyExc_TypeError, "score_counted: fill must be callable");
+    if (!PyCallable_Check(fill) || (yv.buf && !PyCallable_Check(layer_fill))) {
+        PyErr_SetString(PyExc_TypeError, "score_counted: fill and layer_fill must be callable");
         goto done;
     }
     if (buffers_overlap((Py_buffer *[]){&jv, &wv, &rv, &yv}, yv.buf ? 4 : 2, (Py_buffer *[]){0}, 0)) {
         PyErr_SetString(PyExc_ValueError, "score_counted: jll overlaps the weights");
-        goto done;
-    }
-    if (yv.buf && !PyCallable_Check(layer_fill)) {
-        PyErr_SetString(PyExc_TypeError, "score_counted: layer_fill must be callable");
         goto done;
     }
     /* where each of the message's tokens starts, and that blob holds exactly m of them */
@@ -141,30 +164,13 @@ PyObject *kernel_score_counted(PyObject *self, PyObject *args)
         if (tid < 0)
             continue;
         double *w = weights + (size_t)tid * k;
-        if (w[0] != w[0]) {  /* (NaN: not computed yet) */
-            PyObject *got = PyObject_CallFunction(fill, "L", (long long)tid);
-            if (!got)
-                goto done;
-            Py_DECREF(got);
-        }
+        if (!made(fill, w, tid))
+            goto done;
         double x = mode == X_COUNT ? n : mode == X_PRESENT ? 1.0 : log1p(n);
         for (size_t c = 0; c < k; c++)
             jll[c] += x * w[c];
-        if (!yv.buf)
-            continue;
-        double *row = (double *)rv.buf + (size_t)tid * 2 * J, *sums = yv.buf;
-        if (row[0] != row[0]) {  /* (NaN: not computed yet) */
-            PyObject *got = PyObject_CallFunction(layer_fill, "L", (long long)tid);
-            if (!got)
-                goto done;
-            Py_DECREF(got);
-        }
-        double a = 1.0 + log(n);
-        for (size_t c = 0; c < J; c++) {
-            double v = a * row[c];
-            sums[c] += v * row[J + c];
-            sums[J + c] += v * v;
-        }
+        if (yv.buf && !add_layer_sums(layer_fill, (double *)rv.buf + (size_t)tid * 2 * J, tid, J, n, yv.buf))
+            goto done;
     }
     result = Py_BuildValue("(LL)", unknown, known);
 done:

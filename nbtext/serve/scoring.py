@@ -77,7 +77,8 @@ class ServedModel(FastScorer):
         self._bias = array("d", self.bias())
         self._sums = self._kernel_sums()
         # (the decision layer's r and w of each token, V x 2J, NaN until a message has it)
-        self._layer_rows = None if self.layer is None else array("d", [math.nan]) * (self.n_features * 2 * len(self.layer.bias))
+        self._layer_rows = (None if self.layer is None
+                            else array("d", [math.nan]) * (self.n_features * 2 * len(self.layer.bias)))
 
     def _kernel_sums(self):
         """(kernel, key index, feature mode, mail reader) for the compiled kernel's sums, or None
