@@ -260,6 +260,9 @@ def decision_options(f):
     for opt in reversed([
         click.option("--calibrate/--no-calibrate", default=DecisionOptions.calibrate, show_default=True,
                      help="Fit the calibration map on internal folds so probabilities mean what they say."),
+        click.option("--layer/--no-layer", default=DecisionOptions.layer, show_default=True,
+                     help="With --calibrate: add the decision layer, an SVM on NB-weighted features fitted "
+                          "on the calibration sample (docs/defaults.md)."),
         click.option("--positive", default=None, help="The positive class (default: spam, if present)."),
         click.option("--threshold", type=float, default=None,
                      help=f"Two classes: positive when P(positive) >= this (default {Decision.threshold})."),
@@ -274,7 +277,7 @@ def decision_options(f):
 
 
 def build_decisions(kw: dict) -> DecisionOptions:
-    return DecisionOptions(calibrate=kw["calibrate"], threshold=kw["threshold"],
+    return DecisionOptions(calibrate=kw["calibrate"], layer=kw["layer"], threshold=kw["threshold"],
                            unsure=parse_pair(kw["unsure"], "--unsure", float),
                            max_fpr=kw["max_fpr"], positive=kw["positive"])
 

@@ -23,7 +23,8 @@ from collections.abc import Iterable
 from .errors import ModelFileError, NbtextError
 from .nb import weights as F
 from .nb.decision import calibrated, decide
-from .store.codec import ESCAPE, SPARSE_SECTIONS, check_header, decode, meta, summary
+from .nb.layer import Layer
+from .store.codec import ESCAPE, MAX_SCORE, SPARSE_SECTIONS, check_header, decode, layer_header, meta, summary
 from .store.container import read_container, section
 from .store.fields import MAX_COUNT
 from .store.vocabfile import VocabularyError, vocabulary_index
@@ -63,6 +64,10 @@ class FastScorer:
             self.doc_freq = section(header, payload, "doc_freq") if self.settings.idf else None
             if self.doc_freq is not None and len(self.doc_freq) != self.n_features:
                 raise ValueError("document frequencies do not match the vocabulary")
+            layer = layer_header(header, len(self.classes), self.n_features)
+            self.layer = None if layer is None else Layer(
+                section(header, payload, "layer_ids"), section(header, payload, "layer_weights"), layer["bias"],
+                layer["den"], layer["den_not"], layer["alpha"], layer["strength"], layer["min_count"])
         except (KeyError, TypeError, ValueError) as e:
             raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
         except NbtextError as e:
@@ -111,9 +116,10 @@ class FastScorer:
         return self.variant.token_weights(self.settings, self._column(tid), df, sum(self.class_count),
                                           self.class_count, self.summary, math.log)
 
-    def contributions(self, tokens: Iterable[str]) -> tuple[list[float], dict[str, list[float]], int, int]:
+    def contributions(self, tokens: Iterable[str]) -> tuple[list[float], dict[str, list[float]], int, int, list | None]:
         """(bias per class, each token's x_t w_ct per class, the count of unknown tokens, the
-        count of known ones): jll[c] = bias[c] + sum over tokens of contrib[token][c]."""
+        count of known ones, the decision layer's values d or None): jll[c] = bias[c] + sum over
+        tokens of contrib[token][c]."""
         occurrences = Counter(tokens)
         keys = {t: t.encode("utf-8", "surrogatepass") for t in occurrences}
         try:
@@ -137,7 +143,25 @@ class FastScorer:
         names, and the count of unknown occurrences (nbtext.serve counts with the kernel)."""
         contrib = {names[tid]: [x * w for w in self.token_weights(tid)]
                    for tid, x in self.variant.values(self.settings, ids).items()}
-        return self.bias(), contrib, unknown, sum(ids.values())
+        return self.bias(), contrib, unknown, sum(ids.values()), self.layer_values(ids)
+
+    def layer_values(self, ids: dict[int, int]) -> list[float] | None:
+        """The decision layer's d of a document's known tokens (ids: occurrences), or None."""
+        if self.layer is None:
+            return None
+        return self.layer.values({tid: (self._column(tid), n) for tid, n in ids.items()}, self._layer_weights)
+
+    def _layer_weights(self, tid: int) -> list[float] | None:
+        """The layer's weights of token ``tid`` (None: it weighs 0)."""
+        ids, j = self.layer.ids, len(self.layer.bias)
+        i = bisect_left(ids, tid)
+        if i == len(ids) or ids[i] != tid:
+            return None
+        w = self.layer.weights[i * j:(i + 1) * j].tolist()
+        if not all(abs(x) <= MAX_SCORE for x in w):  # (also NaN)
+            raise ModelFileError(f"{self.path}: corrupt model file (the layer's weights must be numbers from "
+                                 f"-{MAX_SCORE:g} to {MAX_SCORE:g})")
+        return w
 
     @staticmethod
     def _summed(bias: list, contrib: dict) -> list[float]:
@@ -162,7 +186,7 @@ class FastScorer:
         """explain() of a document's contributions()."""
         from .explain import explanation
 
-        bias, contrib, unknown, _ = contributions
+        bias, contrib, unknown, _, _ = contributions
         label, prob, unsure, probs = self.verdict(contributions)
         k = self.classes.index(label)
         return {"label": label, "probability": prob, "unsure": unsure, "scores": probs,
@@ -178,12 +202,15 @@ class FastScorer:
 
     def verdict(self, contributions: tuple) -> tuple[str, float, bool, list[float]]:
         """score() of a document's contributions()."""
-        bias, contrib, _, known = contributions
-        return self.decided(self._summed(bias, contrib), known)
+        bias, contrib, _, known, d = contributions
+        return self.decided(self._summed(bias, contrib), known, d)
 
-    def decided(self, jll: list[float], known: int) -> tuple[str, float, bool, list[float]]:
-        """verdict() of a document's summed joint log-likelihoods and known tokens' occurrences."""
+    def decided(self, jll: list[float], known: int, d: list | None = None) -> tuple[str, float, bool, list[float]]:
+        """verdict() of a document's summed joint log-likelihoods and known tokens' occurrences
+        (and the decision layer's values d, where the model has a layer)."""
         probs = calibrated(self.decision, jll, known)
+        if d is not None:
+            probs = self.layer.combined(probs, d)
         label, unsure = decide(self.classes, self.decision, probs)
         return label, probs[self.classes.index(label)], unsure, probs
 

@@ -19,6 +19,7 @@ from .ledger import Ledger
 from .nb.counts import Counts
 from .nb.decision import Decision, decide, default_positive
 from .nb.estimators import make_estimator
+from .nb.layer import Layer
 from .settings import AUTO, AUTO_CANDIDATES, ModelSettings, TokenizerSettings
 from .text.tokenizer import Tokenizer
 
@@ -32,6 +33,7 @@ class Model:
     decision: Decision = field(default_factory=Decision)
     ledger: Ledger = field(default_factory=Ledger)  # content digests of learned documents
     pruned: dict | None = None  # what train's memory budget dropped (batch.train.Reduction.pruning), else exact
+    layer: Layer | None = None  # the decision layer, fitted with the calibration map (nb.layer), else none
     kind = "text"  # (a class attribute, not a field; a table model's is "table": commands dispatch on it)
 
     def __post_init__(self):
@@ -102,8 +104,14 @@ class Model:
         0.999310). Ids of the tokens kept stay in their order."""
         used = self.counts.token_totals() > 0
         if not used.all():
-            keep = np.flatnonzero(used)
-            self.vocab, self.counts = self.vocab.subset(keep), self.counts.columns(keep)
+            self.keep_columns(np.flatnonzero(used))
+
+    def keep_columns(self, keep: np.ndarray) -> None:
+        """Keep the tokens ``keep`` (sorted ids) alone, renumbered 0, 1, ...: the vocabulary, the
+        counts and the decision layer's weights."""
+        if self.layer is not None:
+            self.layer = self.layer.kept(keep, self.counts.width)
+        self.vocab, self.counts = self.vocab.subset(keep), self.counts.columns(keep)
 
     def check_trainable(self):
         self.counts.check_trainable()
@@ -118,7 +126,11 @@ class Model:
         from .nb.calibrate import calibrated_log, lengths_of
 
         # (as nbtext's Rows: the counts are the model's own, not a library caller's X to check)
-        return calibrated_log(self.decision, self.estimator.predict_joint_log_proba(Rows.of(X)), lengths_of(X))
+        joint = None if self.layer is None else self.layer.joint(self.estimator.linear(), X, self.counts)
+        if joint is not None:  # (NB's and the layer's products in one pass of the kernel)
+            return self.layer.combined_log(calibrated_log(self.decision, joint[0], lengths_of(X)), joint[1])
+        logp = calibrated_log(self.decision, self.estimator.predict_joint_log_proba(Rows.of(X)), lengths_of(X))
+        return logp if self.layer is None else self.layer.log_proba(logp, X, self.counts)
 
     def proba(self, X) -> np.ndarray:
         return np.exp(self.log_proba(X))

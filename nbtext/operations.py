@@ -148,7 +148,7 @@ def prune(model: Model, rule: PruneRule, today: int | None = None) -> int:
     keep = prune_keep(model.counts, rule, today)
     dropped = model.counts.width - len(keep)
     if dropped:
-        model.vocab, model.counts = model.vocab.subset(keep), model.counts.columns(keep)
+        model.keep_columns(keep)
     return dropped
 
 

@@ -297,6 +297,7 @@ def describe(model, header: dict, top: int) -> dict:
         "model": model.settings.to_dict(),
         "tokenizer": model.tokenizer_settings.to_dict(),
         "decision": model.decision.to_dict(),
+        "layer": None if model.layer is None else {**model.layer.header(), "tokens": len(model.layer.ids)},
         "learned_digests": len(model.ledger),
         "pruned": model.pruned,
         "top_tokens": top_tokens(model, top) if top else {},
@@ -315,7 +316,11 @@ def format_info(d: dict) -> str:
                                    f"--max-memory"),
               "model          " + ", ".join(f"{k}={v}" for k, v in d["model"].items()),
               "tokenizer      " + ", ".join(f"{k}={v}" for k, v in d["tokenizer"].items()),
-              "decision       " + ", ".join(f"{k}={v}" for k, v in d["decision"].items())]
+              "decision       " + ", ".join(f"{k}={v}" for k, v in d["decision"].items()),
+              "layer          " + ("none" if not d.get("layer") else
+                                   f"SVMs on NB-weighted features, {d['layer']['tokens']} tokens weighted, "
+                                   f"strength={d['layer']['strength']}, alpha={d['layer']['alpha']}, "
+                                   f"min_count={d['layer']['min_count']}")]
     for c, toks in d["top_tokens"].items():
         lines.append(f"top tokens for {c}: " + ", ".join(t["token"] for t in toks))
     return "\n".join(lines)

@@ -188,6 +188,7 @@ class DecisionOptions(Record):
     """How train turns posteriors into verdicts; fitted on internal folds where asked."""
 
     calibrate: bool = True               # temperature scaling on out-of-fold predictions
+    layer: bool = True                   # with calibrate: the decision layer (nbtext.nb.layer)
     threshold: float | None = None       # P(positive) at or above which a document is positive
     unsure: tuple | None = None          # (low, high): P(positive) in [low, high) is unsure
     max_fpr: float | None = None         # choose the threshold keeping negatives' FPR under this
@@ -197,6 +198,7 @@ class DecisionOptions(Record):
 
     def __post_init__(self):
         flag("calibrate", self.calibrate)
+        flag("layer", self.layer)
         if self.threshold is not None:
             number("threshold", self.threshold, 0, 1)
         if self.unsure is not None:

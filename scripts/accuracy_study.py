@@ -1,12 +1,13 @@
 """Issue 37's comparison: nbtext's default against the strongest linear baseline and bogofilter.
 
     nice python scripts/accuracy_study.py [--shared ../shared/data] [--folds 5]
-           [--only debian-sections,...] [--no-bogofilter]
+           [--only debian-sections,...] [--no-bogofilter] [--systems NAME,...] [--strengths 4,6,8,12]
 
 Every system is scored in the same stratified k folds (seed 0) as `nbtext cv`
 (nbtext.nb.calibrate.stratified_folds), on the three development corpora:
 
-- nbtext's default (all default options, calibration on), through cross_validate, as `nbtext cv`;
+- nbtext's default (all default options: calibration and the decision layer on), through
+  cross_validate, as `nbtext cv`; and the same with --no-layer (the calibrated Naive Bayes alone);
 - scikit-learn TF-IDF (sublinear tf) + LinearSVC on nbtext's default tokens, and on scikit-learn's
   own TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True) over the raw text (UTF-8, replace);
 - bogofilter (spamassassin-2002 only): a fresh word list per fold, trained with `-s -B` / `-n -B`
@@ -17,7 +18,9 @@ Every system is scored in the same stratified k folds (seed 0) as `nbtext cv`
   class's NB log-count ratio r, then a linear SVM one-vs-rest; liblinear is the solver of this
   prototype), and Robinson-Fisher combination of the tokens whose
   Robinson probability is at least min_dev from 0.5 (bogofilter's ranking; two classes only).
-- a probe: nbtext's default log-posteriors plus k times the NB-weighted SVM's decision values.
+- a probe: nbtext's default log-posteriors plus k times the NB-weighted SVM's decision values;
+- with --strengths: nbtext's decision layer (nbtext.nb.layer) at each strength given, the grid
+  its default strength was chosen on.
 
 Accuracy and macro-F1 for every corpus; for spamassassin-2002 also the ROC-AUC of the printed
 P(spam) (spamicity for bogofilter, the decision value for the linear models) and the ham FPR at
@@ -129,9 +132,35 @@ def nb_plus_svm(X, y, vocab, tok, tr, te, k: float):
     decision values: the two summed per class, the verdict their argmax."""
     from nbtext.batch.train import fit_matrix
     classes, s = nbsvm(X[tr], y[tr], X[te], True)
-    model, keep = fit_matrix(X[tr], y[tr], vocab, tok, ModelSettings())
+    model, keep = fit_matrix(X[tr], y[tr], vocab, tok, ModelSettings(), decisions=DecisionOptions(layer=False))
     lp = np.log(np.maximum(model.proba(X[te][:, keep]), np.finfo(float).tiny))
     return classes, lp[:, [model.classes.index(c) for c in classes]] + k * s
+
+
+_LAYER_FITS: dict = {}
+
+
+def nb_layer_strength(X, y, vocab, tok, tr, te, strength: float):
+    """nbtext's default model (calibrated, without the layer) and the decision layer fitted as
+    train fits it (nbtext.nb.layer.fit_layer on the training part: every document, as the
+    5,000-document sample is on these corpora), scored with ``strength``: the strength grid.
+    Each fold's fit is made once for every strength."""
+    from nbtext.batch.train import fit_matrix
+    from nbtext.features.rows import Rows
+    from nbtext.nb.layer import fit_layer
+
+    key = (id(X), int(np.flatnonzero(te)[0]), int(te.sum()))
+    if key not in _LAYER_FITS:
+        if any(k[0] != id(X) for k in _LAYER_FITS):  # (another corpus's)
+            _LAYER_FITS.clear()
+        model, keep = fit_matrix(X[tr], y[tr], vocab, tok, ModelSettings(), decisions=DecisionOptions(layer=False))
+        classes = np.array(model.classes)
+        layer = fit_layer(Rows.of(X[tr][:, keep]), np.searchsorted(classes, y[tr]), model.counts)
+        Xte = Rows.of(X[te][:, keep])
+        _LAYER_FITS[key] = (classes, model, layer, Xte, model.log_proba(Xte))
+    classes, model, layer, Xte, logp = _LAYER_FITS[key]
+    layer.strength = strength
+    return classes, layer.log_proba(logp, Xte, model.counts)
 
 
 def robinson_fisher(Xtr, ytr, Xte, positive="spam", s=1.0, x=0.5, min_dev=0.1):
@@ -222,6 +251,7 @@ def main():
     ap.add_argument("--only", default=",".join(CORPORA))
     ap.add_argument("--no-bogofilter", action="store_true")
     ap.add_argument("--systems", default="", help="comma-separated subset of system names")
+    ap.add_argument("--strengths", default="", help="comma-separated decision layer strengths to score (a grid)")
     args = ap.parse_args()
     started = time.time()
     table: dict = {}
@@ -231,11 +261,11 @@ def main():
         texts = None
         systems = {}
 
-        def nb_default():
-            folds = cross_validate(X, y, vocab, tok, ModelSettings(), FeatureOptions(), DecisionOptions(),
-                                   args.folds, 0)
+        def nb_default(decisions=DecisionOptions()):
+            folds = cross_validate(X, y, vocab, tok, ModelSettings(), FeatureOptions(), decisions, args.folds, 0)
             return aggregate(folds, 0)["mean"]
-        systems["nbtext default"] = nb_default
+        systems["nbtext default (decision layer on)"] = nb_default
+        systems["nbtext --no-layer"] = lambda: nb_default(DecisionOptions(layer=False))
         per_fold_systems = {
             "scikit-learn TF-IDF + LinearSVC, nbtext tokens": lambda tr, te: sklearn_svc(X[tr], y[tr], X[te]),
             "scikit-learn TfidfVectorizer(1-2, sublinear) + LinearSVC": None,
@@ -244,6 +274,9 @@ def main():
             "nbtext log P + 2 x NB-weighted SVM (probe)": lambda tr, te: nb_plus_svm(X, y, vocab, tok, tr, te, 2),
             "nbtext log P + 4 x NB-weighted SVM (probe)": lambda tr, te: nb_plus_svm(X, y, vocab, tok, tr, te, 4),
         }
+        for k in filter(None, args.strengths.split(",")):
+            per_fold_systems[f"nbtext, decision layer strength {k} (grid)"] = \
+                lambda tr, te, k=float(k): nb_layer_strength(X, y, vocab, tok, tr, te, k)
         if "spam" in y:
             per_fold_systems["Robinson-Fisher s=1 x=0.5 min_dev=0.1 (candidate)"] = "rf"
             per_fold_systems["Robinson-Fisher s=0.0178 x=0.52 min_dev=0.375, bogofilter's (candidate)"] = "rf-bogo"
@@ -286,12 +319,14 @@ def main():
     load = os.getloadavg()
     print(f"{args.folds}-fold stratified cross-validation, seed 0, same folds for every system "
           f"(load average at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}).\n")
-    print("| corpus | system | accuracy | macro-F1 | ROC-AUC P(spam) | ham FPR | CPU s (5 folds) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| corpus | system | accuracy | macro-F1 | ROC-AUC P(spam) | ham FPR | log-loss | CPU s (5 folds) |")
+    print("|---|---|---|---|---|---|---|---|")
     for (cname, name), r in table.items():
         auc = f"{r['roc_auc']:.4f}" if "roc_auc" in r else ""
         fpr = f"{r['false_positive_rate']:.4f}" if "false_positive_rate" in r else ""
-        print(f"| {cname} | {name} | {r['accuracy']:.4f} | {r['macro_f1']:.4f} | {auc} | {fpr} | {r['cpu_s']:.0f} |")
+        loss = f"{r['log_loss']:.4f}" if "log_loss" in r else ""
+        print(f"| {cname} | {name} | {r['accuracy']:.4f} | {r['macro_f1']:.4f} | {auc} | {fpr} | {loss} | "
+              f"{r['cpu_s']:.0f} |")
 
 
 if __name__ == "__main__":

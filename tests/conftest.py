@@ -101,6 +101,29 @@ def once_a_run(tmp_path_factory, name, make):
     return where
 
 
+def predicts_as_recorded(run, model, lines, recorded) -> int:
+    """`predict` of the TSV ``lines`` with the (older) model file ``model`` prints what the
+    nbtext that wrote it printed (``recorded``, its JSONL): the same labels and rounded scores, the
+    log scores to 1e-9; classify gives the same labels. Returns the number of rows."""
+    import json
+
+    from nbtext.fastscore import FastScorer
+
+    r = run("predict", "-m", model, "--input-format", "tsv", "--format", "jsonl", lines)
+    assert r.exit_code == 0, r.stderr
+    got = [json.loads(line) for line in r.stdout.splitlines()]
+    want = [json.loads(line) for line in recorded.read_text().splitlines()]
+    assert len(got) == len(want)
+    fast = FastScorer(str(model))
+    texts = [line.split("\t", 1)[1] for line in lines.read_text().splitlines()]
+    for g, w, text in zip(got, want, texts):
+        assert g["label"] == w["label"] and g["scores"] == w["scores"]
+        for c, value in w["log_scores"].items():
+            assert g["log_scores"][c] == pytest.approx(value, rel=1e-9, abs=1e-12)
+        assert fast.score(text)[0] == w["label"]
+    return len(got)
+
+
 @pytest.fixture(scope="session")
 def sample_model(tmp_path_factory):
     """A model trained on the bundled sample through the real CLI with default options, once

@@ -244,7 +244,7 @@ def test_calibration_lowers_held_out_log_loss_brier_and_ece(sample_counts):
     results = {}
     for calibrate in (False, True):
         model, keep = fit_matrix(X[~test], y[~test], vocab, TokenizerSettings(), ModelSettings(),
-                                 decisions=DecisionOptions(calibrate=calibrate))
+                                 decisions=DecisionOptions(calibrate=calibrate, layer=False))
         proba = model.proba(X[test][:, keep])
         d = model.decision
         # what a document of the median test length has its log-likelihoods divided by

@@ -513,6 +513,25 @@ def test_the_kernels_message_sums_check_every_index_and_size():
         call(weights=np.full(4, float("nan")), fill=lambda tid: 1 / 0)
     with pytest.raises(OverflowError):
         call(columns=np.full(1025, 2, dtype=np.int64), counts=np.full(1025, 2.0 ** 53))  # (past 2 ** 63)
+    # a decision layer's sums (one modelled class): v = (1 + log n) r adds v w and v v, known tokens
+    # alone; a row not made yet asked of layer_fill once; sizes and overlaps refused
+    rows = np.array([float("nan")] * 2 + [0.5, 2.0])
+
+    def layer_fill(tid):
+        rows[2 * tid:2 * tid + 2] = [-1.0, 3.0]
+
+    sums = np.zeros(2)
+    (unknown, known), _ = call(layer_rows=rows, layer_fill=layer_fill, layer_sums=sums)
+    v_aa, v_b = (1 + math.log(3)) * -1.0, (1 + math.log(2)) * 0.5
+    assert (unknown, known) == (6, 5) and rows.tolist() == [-1.0, 3.0, 0.5, 2.0]
+    assert sums.tolist() == [0.0 + v_b * 2.0 + v_aa * 3.0, 0.0 + v_b * v_b + v_aa * v_aa]
+    for layer, error in [((rows[:3], layer_fill, np.zeros(2)), "wrong sizes"),
+                         ((rows, layer_fill, np.zeros(3)), "wrong sizes"),
+                         ((rows, layer_fill, rows[:2]), "overlaps")]:
+        with pytest.raises(ValueError, match=error):
+            call(**dict(zip(("layer_rows", "layer_fill", "layer_sums"), layer)))
+    with pytest.raises(TypeError, match="callable"):
+        call(layer_rows=rows, layer_fill=None, layer_sums=np.zeros(2))
 
 
 @pytest.mark.slow

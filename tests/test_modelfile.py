@@ -195,7 +195,7 @@ def test_classify_of_a_large_document_costs_what_predict_does(sample_model):
     from nbtext.explain import explanation
 
     why = fast.explain(data, 5)
-    bias, contrib, unknown, _ = fast.contributions(fast.tokenizer(data))
+    bias, contrib, unknown, _, _ = fast.contributions(fast.tokenizer(data))
     composed = explanation(fast.classes.index(why["label"]), bias, contrib, unknown, len(contrib))
     assert why["unknown_tokens"] == unknown and why["probability"] == got[1]
     weight = dict(composed["for"] + composed["against"])

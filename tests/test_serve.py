@@ -258,13 +258,15 @@ def test_verdicts_equal_classify_on_real_mail(daemon, tmp_path, request):
 
 
 @pytest.mark.parametrize("options", [[], ["--variant", "bernoulli"], ["--variant", "complement", "--tf", "--idf"],
-                                     ["--variant", "complement", "--length-norm"]])
+                                     ["--variant", "complement", "--length-norm"], ["--no-layer"]])
 def test_the_kernels_sums_are_fastscores_bit_for_bit(sample_model, tmp_path, options, run):
     """A message's sums through the compiled kernel (nbtext/_c/score.c: lookups, byte checks,
     cached weights, the additions) equal fastscore's own (counted_contributions, then _summed:
     the reference) to the bit, with the same unknown and known counts, on real mail and for
-    each variant's feature values; and the daemon's verdicts on the kernel and on the
-    pure-Python path (counting, index and sums in Python) are the same tuples."""
+    each variant's feature values; the decision layer's d from the kernel's sums (Layer.values'
+    additions in its order, in the same call) equals fastscore's (Layer.values) to the bit; and
+    the daemon's verdicts on the kernel and on the pure-Python path (counting, index and sums in
+    Python, which --explain takes) are the same, probabilities to rounding."""
     from conftest import implementation
     from nbtext.features import kernel
     from nbtext.serve.scoring import ServedModel
@@ -290,15 +292,19 @@ def test_the_kernels_sums_are_fastscores_bit_for_bit(sample_model, tmp_path, opt
         reference = ServedModel(str(model))
     assert (fast._sums is None) == ("--length-norm" in options)  # (a whole document's values: Python's)
     assert reference._sums is None
+    assert (fast.layer is None) == ("--no-layer" in options)  # (on by default)
     for data in messages:
         with implementation("c"):
-            bias, contrib, unknown, known = fast.counted_contributions(data)
+            bias, contrib, unknown, known, d = fast.counted_contributions(data)
             if fast._sums is not None:
-                assert fast.counted_sums(data) == (fast._summed(bias, contrib), unknown, known)
+                jll, *counted, d_kernel = fast.counted_sums(data)
+                assert (jll, *counted, d_kernel) == (fast._summed(bias, contrib), unknown, known, d)
             got = fast.judge(data)
         with implementation("python"):
-            assert reference.counted_contributions(data) == (bias, contrib, unknown, known)
-            assert reference.judge(data) == got
+            assert reference.counted_contributions(data) == (bias, contrib, unknown, known, d)
+            want = reference.judge(data)
+            assert (want.label, want.unsure, want.spam) == (got.label, got.unsure, got.spam)
+            assert (want.probability, want.p_positive) == pytest.approx((got.probability, got.p_positive), abs=1e-12)
     k = len(fast.classes)
     cached = [t for t in range(fast.n_features) if fast._weights[t * k] == fast._weights[t * k]]
     assert cached and all(fast._weights[t * k:(t + 1) * k].tolist() == FastScorer.token_weights(fast, t)

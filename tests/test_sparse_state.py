@@ -18,7 +18,7 @@ from nbtext.nb.estimators import BernoulliNB, ComplementNB, MultinomialNB
 from nbtext.settings import ModelSettings, TokenizerSettings
 from nbtext.text.tokenizer import Tokenizer
 
-from conftest import ROOT
+from conftest import ROOT, predicts_as_recorded
 
 FIXTURES = ROOT / "tests" / "fixtures"
 
@@ -254,18 +254,7 @@ def test_a_format_4_file_loads_and_predicts_as_before(run, tmp_path):
     assert store.read_container(str(old))[0]["format_version"] == 4
     m = store.load(str(old))
     assert m.counts.sparse and (m.counts.last_seen == counts_module.UNKNOWN_DAY).all()
-    r = run("predict", "-m", old, "--input-format", "tsv", "--format", "jsonl", FIXTURES / "format4-test.tsv")
-    assert r.exit_code == 0, r.stderr
-    got = [json.loads(line) for line in r.stdout.splitlines()]
-    want = [json.loads(line) for line in (FIXTURES / "format4-predict.jsonl").read_text().splitlines()]
-    assert len(got) == len(want) == 12
-    fast = FastScorer(str(old))
-    texts = [line.split("\t", 1)[1] for line in (FIXTURES / "format4-test.tsv").read_text().splitlines()]
-    for g, w, text in zip(got, want, texts):
-        assert g["label"] == w["label"] and g["scores"] == w["scores"]
-        for c, value in w["log_scores"].items():
-            assert g["log_scores"][c] == pytest.approx(value, rel=1e-9, abs=1e-12)
-        assert fast.score(text)[0] == w["label"]
+    assert predicts_as_recorded(run, old, FIXTURES / "format4-test.tsv", FIXTURES / "format4-predict.jsonl") == 12
     store.save(m, str(tmp_path / "new.nbm"))
     new = store.load(str(tmp_path / "new.nbm"))
     assert store.read_container(str(tmp_path / "new.nbm"))[0]["format_version"] == store.FORMAT_VERSION
@@ -493,14 +482,14 @@ def test_a_format_5_file_loads_and_its_large_counts_are_saved_apart_as_format_6(
     header = store.read_container(str(old))[0]
     assert header["format_version"] == 5 and header["sections"]["counts_values"]["dtype"] == "<u2"
     m = store.load(str(old))
-    assert run("train", lines, "-o", tmp_path / "new.nbm").exit_code == 0
+    assert run("train", lines, "--no-layer", "-o", tmp_path / "new.nbm").exit_code == 0  # (the counts alone)
     new_path = tmp_path / "new.nbm"
     new = store.load(str(new_path))
     assert new.vocab.tokens == m.vocab.tokens and new.counts.token_sums == m.counts.token_sums
     np.testing.assert_array_equal(new.class_count, m.class_count)
     header = store.read_container(str(new_path))[0]
     sections = header["sections"]
-    assert header["format_version"] == store.FORMAT_VERSION == 6
+    assert header["format_version"] == store.FORMAT_VERSION >= 6
     assert sections["counts_values"]["dtype"] == "|u1" and sections["counts_over"]["shape"] == [45]
     assert new_path.stat().st_size < old.stat().st_size
     assert sorted(new.counts.token_sums.values)[-4:] == [359.0, 363.0, 364.0, 377.0]

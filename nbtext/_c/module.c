@@ -7,6 +7,7 @@
  *   rows.h       sparse rows: moved onto ids, a fold's own columns, rows times W, group sums
  *   sums.h       sums held by token: appended sums folded in (nb.sparse.TokenSums.settle)
  *   score.h      one counted message's sums over a model's cached token weights (nbtext serve)
+ *   layer.h      the decision layer's loops: a pass of its SVMs' fit, its scores beside NB's
  *   mail_api.h   the mail rules of the common message (mail.c; mail.h for what mail_*.c share)
  *   hash.h, bits.h, radix.h, buf.h, overlap.h   what several of them use
  *
@@ -20,6 +21,7 @@
 
 #include "frontcode.h"
 #include "keyindex.h"
+#include "layer.h"
 #include "mail_api.h"
 #include "rows.h"
 #include "score.h"
@@ -57,8 +59,15 @@ static PyMethodDef kernel_methods[] = {
     {"first_unordered", kernel_first_unordered, METH_O,
      "first_unordered(blob) -> int: the first NUL-terminated token not after the one before it, -1 when none"},
     {"score_counted", kernel_score_counted, METH_VARARGS,
-     "score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll, fill) -> "
-     "(unknown, known): a counted message's sums over cached token weights, in fastscore's order"},
+     "score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll, fill"
+     "[, layer_rows, layer_fill, layer_sums]) -> (unknown, known): a counted message's sums over cached token "
+     "weights, in fastscore's order, and its decision layer's"},
+    {"svm_pass", kernel_svm_pass, METH_VARARGS,
+     "svm_pass(order, data, indices, indptr, R, inv, Y, Qii, diag, W, b, alpha, hi_old, hi, lo, kept) -> int: "
+     "a pass of nb.layer.solve_squared_hinge, the documents kept (-1: an index out of range)"},
+    {"layer_scores", kernel_layer_scores, METH_VARARGS,
+     "layer_scores(data, x, indices, indptr, tokens, classes, pairs, rw, nb, sq, sums, dots) -> bool: "
+     "nb.layer.Layer.joint's products in one pass"},
     {NULL, NULL, 0, NULL},
 };
 

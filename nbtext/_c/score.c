@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "keyindex.h"
+#include "overlap.h"
 #include "score.h"
 
 /* -- one counted message's sums (nbtext.serve.scoring) ------------------------------------------
@@ -28,6 +29,33 @@ enum { X_COUNT = 0, X_PRESENT = 1, X_LOG1P = 2 };
 
 static int aligned8(const Py_buffer *b) { return b->len % 8 == 0 && (uintptr_t)b->buf % 8 == 0; }
 
+/* Whether a token's row at w is made (its first number not NaN), by make(tid) where it was not;
+ * 0 with make's error set where that fails. */
+static int made(PyObject *make, const double *w, int64_t tid)
+{
+    if (w[0] == w[0])
+        return 1;
+    PyObject *got = PyObject_CallFunction(make, "L", (long long)tid);
+    Py_XDECREF(got);
+    return got != NULL;
+}
+
+/* Layer.values' sums of known token tid, n occurrences, whose row holds r then w (J each), made
+ * by make where it is not yet: v = (1 + log n) r_j adds v w_j to sums[j] and v v to sums[J + j],
+ * in its order; 0 with make's error set where it fails. */
+static int add_layer_sums(PyObject *make, const double *row, int64_t tid, size_t J, double n, double *sums)
+{
+    if (!made(make, row, tid))
+        return 0;
+    double a = 1.0 + log(n);
+    for (size_t c = 0; c < J; c++) {
+        double v = a * row[c];
+        sums[c] += v * row[J + c];
+        sums[J + c] += v * v;
+    }
+    return 1;
+}
+
 /* score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll,
  * fill) -> (unknown, known), the occurrences of the unknown and the known tokens:
  *   blob     the message's m distinct tokens, each NUL-terminated; keys their m uint64 keys;
@@ -37,21 +65,30 @@ static int aligned8(const Py_buffer *b) { return b->len % 8 == 0 && (uintptr_t)b
  *   weights  float64 V x k, row-major, NaN where not computed yet (written by fill);
  *   mode     0: x = count, 1: x = 1, 2: x = log1p(count);
  *   jll      float64 k: the bias on entry, the sums on return;
- *   fill     fill(tid): computes token tid's weights into weights. */
+ *   fill     fill(tid): computes token tid's weights into weights;
+ * and, where the model has a decision layer (nbtext.nb.layer: Layer.values' sums, in its order):
+ *   layer_rows  float64 V x 2J: a token's r (J) then w (J), NaN where not computed yet;
+ *   layer_fill  layer_fill(tid): computes token tid's row into layer_rows;
+ *   layer_sums  float64 2J: A r . w (J) then ||A r||^2 (J), added to: a known token's
+ *               v = (1 + log n) r_j adds v w_j and v v. */
 PyObject *kernel_score_counted(PyObject *self, PyObject *args)
 {
-    PyObject *index, *fill, *result = NULL;
+    PyObject *index, *fill, *layer_fill = NULL, *result = NULL;
     Py_buffer bv = {0}, kv = {0}, cv = {0}, nv = {0}, vv = {0}, sv = {0}, lv = {0}, wv = {0}, jv = {0};
+    Py_buffer rv = {0}, yv = {0};
     int mode;
     size_t *offsets = NULL;
     int64_t *ids = NULL;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*w*iw*O:score_counted", &index, &bv, &kv, &cv, &nv, &vv, &sv,
-                          &lv, &wv, &mode, &jv, &fill))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*w*iw*O|w*Ow*:score_counted", &index, &bv, &kv, &cv, &nv, &vv, &sv,
+                          &lv, &wv, &mode, &jv, &fill, &rv, &layer_fill, &yv))
         return NULL;
+    size_t J = yv.buf ? (size_t)yv.len / 16 : 0;  /* (the layer's modelled classes) */
     size_t m = (size_t)kv.len / 8, r = (size_t)cv.len / 8, V = (size_t)sv.len / 8, k = (size_t)jv.len / 8;
     if (!aligned8(&kv) || !aligned8(&cv) || !aligned8(&nv) || !aligned8(&sv) || !aligned8(&lv) || !aligned8(&wv)
         || !aligned8(&jv) || nv.len != cv.len || lv.len != sv.len || k == 0 || (V && (size_t)wv.len / 8 / V != k)
-        || (size_t)wv.len != V * k * 8) {
+        || (size_t)wv.len != V * k * 8 || (rv.buf != NULL) != (yv.buf != NULL)
+        || (yv.buf && (!aligned8(&rv) || !aligned8(&yv) || !J || (size_t)yv.len != J * 16
+                       || (size_t)rv.len != V * J * 16))) {
         PyErr_SetString(PyExc_ValueError, "score_counted: arrays of the wrong sizes");
         goto done;
     }
@@ -59,16 +96,13 @@ PyObject *kernel_score_counted(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "score_counted: no feature mode %d", mode);
         goto done;
     }
-    if (!PyCallable_Check(fill)) {
-        PyErr_SetString(PyExc_TypeError, "score_counted: fill must be callable");
+    if (!PyCallable_Check(fill) || (yv.buf && !PyCallable_Check(layer_fill))) {
+        PyErr_SetString(PyExc_TypeError, "score_counted: fill and layer_fill must be callable");
         goto done;
     }
-    {
-        const char *w0 = wv.buf, *j0 = jv.buf;
-        if (j0 < w0 + wv.len && w0 < j0 + jv.len) {
-            PyErr_SetString(PyExc_ValueError, "score_counted: jll overlaps the weights");
-            goto done;
-        }
+    if (buffers_overlap((Py_buffer *[]){&jv, &wv, &rv, &yv}, yv.buf ? 4 : 2, (Py_buffer *[]){0}, 0)) {
+        PyErr_SetString(PyExc_ValueError, "score_counted: jll overlaps the weights");
+        goto done;
     }
     /* where each of the message's tokens starts, and that blob holds exactly m of them */
     offsets = PyMem_Malloc((m + 1) * sizeof *offsets);
@@ -130,15 +164,13 @@ PyObject *kernel_score_counted(PyObject *self, PyObject *args)
         if (tid < 0)
             continue;
         double *w = weights + (size_t)tid * k;
-        if (w[0] != w[0]) {  /* (NaN: not computed yet) */
-            PyObject *got = PyObject_CallFunction(fill, "L", (long long)tid);
-            if (!got)
-                goto done;
-            Py_DECREF(got);
-        }
+        if (!made(fill, w, tid))
+            goto done;
         double x = mode == X_COUNT ? n : mode == X_PRESENT ? 1.0 : log1p(n);
         for (size_t c = 0; c < k; c++)
             jll[c] += x * w[c];
+        if (yv.buf && !add_layer_sums(layer_fill, (double *)rv.buf + (size_t)tid * 2 * J, tid, J, n, yv.buf))
+            goto done;
     }
     result = Py_BuildValue("(LL)", unknown, known);
 done:
@@ -153,5 +185,9 @@ done:
     PyBuffer_Release(&lv);
     PyBuffer_Release(&wv);
     PyBuffer_Release(&jv);
+    if (rv.buf)
+        PyBuffer_Release(&rv);
+    if (yv.buf)
+        PyBuffer_Release(&yv);
     return result;
 }

@@ -3,8 +3,9 @@
  * tests/test_serve.py holds the two equal bit for bit).
  *
  * score_counted(index, blob, keys, columns, counts, vocab, starts, lengths, weights, mode, jll,
- *               fill) -> (unknown, known): jll[c] += x_t * w_ct over the message's known tokens
- * in the order of its columns, as fastscore adds them. */
+ *               fill[, layer_rows, layer_fill, layer_sums]) -> (unknown, known): jll[c] += x_t * w_ct
+ * over the message's known tokens in the order of its columns, as fastscore adds them; with a
+ * decision layer's rows, its sums (nb.layer.Layer.values') too. */
 #ifndef NBTEXT_SCORE_H
 #define NBTEXT_SCORE_H
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bits.h"
+#include "ints.h"
 #include "overlap.h"
 #include "sums.h"
 
@@ -18,21 +19,6 @@
  * nothing was appended to is copied as it is (folded already: its fold would give it back). Work
  * in proportion to the entries and the tokens, and memory for the outputs alone (the token
  * starts double as the placing cursors). */
-
-typedef struct {
-    const void *buf;
-    size_t size;  /* bytes an element */
-} Ints;
-
-static inline int64_t int_at(Ints a, size_t i)
-{
-    switch (a.size) {
-    case 1: return ((const uint8_t *)a.buf)[i];
-    case 2: return ((const uint16_t *)a.buf)[i];
-    case 4: return ((const int32_t *)a.buf)[i];
-    default: return ((const int64_t *)a.buf)[i];
-    }
-}
 
 static inline void put_class(void *buf, size_t size, size_t i, int64_t c)
 {

@@ -408,6 +408,7 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1, pro
     ``progress`` is told each fold as it is taken."""
     classes = model.classes
     model.decision.choose(classes, d.positive, d.threshold, d.unsure, d.max_fpr)
+    model.layer = None  # (refitted below with the calibration map, or none)
     fit = None
     if X is not None and (d.needs_matrix or model.settings.choosing):
         from ..nb.calibrate import can_split
@@ -454,6 +455,17 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, mapper=map) -> Thresho
                   else [model.settings])
     estimators = [None if not whole else model.estimator if settings == model.settings else
                   make_estimator(settings, model.counts) for settings in candidates]
+    # The decision layer (nb.layer) reads the sample and the counts alone: fitted here while
+    # workers score the folds, else after them. Its P is not the map's, which a max_fpr
+    # threshold is chosen on: with max_fpr there is none.
+    layer: list = []
+    if d.calibrate and d.layer and d.max_fpr is None:
+        from ..nb.layer import fit_layer
+
+        def fit():
+            layer.append(fit_layer(X, t_idx, model.counts, seed=d.seed))
+        if isinstance(mapper, FoldWorkers):
+            mapper.meanwhile = fit
     jlls = out_of_fold_jlls(X, y, classes, list(zip(candidates, estimators)), d.folds, d.seed, unseen=unseen,
                             mapper=mapper)
     del estimators
@@ -478,6 +490,10 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, mapper=map) -> Thresho
     _, model.settings, params, for_threshold = best
     for name, value in params.items():
         setattr(model.decision, name, value)
+    if d.calibrate and d.layer and d.max_fpr is None:
+        if not layer:
+            fit()
+        model.layer = layer[0]
     if d.max_fpr is None:
         return None
     p = np.exp(calibrated_log(model.decision, for_threshold, lengths))[:, classes.index(pos)]
@@ -513,6 +529,7 @@ class FoldWorkers:
 
     def __init__(self, n_jobs: int, unread: Callable[[], list] | None = None, progress=None):
         self.n_jobs, self.unread, self.pool, self.progress = n_jobs, unread, None, progress
+        self.meanwhile: Callable[[], object] | None = None  # run here once while workers take the folds
 
     def __call__(self, fn, tasks) -> list:
         """[fn(t) for t in tasks]."""
@@ -538,7 +555,8 @@ class FoldWorkers:
             self.pool = ForkedWorkers(taken, min(self.n_jobs, len(tasks)),
                                       on_fork=lambda: (watch_parent(parent), hold_freed_memory()))
         results = []
-        for result in self.pool.map(range(len(tasks)), ahead=len(tasks)):  # (in order, as each comes back)
+        idle, self.meanwhile = self.meanwhile, None
+        for result in self.pool.map(range(len(tasks)), ahead=len(tasks), idle=idle):  # (in order, as each comes back)
             results.append(result)
             tell(len(results))
         return results

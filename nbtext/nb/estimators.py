@@ -185,7 +185,10 @@ class SparseLinear(Linear):
     def jll(self, X) -> np.ndarray:
         X = self.features(X)
         self.prepare()
-        out = product(X, self.D, self._D)
+        return self.completed(X, product(X, self.D, self._D))
+
+    def completed(self, X, out: np.ndarray) -> np.ndarray:
+        """jll of rows X (features made) whose product with D is ``out`` (added to in place)."""
         out += X.row_sums()[:, None] * self.base[None, :]
         if self.g is not None:
             out += np.asarray(X @ self.g)[:, None] * self.scale[None, :]

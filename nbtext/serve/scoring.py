@@ -17,7 +17,9 @@ order, so a verdict and its probability are classify's bit for bit (tests/test_s
 them equal on real mail). With the compiled kernel, the lookups, the byte checks and the sums
 of a message are one call (nbtext/_c/score.c: the same additions in the same order, so the
 same sums to the bit; counted_contributions stays as the reference, and the explanation's
-path, and tests/test_serve.py holds the two equal).
+path, and tests/test_serve.py holds the two equal). A model's decision layer is summed in the
+same call (each token's r and w computed once, as its weights are, then Layer.values' sums in
+its order): classify's d.
 """
 from __future__ import annotations
 
@@ -74,6 +76,9 @@ class ServedModel(FastScorer):
         self._weights = array("d", [math.nan]) * (self.n_features * k)
         self._bias = array("d", self.bias())
         self._sums = self._kernel_sums()
+        # (the decision layer's r and w of each token, V x 2J, NaN until a message has it)
+        self._layer_rows = (None if self.layer is None
+                            else array("d", [math.nan]) * (self.n_features * 2 * len(self.layer.bias)))
 
     def _kernel_sums(self):
         """(kernel, key index, feature mode, mail reader) for the compiled kernel's sums, or None
@@ -154,17 +159,28 @@ class ServedModel(FastScorer):
                 unknown += int(n)
         return self.contributions_of(ids, names, unknown)
 
-    def counted_sums(self, data: bytes) -> tuple[list[float], int, int]:
-        """(jll, unknown occurrences, known occurrences) of one message, counted and summed by
-        the compiled kernel: fastscore's sums of counted_contributions(), bit for bit."""
+    def counted_sums(self, data: bytes) -> tuple[list[float], int, int, list | None]:
+        """(jll, unknown occurrences, known occurrences, the decision layer's d or None) of one
+        message, counted and summed by the compiled kernel: fastscore's sums of
+        counted_contributions(), bit for bit, and its d (to rounding: numpy's sums)."""
         from ..features.kernel import count_bytes
 
         compiled, keyindex, mode, parts = self._sums
         blob, keys, counts, columns, _, _ = count_bytes(compiled, self.tokenizer, [data], parts)
         jll = array("d", self._bias)
+        J = 0 if self.layer is None else len(self.layer.bias)
+        layer = () if self.layer is None else (self._layer_rows, self.layer_row, array("d", [0.0]) * (2 * J))
         unknown, known = compiled.score_counted(keyindex, blob, keys, columns, counts, self._blob, self._starts,
-                                                self._lengths, self._weights, mode, jll, self.token_weights)
-        return jll.tolist(), unknown, known
+                                                self._lengths, self._weights, mode, jll, self.token_weights, *layer)
+        d = None if self.layer is None else self.layer.summed(layer[2][:J], layer[2][J:], known > 0)
+        return jll.tolist(), unknown, known, d
+
+    def layer_row(self, tid: int) -> None:
+        """Token ``tid``'s r and w (Layer.token_ratios, FastScorer's weights; 0 where it has none)
+        into the layer's rows, which the kernel's sums read."""
+        J = len(self.layer.bias)
+        r, w = self.layer.token_ratios(self._column(tid)), self._layer_weights(tid)
+        self._layer_rows[tid * 2 * J:(tid + 1) * 2 * J] = array("d", (r or [0.0] * J) + (w or [0.0] * J))
 
     def judge(self, data: bytes, explain: int = 0) -> Verdict:
         """The verdict on one message, with the ``explain`` tokens that pushed hardest each way."""
@@ -174,8 +190,8 @@ class ServedModel(FastScorer):
             label, prob, unsure, probs = self.verdict(contributions)
             why = self.explained(contributions, explain) if explain else None
         else:
-            jll, _, known = self.counted_sums(data)
-            label, prob, unsure, probs = self.decided(jll, known)
+            jll, _, known, d = self.counted_sums(data)
+            label, prob, unsure, probs = self.decided(jll, known, d)
         p = probs[self.classes.index(self.positive)]
         return Verdict(label, prob, unsure, label == self.positive and not unsure, p,
                        self.decision.threshold, why)

@@ -23,6 +23,10 @@
                    "last_seen_day" says it instead (2 bytes a token saved: docs/state.md)
     ledger         16-byte BLAKE2b digests of learned documents, sorted
     doc_freq       (V,) documents per token; only in idf models
+    layer_ids      (m,) the decision layer's tokens (nbtext.nb.layer), increasing (uint32/64);
+    layer_weights  (m, J) float32 their weights, J the layer's SVMs (format 7; the header's
+                   "layer" holds its bias, ratios' denominators, alpha and strength; absent:
+                   no layer, as every older file)
 
 Token i of the sorted vocabulary is column i of the counts. The reading half below imports
 numpy only inside decode.
@@ -221,10 +225,90 @@ def encode(model) -> bytes:
 
 
 def _coded(model) -> tuple:
-    """((front-coded tokens, block heads), the counts in the tokens' sorted order): the sorting
-    permutation (8 bytes a token) is not kept once the counts are put in it."""
+    """((front-coded tokens, block heads), the counts in the tokens' sorted order, the layer in
+    it): the sorting permutation (8 bytes a token) is not kept once the counts are put in it."""
     fc, heads, order = front_code(model.vocab.buffer())
-    return (fc, heads), model.counts.columns(order, doc_freq=model.settings.idf)
+    layer = model.layer.kept(order, len(order)) if model.layer is not None else None
+    return (fc, heads), model.counts.columns(order, doc_freq=model.settings.idf), layer
+
+
+def _layer_sections(layer) -> list:
+    ids = "<u4" if not len(layer.ids) or layer.ids[-1] < 2**32 else "<u8"
+    return [("layer_ids", ids, layer.ids.shape, layer.ids.astype(ids).tobytes()),
+            ("layer_weights", "<f4", layer.weights.shape, layer.weights.astype("<f4").tobytes())]
+
+
+LAYER_FIELDS = {"alpha", "strength", "min_count", "bias", "den", "den_not"}
+
+
+def layer_fields(d, k: int) -> dict:
+    """A decision layer's constants (a model file's header "layer", a dump's), every one checked:
+    ValueError naming the first that is wrong."""
+    if not isinstance(d, dict) or set(d) != LAYER_FIELDS:
+        raise ValueError("layer must be {alpha, strength, min_count, bias, den, den_not}")
+    if not (type(d["min_count"]) is int and 1 <= d["min_count"] <= MAX_COUNT):
+        raise ValueError("layer min_count must be a whole number from 1 to 2**53")
+    j = 1 if k == 2 else k
+    for name, value, lo, hi in (("alpha", d["alpha"], 1e-10, 1e6), ("strength", d["strength"], 0.0, 1e6)):
+        if not (type(value) in (int, float) and lo <= value <= hi):
+            raise ValueError(f"layer {name} must be a number from {lo:g} to {hi:g}")
+    for name, n in (("bias", j), ("den", k), ("den_not", k)):
+        values = d[name]
+        if not (isinstance(values, list) and len(values) == n and all(
+                type(x) in (int, float) and abs(x) <= MAX_SCORE for x in values)):
+            raise ValueError(f"layer {name} must hold {n} numbers from -{MAX_SCORE:g} to {MAX_SCORE:g}")
+    return d
+
+
+def layer_header(header: dict, k: int, n_tokens: int) -> dict | None:
+    """The header's decision layer, every field checked (ValueError naming the first that is
+    wrong), with its sections' shapes; None where the file has none."""
+    d = header.get("layer")
+    if d is None:
+        return None
+    layer_fields(d, k)
+    j = 1 if k == 2 else k
+    sections = header["sections"]
+    if not all(name in sections for name in LAYER_SECTIONS):
+        raise ValueError("the layer's sections are missing")
+    if sections["layer_ids"].get("dtype") not in ("<u4", "<u8") or sections["layer_weights"].get("dtype") != "<f4":
+        raise ValueError("the layer's sections must be whole ids and float32 weights")
+    m = sections["layer_ids"]["shape"]
+    if not (isinstance(m, list) and len(m) == 1 and sections["layer_weights"]["shape"] == [m[0], j]
+            and isinstance(m[0], int) and m[0] <= n_tokens):
+        raise ValueError(f"the layer's sections do not hold a token and {j} weights each")
+    return d
+
+
+def layer_of(d: dict, ids, weights, n_tokens: int):
+    """The decision layer (nbtext.nb.layer.Layer) of checked constants ``d`` and its tokens' ids
+    and weights (arrays, (m,) int64 and (m, J) float64), these checked: increasing ids of the
+    vocabulary, finite weights."""
+    import numpy as np
+
+    from ..nb.layer import Layer
+
+    if len(ids) and (ids[-1] >= n_tokens or ids[0] < 0 or (len(ids) > 1 and (ids[1:] <= ids[:-1]).any())):
+        raise ValueError("the layer's tokens must be increasing ids of the vocabulary")
+    if not (np.abs(weights) <= MAX_SCORE).all():
+        raise ValueError(f"the layer's weights must be numbers from -{MAX_SCORE:g} to {MAX_SCORE:g}")
+    return Layer(ids, weights, [float(x) for x in d["bias"]], [float(x) for x in d["den"]],
+                 [float(x) for x in d["den_not"]], float(d["alpha"]), float(d["strength"]), d["min_count"])
+
+
+LAYER_SECTIONS = ("layer_ids", "layer_weights")
+
+
+def decode_layer(header: dict, payload: memoryview, k: int, n_tokens: int):
+    """The file's decision layer (nbtext.nb.layer.Layer), checked; None where it has none."""
+    import numpy as np
+
+    d = layer_header(header, k, n_tokens)
+    if d is None:
+        return None
+    ids = np.asarray(section(header, payload, "layer_ids")).astype(np.int64)
+    weights = np.asarray(section(header, payload, "layer_weights"), dtype=np.float64).reshape(len(ids), -1)
+    return layer_of(d, ids, weights, n_tokens)
 
 
 def encode_pieces(model) -> list:
@@ -236,7 +320,7 @@ def encode_pieces(model) -> list:
         from .tables import encode_table
 
         return encode_table(model)
-    (fc, heads), counts = _coded(model)
+    (fc, heads), counts, layer = _coded(model)
     head_dtype = "<u4" if len(fc) < 2**32 else "<u8"
     ledger = model.ledger.tobytes()  # (sorted)
     sections = [
@@ -251,6 +335,8 @@ def encode_pieces(model) -> list:
         sections.append(("last_seen", "<u2", (len(days),), days.astype("<u2").tobytes()))
     if model.settings.idf:
         sections.append(array_section("doc_freq", counts.doc_freq))
+    if layer is not None:
+        sections += _layer_sections(layer)
     derived = make_estimator(model.settings, counts).summary() if len(model.vocab) else {}
     del counts  # (a reordered copy, now in the sections)
     header = {
@@ -266,6 +352,7 @@ def encode_pieces(model) -> list:
         "derived": derived,
         **({"pruned": model.pruned} if model.pruned else {}),  # (absent: exact counts, the file as before)
         **({} if one_day is None else {"last_seen_day": one_day}),
+        **({} if layer is None else {"layer": layer.header()}),
     }
     return frame(header, sections)
 
@@ -332,7 +419,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
             held = Counts.of_token_sums(classes, TokenSums.of_csr(*sparse, len(classes)), class_count, doc_freq,
                                         last_seen)
         model = Model(tokenizer, settings, Vocabulary.from_encoded(blob), held, decision,
-                      ledger, pruning(header))
+                      ledger, pruning(header), decode_layer(header, payload, len(classes), n_tokens))
     except VocabularyError as e:
         raise ModelFileError(f"{path}: corrupt model file ({e})") from None
     except (KeyError, TypeError, ValueError) as e:

@@ -27,6 +27,8 @@ import zlib
 from ..errors import ModelFileError
 
 MAGIC = b"NBTEXT\x1a\n"
+# 7: a text model's decision layer (layer_ids, layer_weights and the header's "layer":
+#    nbtext.store.codec), which an older nbtext must refuse rather than score without;
 # 6: sparse counts of two bytes or more stored as a byte each, the large ones listed apart
 #    (counts_over_at, counts_over: nbtext.store.codec);
 # 5: a text model's counts of three classes or more are stored by token, only where not zero
@@ -37,7 +39,7 @@ MAGIC = b"NBTEXT\x1a\n"
 #    as newer rather than call them corrupt;
 # 3: the header's "derived" sums are each estimator's summary() (nbtext.nb.estimators);
 # 2: a sorted, front-coded vocabulary; 1: a hashed one. Every older format is still read.
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 PREFIX = struct.Struct("<8sIQI")
 ALIGN = 8
 
@@ -152,8 +154,8 @@ def _read(f, size: int, path: str, header_only: bool = False) -> tuple[dict, mem
     return header, payload
 
 
-CODES = {"<u2": "H", "<u4": "I", "<u8": "Q", "<f8": "d", "|u1": "B"}
-SIZES = {"H": 2, "I": 4, "Q": 8, "d": 8, "B": 1}
+CODES = {"<u2": "H", "<u4": "I", "<u8": "Q", "<f8": "d", "<f4": "f", "|u1": "B"}
+SIZES = {"H": 2, "I": 4, "Q": 8, "d": 8, "f": 4, "B": 1}
 
 
 def section(header: dict, payload: memoryview, name: str) -> memoryview:

@@ -1,7 +1,8 @@
 """The text dump of `nbtext export` / `nbtext import`: a model as lines, and back, exactly.
 
-A magic line, one JSON line of settings, classes, documents per class, decision and ledger,
-then one line per token: the token as a JSON string, a tab, its count per class (and, for --idf
+A magic line, one JSON line of settings, classes, documents per class, decision, ledger and
+the decision layer (its constants and [token line, weights...] per token it weighs), then one
+line per token: the token as a JSON string, a tab, its count per class (and, for --idf
 models, a tab and its document frequency). The tokens' last_seen days are not in it (the
 dump's lines are as they were before models kept them): import counts its tokens as seen on the
 day of the import.
@@ -36,6 +37,7 @@ def export_lines(model) -> Iterator[str]:
         "tokenizer": model.tokenizer_settings.to_dict(), "model": model.settings.to_dict(),
         "classes": model.classes, "class_count": [_num(x) for x in model.class_count],
         "decision": model.decision.to_dict(), "ledger": _hex_digests(model.ledger),
+        **({} if model.layer is None else {"layer": _layer(model.layer)}),
     }, sort_keys=True)
     if model.counts.sparse:  # (a token's row of its nonzero classes: no classes x tokens array)
         yield from _sparse_lines(model)
@@ -49,6 +51,12 @@ def _hex_digests(ledger) -> list[str]:
     """The ledger's digests in hex, sorted (a JSON list: the dump is text)."""
     data, size = ledger.tobytes().hex(), 2 * DIGEST_SIZE
     return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+def _layer(layer) -> dict:
+    """The decision layer as the settings line holds it: its constants, and [id, weights...] per
+    token it weighs (ids of the token lines, in their order)."""
+    return {**layer.header(), "weights": [[i, *w] for i, w in zip(layer.ids.tolist(), layer.weights.tolist())]}
 
 
 def _sparse_lines(model) -> Iterator[str]:
@@ -133,7 +141,8 @@ def import_lines(lines: Iterable[str], source: str):
         counts = Counts.of_token_sums(classes, sums, np.asarray(class_count, dtype=np.float64),
                                       np.frombuffer(doc_freq, dtype=np.float64) if settings.idf else None)
         counts.last_seen[:] = counts.today  # (a dump holds no days: its tokens are counted as of the import)
-        model = Model(tokenizer, settings, Vocabulary(tokens), counts, decision, ledger)
+        model = Model(tokenizer, settings, Vocabulary(tokens), counts, decision, ledger,
+                      layer=_layer_of(settings_line.get("layer"), k, len(tokens)))
     except (KeyError, TypeError, ValueError, StopIteration, RecursionError) as e:
         raise NbtextError(f"{source}: malformed dump ({e.__class__.__name__}: {e})") from None
     except NbtextError as e:
@@ -143,3 +152,22 @@ def import_lines(lines: Iterable[str], source: str):
     if len(set(tokens)) != len(tokens):
         raise NbtextError(f"{source}: malformed dump (a token appears twice)")
     return model
+
+
+def _layer_of(d, k: int, n_tokens: int):
+    """A dump's decision layer (export's _layer), checked as a model file's (store.codec)."""
+    from .codec import layer_fields, layer_of
+
+    if d is None:
+        return None
+    if not isinstance(d, dict) or not isinstance(d.get("weights"), list):
+        raise ValueError("layer must hold weights, a list")
+    rows = d["weights"]
+    j = 1 if k == 2 else k
+    if not all(isinstance(r, list) and len(r) == j + 1 and type(r[0]) is int
+               and all(type(x) in (int, float) for x in r[1:]) for r in rows):
+        raise ValueError(f"layer weights must be [token line, {j} numbers] each")
+    constants = layer_fields({key: v for key, v in d.items() if key != "weights"}, k)
+    ids = np.asarray([r[0] for r in rows], dtype=np.int64)
+    weights = np.asarray([r[1:] for r in rows], dtype=np.float64).reshape(len(rows), j)
+    return layer_of(constants, ids, weights, n_tokens)

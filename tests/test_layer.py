@@ -1,0 +1,318 @@
+"""The decision layer (nbtext.nb.layer): its solver against liblinear's, its two scoring paths,
+its refit by calibrate after merge, older files without it, and damaged files with it."""
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import DATA, implementation, need_shared, predicts_as_recorded
+from nbtext import store
+from nbtext.fastscore import FastScorer
+from nbtext.features.rows import Rows
+from nbtext.nb.layer import solve_squared_hinge
+from nbtext.store import codec
+
+FIXTURES = DATA.parent / "tests" / "fixtures"
+
+
+def problem(seed: int, n: int = 80, v: int = 30, j: int = 1):
+    """Sublinear-tf rows, per-class ratios and +-1 labels that the rows partly tell."""
+    rng = np.random.default_rng(seed)
+    counts = rng.poisson(0.4, (n, v)).astype(float)
+    counts[np.arange(n), rng.integers(0, v, n)] += 1  # (no empty row)
+    A = np.where(counts > 0, 1.0 + np.log(np.maximum(counts, 1.0)), 0.0)
+    R = rng.normal(size=(v, j))
+    score = A @ rng.normal(size=(v, j)) + rng.normal(scale=0.5, size=(n, j))
+    Y = np.where(score > np.median(score, axis=0), 1.0, -1.0)
+    import scipy.sparse as sp
+
+    return Rows.of(sp.csr_matrix(A)), A, R, Y
+
+
+@pytest.mark.parametrize("j", [1, 3], ids=["one-svm", "three-svms"])
+def test_the_solver_fits_liblinears_squared_hinge_svm(j):
+    """solve_squared_hinge, run to convergence, gives scikit-learn's LinearSVC (liblinear's
+    dual solver, bias penalised as a feature of value 1) on the same unit-length rows A r_j:
+    the same weights and bias to 1e-4, for the two-class path and the vectorised one."""
+    from sklearn.svm import LinearSVC
+
+    rows, A, R, Y = problem(seed=j, j=j)
+    W, b = solve_squared_hinge(rows, R, Y, C=1.0, epochs=5000, tol=1e-7)
+    for c in range(j):
+        Z = A * R[:, c]
+        Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+        svc = LinearSVC(C=1.0, loss="squared_hinge", dual=True, tol=1e-10, max_iter=200000).fit(Z, Y[:, c])
+        np.testing.assert_allclose(W[:, c], svc.coef_[0], atol=1e-4)
+        assert b[c] == pytest.approx(svc.intercept_[0], abs=1e-4)
+
+
+def test_the_solver_is_seeded():
+    rows, _, R, Y = problem(seed=5, j=3)
+    first = solve_squared_hinge(rows, R, Y, C=1.0, seed=1)
+    again = solve_squared_hinge(rows, R, Y, C=1.0, seed=1)
+    assert all(np.array_equal(x, y) for x, y in zip(first, again))
+
+
+@pytest.mark.parametrize("j", [1, 4], ids=["one-svm", "four-svms"])
+def test_the_kernels_passes_fit_the_references_weights(j):
+    """The compiled kernel's passes (nbtext/_c/layer.c) and the numpy reference's, on the same
+    rows, seed and passes: the same orders and steps, so the same weights and biases to 1e-12
+    (of weights of order 1), stopped early by the tolerance or by the passes."""
+    from test_kernel import compiled
+
+    compiled()
+    rows, _, R, Y = problem(seed=10 + j, n=300, v=60, j=j)
+    for epochs, tol in ((8, 0.1), (3, 1e-9), (400, 1e-6)):
+        with implementation("python"):
+            W, b = solve_squared_hinge(rows, R, Y, C=1.0, seed=3, epochs=epochs, tol=tol)
+        with implementation("c"):
+            Wc, bc = solve_squared_hinge(rows, R, Y, C=1.0, seed=3, epochs=epochs, tol=tol)
+        assert np.abs(W).max() > 0.1
+        np.testing.assert_allclose(Wc, W, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(bc, b, rtol=0, atol=1e-12)
+
+
+def three_topics(tmp_path, per_class: int = 30):
+    """debian-sections' first descriptions of three sections, as a label directory."""
+    root = tmp_path / "topics"
+    for label in ("games", "mail", "science"):
+        (root / label).mkdir(parents=True)
+        for f in sorted(need_shared("debian-sections", label).iterdir())[:per_class]:
+            shutil.copy(f, root / label / f.name)
+    return root
+
+
+def test_a_default_model_has_the_layer_and_classify_scores_as_predict(run, sample_model, tmp_path):
+    """Trained with default options, a model holds the layer (format 7); classify's float path
+    (fastscore, no numpy) gives predict's posteriors to 1e-9, for two classes (one SVM) and
+    for three (one a class), and the layer moves the posteriors (it is not a no-op)."""
+    topics = three_topics(tmp_path)
+    assert run("train", topics, "-q", "-o", tmp_path / "topics.nbm").exit_code == 0
+    for path, docs in ((sample_model, sorted((DATA / "corpus" / "spam").iterdir())[:15]),
+                       (tmp_path / "topics.nbm", sorted((topics / "mail").iterdir())[:15])):
+        assert store.read_container(str(path))[0]["format_version"] == store.FORMAT_VERSION == 7
+        model, fast = store.load(str(path)), FastScorer(str(path))
+        assert model.layer is not None and fast.layer is not None
+        datas = [d.read_bytes() for d in docs]
+        proba = model.predict_proba(datas)
+        for data, p in zip(datas, proba):
+            assert fast.score(data)[3] == pytest.approx(list(p), rel=1e-9, abs=1e-12)
+        layer, model.layer = model.layer, None
+        assert np.abs(model.document_log_proba(datas) - np.log(proba)).max() > 1.0
+        model.layer = layer
+
+
+def test_the_kernels_one_pass_scores_as_numpys_products(run, tmp_path):
+    """predict's scores of a model of three classes (counts held by token) by the kernel's one
+    pass over each document's entries (NB's product and the layer's sums together:
+    nbtext/_c/layer.c layer_scores) are the numpy path's (NB's product, then the layer's three
+    products) to 1e-12, and the kernel's pass is the one taken; documents with no known token
+    get the calibrated prior on both."""
+    from test_kernel import compiled
+
+    from nbtext.features.rows import Rows
+
+    compiled()
+    topics = three_topics(tmp_path)
+    assert run("train", topics, "-q", "-o", tmp_path / "topics.nbm").exit_code == 0
+    model = store.load(str(tmp_path / "topics.nbm"))
+    datas = [f.read_bytes() for label in ("games", "mail", "science") for f in sorted((topics / label).iterdir())[:10]]
+    datas += [b"", b"qqqzzz xxyyqq"]
+    with implementation("c"):
+        X = Rows.of(model.matrix([model.tokenizer(d) for d in datas]))
+        assert model.layer.joint(model.estimator.linear(), X, model.counts) is not None
+        by_kernel = model.log_proba(X)
+    with implementation("python"):
+        model.layer._sums = None
+        assert model.layer.joint(model.estimator.linear(), X, model.counts) is None
+        by_numpy = model.log_proba(X)
+    np.testing.assert_allclose(by_kernel, by_numpy, rtol=0, atol=1e-12)
+    assert np.abs(by_kernel[:-2] - by_kernel[-1]).max() > 1.0
+
+
+def test_no_layer_is_the_calibrated_model_alone(run, tmp_path):
+    """--no-layer trains the model as before the layer: the posteriors of the calibration map."""
+    for flag in ("--layer", "--no-layer"):
+        assert run("train", FIXTURES / "format5-sparse.tsv", flag, "-q", "-o", tmp_path / f"{flag}.nbm").exit_code == 0
+    with_layer, without = store.load(str(tmp_path / "--layer.nbm")), store.load(str(tmp_path / "--no-layer.nbm"))
+    assert with_layer.layer is not None and without.layer is None
+    assert "layer" not in store.read_container(str(tmp_path / "--no-layer.nbm"))[0]
+
+
+def test_merge_then_calibrate_fits_the_layer_train_fits(run, tmp_path):
+    """merge keeps no layer (its columns and sample are the halves'); calibrate on the same
+    documents refits it from the same sample: train(A + B)'s layer, its tokens the same and its
+    weights and bias equal to rounding (the merged vocabulary's order sums a document's terms in
+    another order), and the same printed predictions."""
+    topics = three_topics(tmp_path, per_class=24)
+    halves = [tmp_path / "a", tmp_path / "b"]
+    for label_dir in sorted(topics.iterdir()):
+        for i, f in enumerate(sorted(label_dir.iterdir())):
+            dest = halves[i % 2] / label_dir.name
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, dest / f.name)
+    for h in halves:
+        assert run("train", h, "-q", "-o", tmp_path / f"{h.name}.nbm").exit_code == 0
+    assert run("train", *halves, "-q", "-o", tmp_path / "whole.nbm").exit_code == 0
+    assert run("merge", "-o", tmp_path / "merged.nbm", tmp_path / "a.nbm", tmp_path / "b.nbm").exit_code == 0
+    assert store.load(str(tmp_path / "merged.nbm")).layer is None
+    assert run("calibrate", "-m", tmp_path / "merged.nbm", *halves).exit_code == 0
+    got, want = (store.load(str(tmp_path / name)).layer for name in ("merged.nbm", "whole.nbm"))
+    assert got is not None and np.array_equal(got.ids, want.ids)
+    np.testing.assert_allclose(got.weights, want.weights, rtol=1e-6, atol=1e-7)  # (float32 in the file)
+    assert got.bias == pytest.approx(want.bias, rel=1e-9) and got.den == want.den and got.den_not == want.den_not
+
+    def predicted(name):
+        return run("predict", "-m", tmp_path / name, topics).stdout
+
+    assert predicted("merged.nbm") == predicted("whole.nbm")
+
+
+def test_learn_and_forget_keep_the_layer_on_its_tokens(run, tmp_path):
+    """learn adds counts (the layer, derived, stays until calibrate); forget then takes the
+    document's new tokens out again and the model predicts as before learning, layer and all."""
+    model_path = tmp_path / "m.nbm"
+    assert run("train", FIXTURES / "format5-sparse.tsv", "-q", "-o", model_path).exit_code == 0
+    before = run("predict", "-m", model_path, "--input-format", "tsv", FIXTURES / "format5-sparse.tsv").stdout
+    msg = tmp_path / "new.txt"
+    msg.write_text("quasar pulsar star star telescope brandnewtoken\n")
+    assert run("learn", "-m", model_path, "--label", "astro", msg).exit_code == 0
+    assert store.load(str(model_path)).layer is not None
+    assert run("learn", "-m", model_path, "--label", "astro", "--forget", msg).exit_code == 0
+    assert run("predict", "-m", model_path, "--input-format", "tsv", FIXTURES / "format5-sparse.tsv").stdout == before
+
+
+def test_a_format_6_file_loads_and_scores_as_before(run):
+    """tests/fixtures/format6-calibrated.nbm was written by format 6, before the layer (`nbtext
+    train format5-sparse.tsv` on main at 44d0687), and format6-predict.jsonl is what that
+    nbtext's predict printed with it: it loads without a layer and predict and classify print the
+    same."""
+    old = FIXTURES / "format6-calibrated.nbm"
+    assert store.read_container(str(old))[0]["format_version"] == 6
+    assert store.load(str(old)).layer is None
+    assert predicts_as_recorded(run, old, FIXTURES / "format5-sparse.tsv", FIXTURES / "format6-predict.jsonl") == 36
+
+
+def _damaged(change):
+    """codec._layer_sections with ``change`` applied to its (ids, weights) sections' arrays."""
+    real = codec._layer_sections
+
+    def sections(layer):
+        (n1, t1, s1, ids), (n2, t2, s2, w) = real(layer)
+        ids = np.frombuffer(ids, dtype=t1).copy()
+        w = np.frombuffer(w, dtype=t2).reshape(s2).copy()
+        ids, w, t1, t2 = change(ids, w, t1, t2)
+        return [(n1, t1, ids.shape, ids.astype(t1).tobytes()), (n2, t2, w.shape, w.astype(t2).tobytes())]
+    return sections
+
+
+def _nan(ids, w, t1, t2):
+    w[0, 0] = np.nan
+    return ids, w, t1, t2
+
+
+def _swapped(ids, w, t1, t2):
+    ids[[0, 1]] = ids[[1, 0]]
+    return ids, w, t1, t2
+
+
+def _past(ids, w, t1, t2):
+    ids[-1] = 10**6
+    return ids, w, t1, t2
+
+
+def _short(ids, w, t1, t2):
+    return ids, w[:, :1], t1, t2
+
+
+def _float_ids(ids, w, t1, t2):
+    return ids, w, "<f8", t2
+
+
+@pytest.mark.parametrize("change,match,classify", [
+    (_nan, "layer's weights must be numbers", "layer's weights must be numbers"),
+    (_swapped, "layer's tokens must be increasing ids", None),
+    (_past, "layer's tokens must be increasing ids", None),
+    (_short, "do not hold a token and 3 weights each", "do not hold a token and 3 weights each"),
+    (_float_ids, "must be whole ids and float32 weights", "must be whole ids and float32 weights"),
+], ids=["nan-weight", "ids-out-of-order", "id-past-vocabulary", "too-few-weights", "float-ids"])
+def test_a_damaged_layer_is_refused(run, tmp_path, monkeypatch, change, match, classify):
+    """A file whose layer sections are damaged (checksums intact) is refused by predict with
+    `nbtext: error:` naming the file, and by classify where it reads the damage; nothing is
+    scored with it."""
+    model_path = tmp_path / "m.nbm"
+    assert run("train", FIXTURES / "format5-sparse.tsv", "-q", "-o", model_path).exit_code == 0
+    m = store.load(str(model_path))
+    first = m.vocab.tokens[int(m.layer.ids[0])]
+    monkeypatch.setattr(codec, "_layer_sections", _damaged(change))
+    store.save(m, str(model_path))
+    monkeypatch.undo()
+    r = run("predict", "-m", model_path, "--input-format", "tsv", FIXTURES / "format5-sparse.tsv")
+    assert r.exit_code == 1 and r.stderr.startswith(f"nbtext: error: {model_path}: corrupt model file (")
+    assert match in r.stderr and "Traceback" not in r.stderr and not r.stdout
+    if classify:
+        msg = tmp_path / "msg.txt"
+        msg.write_text(f"{first} star\n")
+        r = run("classify", "-m", model_path, msg)
+        assert r.exit_code == 1 and classify in r.stderr and r.stderr.startswith("nbtext: error: ")
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("strength", -1, "layer strength must be a number from 0"),
+    ("bias", [0.0], "layer bias must hold 3 numbers"),
+    ("den", [1.0, math.inf, 2.0], "layer den must hold 3 numbers"),
+    ("alpha", "1", "layer alpha must be a number"),
+    ("min_count", 0.5, "layer min_count must be a whole number"),
+])
+def test_a_damaged_layer_header_is_refused(run, tmp_path, monkeypatch, field, value, match):
+    model_path = tmp_path / "m.nbm"
+    assert run("train", FIXTURES / "format5-sparse.tsv", "-q", "-o", model_path).exit_code == 0
+    from nbtext.nb.layer import Layer
+
+    m = store.load(str(model_path))
+    real = Layer.header
+    monkeypatch.setattr(Layer, "header", lambda self: {**real(self), field: value})
+    store.save(m, str(model_path))
+    for args in (("predict", "-m", model_path, "--input-format", "tsv", FIXTURES / "format5-sparse.tsv"),
+                 ("classify", "-m", model_path, FIXTURES / "format5-sparse.tsv")):
+        r = run(*args)
+        assert r.exit_code == 1 and r.stderr.startswith(f"nbtext: error: {model_path}: corrupt model file (")
+        assert match in r.stderr
+
+
+def test_the_layer_is_the_same_fitted_beside_the_folds_workers(run, tmp_path):
+    """With -j 2 the layer is fitted in the parent while forked workers score calibration's
+    folds; with -j 1 after them: the same layer, bit for bit."""
+    topics = three_topics(tmp_path, per_class=20)
+    for jobs in ("1", "2"):
+        assert run("train", topics, "-j", jobs, "-q", "-o", tmp_path / f"j{jobs}.nbm").exit_code == 0
+    one, two = (store.load(str(tmp_path / f"j{jobs}.nbm")).layer for jobs in ("1", "2"))
+    assert np.array_equal(one.ids, two.ids) and np.array_equal(one.weights, two.weights) and one.bias == two.bias
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda layer: layer.update(weights=[[0, "x", 1.0, 2.0]]), "layer weights must be \\[token line, 3 numbers\\]"),
+    (lambda layer: layer["weights"].reverse(), "layer's tokens must be increasing ids"),
+    (lambda layer: layer.update(strength=1e9), "layer strength must be a number"),
+], ids=["not-a-number", "ids-out-of-order", "strength"])
+def test_export_keeps_the_layer_and_import_checks_it(run, tmp_path, change, match):
+    """export writes the layer in its settings line and import reads it back (the file again,
+    byte for byte); a damaged one is refused as a malformed dump."""
+    model_path = tmp_path / "m.nbm"
+    assert run("train", FIXTURES / "format5-sparse.tsv", "-q", "-o", model_path).exit_code == 0
+    dump = run("export", "-m", model_path).stdout
+    (tmp_path / "m.dump").write_text(dump)
+    assert run("import", tmp_path / "m.dump", "-o", tmp_path / "back.nbm").exit_code == 0
+    assert (tmp_path / "back.nbm").read_bytes() == model_path.read_bytes()
+    magic, settings, rest = dump.split("\n", 2)
+    d = json.loads(settings)
+    change(d["layer"])
+    (tmp_path / "bad.dump").write_text(f"{magic}\n{json.dumps(d)}\n{rest}")
+    r = run("import", tmp_path / "bad.dump", "-o", tmp_path / "bad.nbm")
+    assert r.exit_code == 1 and r.stderr.startswith(f"nbtext: error: {tmp_path / 'bad.dump'}: malformed dump (")
+    assert re.search(match, r.stderr) and not (tmp_path / "bad.nbm").exists()
