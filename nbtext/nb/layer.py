@@ -405,8 +405,8 @@ def solve_squared_hinge(A, R, Y, C: float, seed: int = 0, epochs: int = EPOCHS, 
 
     from ..features.kernel import compiled
 
-    n, J = Y.shape
-    indptr, indices, data = A.indptr, A.indices, A.data
+    J = Y.shape[1]
+    data = A.data
     norms = np.sqrt(np.asarray(A.with_data(data * data) @ (R * R)))
     with np.errstate(divide="ignore"):
         inv = np.where(norms > 0, 1.0 / norms, 0.0)
@@ -416,46 +416,62 @@ def solve_squared_hinge(A, R, Y, C: float, seed: int = 0, epochs: int = EPOCHS, 
     kernel = compiled()
     if kernel is not None:
         return _solved_by_kernel(kernel, A, R, Y, inv, Qii, D, rng, epochs, tol)
-    starts = indptr.tolist()
-    active = list(range(n))
     if J == 1:  # (one SVM, two classes: each document's z made once, and scalars per step)
-        w, bias = np.zeros(R.shape[0]), 0.0
-        Z = R[indices, 0]
-        Z *= data
-        Z *= np.repeat(inv[:, 0], np.diff(indptr))
-        y, q, a = Y[:, 0].tolist(), Qii[:, 0].tolist(), [0.0] * n
-        hi_old, lo_old = math.inf, -math.inf
-        for _ in range(epochs):
-            hi, lo = -math.inf, math.inf
-            kept = []
-            for i in rng.permutation(active).tolist():
-                s, e = starts[i], starts[i + 1]
-                cols, z = indices[s:e], Z[s:e]
-                yi, ai = y[i], a[i]
-                wc = w.take(cols)
-                G = yi * (float(z @ wc) + bias) - 1.0 + ai * D
-                if ai == 0.0:
-                    if G > hi_old:
-                        continue
-                    pg = min(G, 0.0)
-                else:
-                    pg = G
-                kept.append(i)
-                hi, lo = max(hi, pg), min(lo, pg)
-                new = max(ai - G / q[i], 0.0)
-                if new != ai:
-                    step = (new - ai) * yi
-                    a[i] = new
-                    w.put(cols, wc + z * step)  # (a document's columns are distinct)
-                    bias += step
-            if hi - lo <= tol:
-                if len(kept) == n:
-                    break
-                active, hi_old, lo_old = list(range(n)), math.inf, -math.inf
-                continue
-            active = sorted(kept)
-            hi_old, lo_old = (hi if hi > 0 else math.inf), (lo if lo < 0 else -math.inf)
-        return w[:, None], np.array([bias])
+        return _one_svm_by_reference(A, R, Y, inv, Qii, D, rng, epochs, tol)
+    return _svms_by_reference(A, R, Y, inv, Qii, D, rng, epochs, tol)
+
+
+def _one_svm_by_reference(A, R, Y, inv, Qii, D: float, rng, epochs: int, tol: float):
+    """solve_squared_hinge's passes in Python for one SVM (two classes)."""
+    import numpy as np
+
+    n, indptr, indices, data = Y.shape[0], A.indptr, A.indices, A.data
+    starts, active = indptr.tolist(), list(range(n))
+    w, bias = np.zeros(R.shape[0]), 0.0
+    Z = R[indices, 0]
+    Z *= data
+    Z *= np.repeat(inv[:, 0], np.diff(indptr))
+    y, q, a = Y[:, 0].tolist(), Qii[:, 0].tolist(), [0.0] * n
+    hi_old = math.inf
+    for _ in range(epochs):
+        hi, lo = -math.inf, math.inf
+        kept = []
+        for i in rng.permutation(active).tolist():
+            s, e = starts[i], starts[i + 1]
+            cols, z = indices[s:e], Z[s:e]
+            yi, ai = y[i], a[i]
+            wc = w.take(cols)
+            G = yi * (float(z @ wc) + bias) - 1.0 + ai * D
+            if ai == 0.0:
+                if G > hi_old:
+                    continue
+                pg = min(G, 0.0)
+            else:
+                pg = G
+            kept.append(i)
+            hi, lo = max(hi, pg), min(lo, pg)
+            new = max(ai - G / q[i], 0.0)
+            if new != ai:
+                step = (new - ai) * yi
+                a[i] = new
+                w.put(cols, wc + z * step)  # (a document's columns are distinct)
+                bias += step
+        if hi - lo <= tol:
+            if len(kept) == n:
+                break
+            active, hi_old = list(range(n)), math.inf
+            continue
+        active = sorted(kept)
+        hi_old = hi if hi > 0 else math.inf
+    return w[:, None], np.array([bias])
+
+
+def _svms_by_reference(A, R, Y, inv, Qii, D: float, rng, epochs: int, tol: float):
+    """solve_squared_hinge's passes in numpy for J > 1 SVMs, all updated together per document."""
+    import numpy as np
+
+    (n, J), starts, indices, data = Y.shape, A.indptr.tolist(), A.indices, A.data
+    active = list(range(n))
     W = np.zeros((R.shape[0], J))
     b = np.zeros(J)
     alpha = np.zeros((n, J))
