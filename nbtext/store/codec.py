@@ -269,7 +269,7 @@ def layer_header(header: dict, k: int, n_tokens: int) -> dict | None:
     layer_fields(d, k)
     j = 1 if k == 2 else k
     sections = header["sections"]
-    if not all(name in sections for name in LAYER_SECTIONS):
+    if not all(isinstance(sections.get(name), dict) for name in LAYER_SECTIONS):
         raise ValueError("the layer's sections are missing")
     if sections["layer_ids"].get("dtype") not in ("<u4", "<u8") or sections["layer_weights"].get("dtype") != "<f4":
         raise ValueError("the layer's sections must be whole ids and float32 weights")
@@ -307,7 +307,9 @@ def decode_layer(header: dict, payload: memoryview, k: int, n_tokens: int):
     if d is None:
         return None
     ids = np.asarray(section(header, payload, "layer_ids")).astype(np.int64)
-    weights = np.asarray(section(header, payload, "layer_weights"), dtype=np.float64).reshape(len(ids), -1)
+    # (the shape layer_header checked: -1 is no width where the layer weighs no token)
+    weights = np.asarray(section(header, payload, "layer_weights"), dtype=np.float64).reshape(
+        header["sections"]["layer_weights"]["shape"])
     return layer_of(d, ids, weights, n_tokens)
 
 
