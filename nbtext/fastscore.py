@@ -24,7 +24,7 @@ from .errors import ModelFileError, NbtextError
 from .nb import weights as F
 from .nb.decision import calibrated, decide
 from .nb.layer import Layer
-from .store.codec import ESCAPE, MAX_SCORE, SPARSE_SECTIONS, check_header, decode, layer_header, meta, summary
+from .store.codec import ESCAPE, MAX_WEIGHT, SPARSE_SECTIONS, check_header, decode, layer_header, meta, summary
 from .store.container import read_container, section
 from .store.fields import MAX_COUNT
 from .store.vocabfile import VocabularyError, vocabulary_index
@@ -158,9 +158,9 @@ class FastScorer:
         if i == len(ids) or ids[i] != tid:
             return None
         w = self.layer.weights[i * j:(i + 1) * j].tolist()
-        if not all(abs(x) <= MAX_SCORE for x in w):  # (also NaN)
+        if not all(abs(x) <= MAX_WEIGHT for x in w):  # (also NaN)
             raise ModelFileError(f"{self.path}: corrupt model file (the layer's weights must be numbers from "
-                                 f"-{MAX_SCORE:g} to {MAX_SCORE:g})")
+                                 f"-{MAX_WEIGHT:g} to {MAX_WEIGHT:g})")
         return w
 
     @staticmethod

@@ -299,10 +299,16 @@ def test_the_layer_is_the_same_fitted_beside_the_folds_workers(run, tmp_path):
     (lambda layer: layer.update(weights=[[0, "x", 1.0, 2.0]]), "layer weights must be \\[token line, 3 numbers\\]"),
     (lambda layer: layer["weights"].reverse(), "layer's tokens must be increasing ids"),
     (lambda layer: layer.update(strength=1e9), "layer strength must be a number"),
-], ids=["not-a-number", "ids-out-of-order", "strength"])
+    (lambda layer: layer["weights"][0].__setitem__(0, 10**30), "OverflowError"),
+    (lambda layer: layer["weights"][0].__setitem__(1, 10**400), "OverflowError"),
+    (lambda layer: layer["weights"][0].__setitem__(1, 1e39), "layer's weights must be numbers from -1e\\+38 to 1e"),
+], ids=["not-a-number", "ids-out-of-order", "strength", "id-past-64-bits", "weight-past-a-float",
+        "weight-past-float32"])
 def test_export_keeps_the_layer_and_import_checks_it(run, tmp_path, change, match):
     """export writes the layer in its settings line and import reads it back (the file again,
-    byte for byte); a damaged one is refused as a malformed dump."""
+    byte for byte); a damaged one is refused as a malformed dump: so is one whose token line or
+    weight is too large for the file's integers and float32 (not an internal error, nor a model
+    written with an infinite weight that no command reads back)."""
     model_path = tmp_path / "m.nbm"
     assert run("train", FIXTURES / "format5-sparse.tsv", "-q", "-o", model_path).exit_code == 0
     dump = run("export", "-m", model_path).stdout
@@ -316,3 +322,63 @@ def test_export_keeps_the_layer_and_import_checks_it(run, tmp_path, change, matc
     r = run("import", tmp_path / "bad.dump", "-o", tmp_path / "bad.nbm")
     assert r.exit_code == 1 and r.stderr.startswith(f"nbtext: error: {tmp_path / 'bad.dump'}: malformed dump (")
     assert re.search(match, r.stderr) and not (tmp_path / "bad.nbm").exists()
+
+
+def test_a_layer_that_weighs_no_token_is_read_back(run, tmp_path):
+    """Documents whose every token is counted once give r = 0 everywhere, so the layer weighs
+    no token (0 x 1 weights): train writes it, and info, predict and export read it back (the
+    weights' shape is the header's, not one inferred from no numbers)."""
+    corpus = tmp_path / "corpus"
+    rng = np.random.default_rng(1)
+    for c in ("a", "b"):
+        (corpus / c).mkdir(parents=True)
+        for i in range(20):
+            words = ("".join(chr(97 + x) for x in rng.integers(0, 26, 10)) for _ in range(5))
+            (corpus / c / f"{i}.txt").write_text(" ".join(words) + "\n")
+    model_path = tmp_path / "m.nbm"
+    assert run("train", corpus, "--char-ngrams", "0,0", "--ngrams", "1", "-q", "-o", model_path).exit_code == 0
+    m = store.load(str(model_path))
+    assert m.layer is not None and m.layer.weights.shape == (0, 1)
+    r = run("info", "-m", model_path)
+    assert r.exit_code == 0 and "0 tokens weighted" in r.stdout
+    r = run("predict", "-m", model_path, corpus / "a")
+    assert r.exit_code == 0 and [line.split("\t")[1] for line in r.stdout.splitlines()] == ["a"] * 20
+    (tmp_path / "m.dump").write_text(run("export", "-m", model_path).stdout)
+    assert run("import", tmp_path / "m.dump", "-o", tmp_path / "back.nbm").exit_code == 0
+    assert (tmp_path / "back.nbm").read_bytes() == model_path.read_bytes()
+
+
+@pytest.mark.parametrize("entry", [[1, 2], "x", None], ids=["list", "string", "null"])
+@pytest.mark.parametrize("name", ["layer_ids", "layer_weights"])
+def test_a_layer_section_entry_that_is_not_an_object_is_refused(run, tmp_path, name, entry):
+    """A crafted section table (checksums intact) whose layer entry is not a JSON object is a
+    corrupt file to info, predict and classify, not an internal error."""
+    from nbtext.store.container import frame, read_container
+
+    model_path = tmp_path / "m.nbm"
+    assert run("train", FIXTURES / "format5-sparse.tsv", "-q", "-o", model_path).exit_code == 0
+    header, payload = read_container(str(model_path))
+    sections = [(n, s["dtype"], s["shape"], bytes(payload[s["offset"]:s["offset"] + s["length"]]))
+                for n, s in header["sections"].items()]
+    pieces = frame({k: v for k, v in header.items() if k not in ("sections", "payload_length", "payload_crc32")},
+                   sections)
+    import struct
+    import zlib
+
+    from nbtext.store.container import PREFIX
+
+    hlen = struct.unpack_from("<Q", pieces[0], 12)[0]
+    table = json.loads(pieces[0][PREFIX.size:PREFIX.size + hlen])
+    table["sections"][name] = entry
+    raw = json.dumps(table, sort_keys=True).encode()
+    assert len(raw) <= hlen  # (the same padding: the payload stays where it was)
+    raw += b" " * (hlen - len(raw))
+    pieces[0] = pieces[0][:12] + struct.pack("<QI", hlen, zlib.crc32(raw)) + raw \
+        + pieces[0][PREFIX.size + hlen:]
+    model_path.write_bytes(b"".join(pieces))
+    for args in (("info", "-m", model_path),
+                 ("predict", "-m", model_path, "--input-format", "tsv", FIXTURES / "format5-sparse.tsv"),
+                 ("classify", "-m", model_path, FIXTURES / "format5-sparse.tsv")):
+        r = run(*args)
+        assert r.exit_code == 1 and r.stderr.startswith(f"nbtext: error: {model_path}: corrupt model file (")
+        assert "the layer's sections are missing" in r.stderr

@@ -69,6 +69,9 @@ def meta(d: dict) -> tuple:
 # and their sums over at most 2**40 tokens (below 1e15); a model's scores stay below 1e107,
 # where nbtext.nb.decision's calibration map is finite (NaN came of a stored Infinity).
 MAX_SCORE = 1e100
+# A decision layer's weight at most this in size: the file stores them as float32 (finite below
+# 3.4e38), so that a weight a dump brings is one its model file can hold and read back.
+MAX_WEIGHT = 1e38
 
 
 def _object(d: dict, key: str) -> dict:
@@ -269,7 +272,7 @@ def layer_header(header: dict, k: int, n_tokens: int) -> dict | None:
     layer_fields(d, k)
     j = 1 if k == 2 else k
     sections = header["sections"]
-    if not all(name in sections for name in LAYER_SECTIONS):
+    if not all(isinstance(sections.get(name), dict) for name in LAYER_SECTIONS):
         raise ValueError("the layer's sections are missing")
     if sections["layer_ids"].get("dtype") not in ("<u4", "<u8") or sections["layer_weights"].get("dtype") != "<f4":
         raise ValueError("the layer's sections must be whole ids and float32 weights")
@@ -290,8 +293,8 @@ def layer_of(d: dict, ids, weights, n_tokens: int):
 
     if len(ids) and (ids[-1] >= n_tokens or ids[0] < 0 or (len(ids) > 1 and (ids[1:] <= ids[:-1]).any())):
         raise ValueError("the layer's tokens must be increasing ids of the vocabulary")
-    if not (np.abs(weights) <= MAX_SCORE).all():
-        raise ValueError(f"the layer's weights must be numbers from -{MAX_SCORE:g} to {MAX_SCORE:g}")
+    if not (np.abs(weights) <= MAX_WEIGHT).all():
+        raise ValueError(f"the layer's weights must be numbers from -{MAX_WEIGHT:g} to {MAX_WEIGHT:g}")
     return Layer(ids, weights, [float(x) for x in d["bias"]], [float(x) for x in d["den"]],
                  [float(x) for x in d["den_not"]], float(d["alpha"]), float(d["strength"]), d["min_count"])
 
@@ -307,7 +310,9 @@ def decode_layer(header: dict, payload: memoryview, k: int, n_tokens: int):
     if d is None:
         return None
     ids = np.asarray(section(header, payload, "layer_ids")).astype(np.int64)
-    weights = np.asarray(section(header, payload, "layer_weights"), dtype=np.float64).reshape(len(ids), -1)
+    # (the shape layer_header checked: -1 is no width where the layer weighs no token)
+    weights = np.asarray(section(header, payload, "layer_weights"), dtype=np.float64).reshape(
+        header["sections"]["layer_weights"]["shape"])
     return layer_of(d, ids, weights, n_tokens)
 
 

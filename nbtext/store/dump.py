@@ -143,7 +143,7 @@ def import_lines(lines: Iterable[str], source: str):
         counts.last_seen[:] = counts.today  # (a dump holds no days: its tokens are counted as of the import)
         model = Model(tokenizer, settings, Vocabulary(tokens), counts, decision, ledger,
                       layer=_layer_of(settings_line.get("layer"), k, len(tokens)))
-    except (KeyError, TypeError, ValueError, StopIteration, RecursionError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError, StopIteration, RecursionError) as e:
         raise NbtextError(f"{source}: malformed dump ({e.__class__.__name__}: {e})") from None
     except NbtextError as e:
         if str(e).startswith(source):
