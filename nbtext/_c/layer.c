@@ -287,7 +287,7 @@ PyObject *kernel_layer_scores(PyObject *self, PyObject *args)
                 size_t from, to;
                 if (tb >= 0 && (size_t)tb < tokens && span_of(recs + (size_t)tb * 4, s_nnz, &from, &to)) {
                     KI_PREFETCH((const char *)classes.buf + from * csz);
-                    for (size_t o = 2 * from; o < 2 * to + 8; o += 8)  /* (the pairs' lines, and the last) */
+                    for (size_t o = 2 * from; to > from && o < 2 * to + 8; o += 8)  /* (the pairs' lines, and the last) */
                         KI_PREFETCH(pairs + (o < 2 * to ? o : 2 * to - 1));
                     double row = recs[(size_t)tb * 4 + 1];
                     if (row >= 0 && row < (double)m)
