@@ -124,6 +124,18 @@ def predicts_as_recorded(run, model, lines, recorded) -> int:
     return len(got)
 
 
+# The day this worker started: new counts mark their tokens last seen on it, so two models
+# trained a moment apart are the same bytes even when midnight (UTC) falls between them.
+_TODAY = __import__("nbtext.nb.counts", fromlist=["today"]).today()
+
+
+@pytest.fixture(autouse=True)
+def _one_day(monkeypatch):
+    from nbtext.nb import counts
+
+    monkeypatch.setattr(counts, "today", lambda: _TODAY)
+
+
 @pytest.fixture(scope="session")
 def sample_model(tmp_path_factory):
     """A model trained on the bundled sample through the real CLI with default options, once

@@ -47,6 +47,12 @@ def day_of(seconds: float) -> int:
     return min(max(int(seconds // 86400), 0), 2**16 - 1)
 
 
+def today() -> int:
+    """The UTC day now, as new counts mark their tokens last seen (the test suite pins it: two
+    models trained a moment apart across midnight are otherwise a day apart)."""
+    return day_of(time.time())
+
+
 def room(held: int, k: int, tokens: int) -> None:
     """Refuse counts that would hold ``held`` numbers (of ``k`` classes and ``tokens`` tokens)
     beyond MAX_NUMBERS."""
@@ -131,7 +137,7 @@ class Counts:
         # pruning by age reads. Added counts stamp their tokens with ``today`` (set it to count
         # as of another day); taking documents out leaves it; merge keeps the later day.
         self._ls = np.zeros(n_features, dtype=np.uint16)
-        self.today = day_of(time.time())
+        self.today = today()
         self.width = n_features
         self.version = 0  # bumped by every change: estimators cache what they derive by it
 
