@@ -1029,6 +1029,26 @@ FUZZ = textwrap.dedent('''
                                     np.empty(m, np.int64), bytearray())
         except ValueError:
             pass
+        try:  # (the decision layer's pass by token over a model, predict's: parity in test_layer, only safety here)
+            nnz, t, s_nnz, nk, nj, m = (rng.randrange(12), rng.randrange(1, 5), rng.randrange(10), rng.randrange(1, 4),
+                                        rng.randrange(1, 3), rng.randrange(3))
+            starts = [rng.randrange(-2, nnz + 3) for _ in range(rng.randrange(5))]
+            if rng.random() < 0.6:  # (rows that pass the starts' check, so that the pass runs)
+                starts = [0, *sorted(rng.randrange(nnz + 1) for _ in range(rng.randrange(4))), nnz]
+            s_starts = [rng.randrange(-1, s_nnz + 2) for _ in range(t + 1)]
+            r = max(len(starts) - 1, 0)
+            k.layer_scores(np.array([rng.choice([1.0, 2.0, 300.0, 0.5]) for _ in range(nnz)]), np.ones(nnz),
+                           np.array([rng.choice([-1, t]) if rng.random() < 0.05 else rng.randrange(t) for _ in range(nnz)],
+                                    dtype=rng.choice([np.int32, np.int64])),
+                           np.array(starts, dtype=np.int64),
+                           np.array(s_starts if rng.random() < 0.3 else sorted(s_starts), dtype=np.int64),
+                           np.array([rng.randrange(nk + (rng.random() < 0.1)) for _ in range(s_nnz)],
+                                    dtype=rng.choice([np.uint8, np.uint16, np.uint32])),
+                           np.ones(s_nnz), np.ones(s_nnz + rng.choice([0, 0, 0, 1])),
+                           np.array([[0.5, rng.choice([-2.0, -1.0, 0.0, 1.0, 0.5, float(m), 1e300])] for _ in range(t)]),
+                           np.ones((max(m, 1), nj)), np.zeros((r, nk)), np.zeros((r, nk)), np.zeros((r, 3)), np.zeros((r, nj)))
+        except ValueError:
+            pass
         try:  # (a message's sums over cached weights, the daemon's: parity in test_serve, only safety here)
             nv, nk, m = rng.randrange(5), rng.choice([0, 1, 2, 2, 3]), rng.randrange(6)
             xi = k.KeyIndex(3, 4)

@@ -6,6 +6,7 @@ import json
 import math
 import re
 import shutil
+from functools import partial
 
 import numpy as np
 import pytest
@@ -133,6 +134,66 @@ def test_the_kernels_one_pass_scores_as_numpys_products(run, tmp_path):
         by_numpy = model.log_proba(X)
     np.testing.assert_allclose(by_kernel, by_numpy, rtol=0, atol=1e-12)
     assert np.abs(by_kernel[:-2] - by_kernel[-1]).max() > 1.0
+
+
+def test_the_kernels_pass_scores_many_blocks_and_any_column_order_as_numpy(run, tmp_path):
+    """The kernel's pass takes the rows a block of entries at a time, each block's entries token
+    by token (nbtext/_c/bytoken.c): rows past the first block score exactly as the same rows
+    alone (a row's sums add its entries in its own order whatever the blocks), and rows whose
+    columns fall instead of rising (not nbtext's, a library caller's) as numpy's products."""
+    from test_kernel import compiled
+
+    compiled()
+    topics = three_topics(tmp_path)
+    assert run("train", topics, "-q", "-o", tmp_path / "topics.nbm").exit_code == 0
+    model = store.load(str(tmp_path / "topics.nbm"))
+    datas = [f.read_bytes() for label in ("games", "mail", "science") for f in sorted((topics / label).iterdir())[:10]]
+    X = Rows.of(model.matrix([model.tokenizer(d) for d in datas]))
+    times = (1 << 18) // len(X.data) + 2  # (past one block of the kernel's, bytoken.c's BLOCK_ENTRIES)
+    lengths = np.diff(X.indptr)
+    many = Rows(np.tile(X.data, times), np.tile(X.indices, times),
+                np.concatenate([[0], np.cumsum(np.tile(lengths, times))]), X.shape[1])
+    falling = Rows(np.concatenate([X.data[s:e][::-1] for s, e in zip(X.indptr[:-1], X.indptr[1:])]),
+                   np.concatenate([X.indices[s:e][::-1] for s, e in zip(X.indptr[:-1], X.indptr[1:])]),
+                   X.indptr, X.shape[1])
+    with implementation("c"):
+        assert model.layer.joint(model.estimator.linear(), many, model.counts) is not None
+        alone, by_blocks, by_kernel = (model.log_proba(R) for R in (X, many, falling))
+    with implementation("python"):
+        model.layer._sums = None
+        by_numpy = model.log_proba(falling)
+    assert np.array_equal(by_blocks, np.tile(alone, (times, 1)))
+    np.testing.assert_allclose(by_kernel, by_numpy, rtol=0, atol=1e-12)
+
+
+def test_the_kernels_pass_refuses_indices_out_of_range():
+    """layer_scores reads a model's arrays (a file's: checked on load, not trusted here) at the
+    documents' columns: a column past the tokens, a token's nonzeros falling or past their end,
+    a class past the classes and a weight row past rw are refused (False: predict's ValueError),
+    arrays of the wrong sizes raise, and nothing out of range is read (the fuzzing build)."""
+    from test_kernel import compiled
+
+    kernel = compiled()
+    f64 = partial(np.array, dtype=np.float64)
+    good = dict(data=f64([1, 2, 1]), x=f64([1, 2, 1]), indices=np.array([0, 1, 1], dtype=np.int32),
+                indptr=np.array([0, 2, 3]), s_indptr=np.array([0, 2, 3]), classes=np.array([0, 1, 1], dtype=np.uint8),
+                D=f64([0.5, -0.5, 0.25]), rest=f64([0.1, 0.2, 0.3]), tokens=f64([[-1.0, 0], [-2.0, 1]]),
+                rw=f64([[0.5], [-0.5]]))
+
+    def call(**change):
+        a = {**good, **change}
+        n = len(a["indptr"]) - 1
+        return kernel.layer_scores(*a.values(), np.zeros((n, 2)), np.zeros((n, 2)), np.zeros((n, 3)), np.zeros((n, 1)))
+
+    assert call() is True
+    for change in (dict(indices=np.array([0, 1, 2], dtype=np.int32)), dict(s_indptr=np.array([0, 2, 1])),
+                   dict(s_indptr=np.array([0, 2, 4])), dict(classes=np.array([0, 2, 1], dtype=np.uint8)),
+                   dict(tokens=f64([[-1.0, 0], [-2.0, 2]])), dict(tokens=f64([[-1.0, 0.5], [-2.0, 1]]))):
+        assert call(**change) is False, change
+    for change in (dict(x=f64([1, 2])), dict(rest=f64([0.1, 0.2])), dict(s_indptr=np.array([0, 2, 3, 3])),
+                   dict(tokens=f64([-1.0, 0, -2.0]))):
+        with pytest.raises(ValueError, match="wrong sizes"):
+            call(**change)
 
 
 def test_no_layer_is_the_calibrated_model_alone(run, tmp_path):

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "bits.h"
+#include "bytoken.h"
 #include "ints.h"
 #include "layer.h"
 #include "overlap.h"
@@ -172,82 +173,190 @@ done:
 
 /* -- many documents' scores (nb.layer.Layer.joint) ----------------------------------------------
  *
- * layer_scores(data, x, indices, indptr, tokens, classes, pairs, rw, nb, sq, sums, dots) -> bool:
- * the documents' rows (float64 counts ``data`` and NB's feature values ``x`` of the same entries;
- * int32 or int64 columns; int64 starts) against the model's nonzeros held by token, in one pass
- * over each row's entries that reads each token's nonzeros once for NB and the layer:
- *   tokens   float64 tokens x 4, a record a token: its g, its code (-2: left out of the layer,
- *            -1: in it and weighing 0, else its row of rw), the start and end of its nonzeros;
- *   classes  the nonzeros' classes (1, 2 or 4 bytes), K = nb's columns;
- *   pairs    float64 nonzeros x 2: NB's weight difference (nb.sparse's D) and the layer's rest;
+ * layer_scores(data, x, indices, indptr, s_indptr, classes, D, rest, tokens, rw, nb, sq, sums, dots)
+ * -> bool: the documents' rows (float64 counts ``data`` and NB's feature values ``x`` of the same
+ * entries; int32 or int64 columns; int64 starts) against the model's nonzeros held by token
+ * (s_indptr: int64 a token's start, classes: 1, 2 or 4 bytes, K = nb's columns), each token's
+ * nonzeros read once for NB and the layer:
+ *   D, rest  float64 at the nonzeros: NB's weight difference (nb.sparse's D), the layer's rest;
+ *   tokens   float64 tokens x 2, a record a token: its g and its code (-2: left out of the layer,
+ *            -1: in it and weighing 0, else its row of rw);
  *   nb    += x_e D                 NB's product, in sums_product's order (the same bits);
  *   sq    += a_e^2 rest            the layer's ||A r_c||^2 at the nonzeros;
  *   sums  += a_e^2 (1, g, g g)     its three per-token sums (1: a token in the layer);
  *   dots  += a_e rw[code]          A r_c . w_c (rw: rows x J, J = dots' columns),
  * a_e = 1 + log(data_e), the sublinear tf. Outputs zeroed by the caller, rows x K, x K, x 3, x J.
- * A token's record is one read, and its nonzeros' two values are side by side: the pass's time
- * is its random reads of the model. Every index is checked as it is read; False, with the
- * outputs partly written, where one is out of range. */
+ * The rows are taken a block at a time, token by token (bytoken.h): a token's record, nonzeros
+ * and row of rw are read once for the block's entries of it. Every index is checked as it is
+ * read; False, with the outputs partly written, where one is out of range. */
+
+typedef struct {
+    const double *counts, *x, *D, *rest, *recs, *rw;
+    Ints cols, classes;
+    const int64_t *indptr, *s_indptr;
+    size_t rows, tokens, s_nnz, K, m, J;
+    double *nb, *sq, *sums, *dots;
+} Scores;
 
 /* nb[c] += v D[j] and sq[c] += a2 rest[j] over a token's nonzeros j in [from, to), c its classes;
- * 0 where a class is not below K. Classes of one byte (up to 256) read as such: the loop that
- * most of the time goes to. */
-static inline int add_nonzeros(Ints classes, size_t from, size_t to, size_t K, double v, const double *pairs,
-                               double a2, double *nb, double *sq)
+ * 0 where a class is not below K. A token of every class (K nonzeros, classes 0 to K-1: the
+ * classes rise within a token) is added class by class without the classes' indirection: the
+ * loop that most of the time goes to. */
+static inline int add_nonzeros(const Scores *s, size_t from, size_t to, double v, double a2, double *restrict nb,
+                               double *restrict sq)
 {
-    if (classes.size == 1) {
-        const uint8_t *cl = classes.buf;
-        for (size_t j = from; j < to; j++) {
-            size_t c = cl[j];
-            if (c >= K)
-                return 0;
-            nb[c] += v * pairs[2 * j];
-            sq[c] += a2 * pairs[2 * j + 1];
+    const double *restrict D = s->D + from, *restrict rest = s->rest + from;
+    size_t K = s->K, n = to - from;
+    if (s->classes.size == 1) {
+        const uint8_t *cl = (const uint8_t *)s->classes.buf + from;
+        if (n == K && (K == 0 || cl[K - 1] == K - 1) && cl[0] == 0) {
+            size_t bad = 0;
+            for (size_t c = 0; c < K; c++)
+                bad |= cl[c] ^ c;
+            if (!bad) {
+                for (size_t c = 0; c < K; c++) {
+                    nb[c] += v * D[c];
+                    sq[c] += a2 * rest[c];
+                }
+                return 1;
+            }
         }
-        return 1;
     }
-    for (size_t j = from; j < to; j++) {
-        size_t c = (size_t)int_at(classes, j);
+    for (size_t j = 0; j < n; j++) {
+        size_t c = (size_t)int_at(s->classes, from + j);
         if (c >= K)
             return 0;
-        nb[c] += v * pairs[2 * j];
-        sq[c] += a2 * pairs[2 * j + 1];
+        nb[c] += v * D[j];
+        sq[c] += a2 * rest[j];
     }
     return 1;
 }
 
 enum { TF_TABLE = 256 };  /* counts below this take their sublinear tf from a table */
 
-/* A record's span of nonzeros, checked: 0 where it is not whole numbers 0 <= from <= to <= n. */
-static inline int span_of(const double *rec, size_t n, size_t *from, size_t *to)
+/* Token t's span of nonzeros, checked: 0 where it is not 0 <= from <= to <= s_nnz. */
+static inline int span_of(const Scores *s, size_t t, size_t *from, size_t *to)
 {
-    double f = rec[2], t = rec[3];  /* (whole numbers: compared with their casts, not floor's calls) */
-    if (!(f >= 0 && f <= t && t <= (double)n) || f != (double)(size_t)f || t != (double)(size_t)t)
+    int64_t f = s->s_indptr[t], e = s->s_indptr[t + 1];
+    if (f < 0 || e < f || (uint64_t)e > s->s_nnz)
         return 0;
-    *from = (size_t)f, *to = (size_t)t;
+    *from = (size_t)f, *to = (size_t)e;
     return 1;
+}
+
+/* Hints for what an entry reads (addresses checked as they are read; here not in a function of
+ * hints alone, which GCC drops the calls of): a token's start and record, then its nonzeros and
+ * row of rw once the start is in. */
+static inline void fetch_spans(const Scores *s, size_t t)
+{
+    size_t pf, pt;
+    if (!span_of(s, t, &pf, &pt) || pt == pf)
+        return;
+    KI_PREFETCH((const char *)s->classes.buf + pf * s->classes.size);
+    for (size_t o = pf; o < pt + 8; o += 8) {  /* (the values' lines, and the last) */
+        KI_PREFETCH(s->D + (o < pt ? o : pt - 1));
+        KI_PREFETCH(s->rest + (o < pt ? o : pt - 1));
+    }
+    double row = s->recs[2 * t + 1];
+    if (row >= 0 && row < (double)s->m)
+        for (size_t o = 0; o < s->J + 8; o += 8)
+            KI_PREFETCH(s->rw + (size_t)row * s->J + (o < s->J ? o : s->J - 1));
+}
+
+/* The scores of a block of rows from r0 (order: its n entries in token order): 1; 0 where an
+ * index is out of range. */
+static int block_scores(const Scores *s, const ByToken *order, size_t r0, size_t n, const double *tf)
+{
+    const uint64_t *keys = order->keys;
+    size_t first = (size_t)s->indptr[r0], at = SIZE_MAX, from = 0, to = 0, J = s->J;
+    double g = 0.0, code = -2.0;
+    const double *w = NULL;
+    for (size_t q = 0; q < n; q++) {
+        if (q + 16 < n) {  /* (the block's entry values are random reads too, of a cache's size) */
+            size_t ta = by_token_column(order, keys[q + 16]), pa = by_token_place(order, keys[q + 16]);
+            KI_PREFETCH(s->s_indptr + ta);
+            KI_PREFETCH(s->recs + 2 * ta);
+            KI_PREFETCH(s->counts + first + pa);
+            KI_PREFETCH(s->x + first + pa);
+            KI_PREFETCH(order->row_of + pa);
+        }
+        if (q + 8 < n) {
+            size_t tb = by_token_column(order, keys[q + 8]);
+            if (tb != at)
+                fetch_spans(s, tb);
+        }
+        size_t t = by_token_column(order, keys[q]), p = by_token_place(order, keys[q]);
+        if (t != at) {  /* (a token's record, span and row of rw: once for its run of entries) */
+            if (!span_of(s, t, &from, &to))
+                return 0;
+            at = t, g = s->recs[2 * t], code = s->recs[2 * t + 1], w = NULL;
+            if (code >= 0) {
+                if (!(code < (double)s->m) || code != (double)(size_t)code)
+                    return 0;
+                w = s->rw + (size_t)code * J;
+            }
+        }
+        size_t i = first + p, r = r0 + order->row_of[p];
+        double cnt = s->counts[i];
+        double a = cnt >= 1 && cnt < TF_TABLE && cnt == (double)(size_t)cnt ? tf[(size_t)cnt] : log(cnt) + 1.0;
+        double a2 = a * a;
+        if (!add_nonzeros(s, from, to, s->x[i], a2, s->nb + r * s->K, s->sq + r * s->K))
+            return 0;
+        if (code < -1)
+            continue;
+        double *sums = s->sums + r * 3;
+        sums[0] += a2;
+        sums[1] += a2 * g;
+        sums[2] += a2 * (g * g);
+        if (w) {
+            double *dots = s->dots + r * J;
+            for (size_t j = 0; j < J; j++)
+                dots[j] += a * w[j];
+        }
+    }
+    return 1;
+}
+
+/* layer_scores's pass over every row, a block at a time: 1; 0 where an index is out of range;
+ * -1 out of memory. Runs without the GIL. */
+static int scores_pass(const Scores *s)
+{
+    /* 1 + log(n) of the small whole counts that most entries hold, made once: log's own values */
+    double tf[TF_TABLE];
+    for (size_t n = 1; n < TF_TABLE; n++)
+        tf[n] = log((double)n) + 1.0;
+    ByToken order = {0};
+    int ok = 1;
+    for (size_t r0 = 0, r1, n; r0 < s->rows && ok == 1; r0 = r1) {
+        ok = by_token_next(&order, s->cols, s->indptr, r0, s->rows, s->tokens, &r1, &n);
+        if (ok == 1)
+            ok = block_scores(s, &order, r0, n, tf);
+    }
+    by_token_free(&order);
+    return ok;
 }
 
 PyObject *kernel_layer_scores(PyObject *self, PyObject *args)
 {
-    Py_buffer dv = {0}, xv = {0}, iv = {0}, pv = {0}, tv = {0}, cv = {0}, av = {0}, wv = {0}, nbv = {0}, sqv = {0},
-              suv = {0}, dov = {0};
+    Py_buffer dv = {0}, xv = {0}, iv = {0}, pv = {0}, spv = {0}, cv = {0}, Dv = {0}, rv = {0}, tv = {0}, wv = {0},
+              nbv = {0}, sqv = {0}, suv = {0}, dov = {0};
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*w*w*w*w*:layer_scores", &dv, &xv, &iv, &pv, &tv, &cv, &av, &wv,
-                          &nbv, &sqv, &suv, &dov))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*w*w*w*w*:layer_scores", &dv, &xv, &iv, &pv, &spv, &cv, &Dv, &rv,
+                          &tv, &wv, &nbv, &sqv, &suv, &dov))
         return NULL;
-    Py_buffer *views[] = {&dv, &xv, &iv, &pv, &tv, &cv, &av, &wv, &nbv, &sqv, &suv, &dov};
+    Py_buffer *views[] = {&dv, &xv, &iv, &pv, &spv, &cv, &Dv, &rv, &tv, &wv, &nbv, &sqv, &suv, &dov};
     if (buffers_overlap((Py_buffer *[]){&nbv, &sqv, &suv, &dov}, 4,
-                        (Py_buffer *[]){&dv, &xv, &iv, &pv, &tv, &cv, &av, &wv}, 8)) {
+                        (Py_buffer *[]){&dv, &xv, &iv, &pv, &spv, &cv, &Dv, &rv, &tv, &wv}, 10)) {
         PyErr_SetString(PyExc_ValueError, "layer_scores: an output overlaps an input or another output");
         goto done;
     }
     size_t rows = (size_t)pv.len / sizeof(int64_t), nnz = (size_t)dv.len / sizeof(double);
-    size_t tokens = (size_t)tv.len / (4 * sizeof(double)), s_nnz = (size_t)av.len / (2 * sizeof(double));
+    size_t tokens = (size_t)tv.len / (2 * sizeof(double)), s_nnz = (size_t)Dv.len / sizeof(double);
     size_t isz = nnz ? (size_t)iv.len / nnz : 8, csz = s_nnz ? (size_t)cv.len / s_nnz : 1;
     if (!rows-- || pv.len % sizeof(int64_t) || dv.len % sizeof(double) || xv.len != dv.len
-        || tv.len % (4 * sizeof(double)) || av.len % (2 * sizeof(double)) || (isz != 4 && isz != 8)
-        || (size_t)iv.len != isz * nnz || (csz != 1 && csz != 2 && csz != 4) || (size_t)cv.len != csz * s_nnz
+        || tv.len % (2 * sizeof(double)) || (size_t)spv.len != (tokens + 1) * sizeof(int64_t)
+        || Dv.len % sizeof(double) || rv.len != Dv.len || (isz != 4 && isz != 8) || (size_t)iv.len != isz * nnz
+        || (csz != 1 && csz != 2 && csz != 4) || (size_t)cv.len != csz * s_nnz
         || !rows != !nbv.len || (rows && (nbv.len % (rows * sizeof(double)) || dov.len % (rows * sizeof(double))))
         || sqv.len != nbv.len || (size_t)suv.len != rows * 3 * sizeof(double)) {
         PyErr_SetString(PyExc_ValueError, "layer_scores: arrays of the wrong sizes");
@@ -260,69 +369,17 @@ PyObject *kernel_layer_scores(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "layer_scores: arrays of the wrong sizes");
         goto done;
     }
-    const int64_t *indptr = pv.buf;
-    const double *counts = dv.buf, *x = xv.buf, *recs = tv.buf, *pairs = av.buf, *rw = wv.buf;
-    double *nb = nbv.buf, *sq = sqv.buf, *sums = suv.buf, *dots = dov.buf;
-    Ints cols = {iv.buf, isz}, classes = {cv.buf, csz};
-    int ok = starts_ok(indptr, rows, nnz);
+    Scores s = {dv.buf, xv.buf, Dv.buf, rv.buf, tv.buf, wv.buf, {iv.buf, isz}, {cv.buf, csz}, pv.buf, spv.buf,
+                rows, tokens, s_nnz, K, m, J, nbv.buf, sqv.buf, suv.buf, dov.buf};
+    int ok = starts_ok(s.indptr, rows, nnz);
     Py_BEGIN_ALLOW_THREADS
-    /* 1 + log(n) of the small whole counts that most entries hold, made once: log's own values */
-    double tf[TF_TABLE];
-    for (size_t n = 1; n < TF_TABLE; n++)
-        tf[n] = log((double)n) + 1.0;
-    for (size_t r = 0; r < rows && ok; r++) {
-        double *nb_r = nb + r * K, *sq_r = sq + r * K, *sums_r = sums + r * 3, *dots_r = dots + r * J;
-        for (size_t i = (size_t)indptr[r]; i < (size_t)indptr[r + 1] && ok; i++) {
-            /* What an entry reads, fetched ahead as hints (each address is checked where it is
-             * read): the token's record 16 entries on, its nonzeros and rw's row 8 on. (Here and
-             * not in a function: GCC takes a function of hints alone for one without effects,
-             * and drops its calls.) */
-            if (i + 16 < nnz) {
-                int64_t ta = int_at(cols, i + 16);
-                if (ta >= 0 && (size_t)ta < tokens)
-                    KI_PREFETCH(recs + (size_t)ta * 4);
-            }
-            if (i + 8 < nnz) {
-                int64_t tb = int_at(cols, i + 8);
-                size_t from, to;
-                if (tb >= 0 && (size_t)tb < tokens && span_of(recs + (size_t)tb * 4, s_nnz, &from, &to)) {
-                    KI_PREFETCH((const char *)classes.buf + from * csz);
-                    for (size_t o = 2 * from; to > from && o < 2 * to + 8; o += 8)  /* (the pairs' lines, and the last) */
-                        KI_PREFETCH(pairs + (o < 2 * to ? o : 2 * to - 1));
-                    double row = recs[(size_t)tb * 4 + 1];
-                    if (row >= 0 && row < (double)m)
-                        for (size_t o = 0; o < J + 8; o += 8)
-                            KI_PREFETCH(rw + (size_t)row * J + (o < J ? o : J - 1));
-                }
-            }
-            int64_t t = int_at(cols, i);
-            size_t from, to;
-            if (t < 0 || (size_t)t >= tokens || !span_of(recs + (size_t)t * 4, s_nnz, &from, &to)) {
-                ok = 0;
-                break;
-            }
-            const double *rec = recs + (size_t)t * 4;
-            double n = counts[i], v = x[i], g = rec[0], code = rec[1];
-            double a = n >= 1 && n < TF_TABLE && n == (double)(size_t)n ? tf[(size_t)n] : log(n) + 1.0, a2 = a * a;
-            ok = add_nonzeros(classes, from, to, K, v, pairs, a2, nb_r, sq_r);
-            if (!ok || code < -1)
-                continue;
-            sums_r[0] += a2;
-            sums_r[1] += a2 * g;
-            sums_r[2] += a2 * (g * g);
-            if (code < 0)
-                continue;
-            if (!(code < (double)m) || code != (double)(size_t)code) {
-                ok = 0;
-                break;
-            }
-            const double *w = rw + (size_t)code * J;
-            for (size_t q = 0; q < J; q++)
-                dots_r[q] += a * w[q];
-        }
-    }
+    if (ok)
+        ok = scores_pass(&s);
     Py_END_ALLOW_THREADS
-    result = PyBool_FromLong(ok);
+    if (ok < 0)
+        PyErr_NoMemory();
+    else
+        result = PyBool_FromLong(ok);
 done:
     release_all(views, sizeof views / sizeof *views);
     return result;

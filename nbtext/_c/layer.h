@@ -9,7 +9,7 @@
  * -> documents kept (-1: an index out of range): a pass of solve_squared_hinge's dual coordinate
  * descent */
 PyObject *kernel_svm_pass(PyObject *self, PyObject *args);
-/* layer_scores(data, x, indices, indptr, tokens, classes, pairs, rw, nb, sq, sums, dots) -> bool:
+/* layer_scores(data, x, indices, indptr, s_indptr, classes, D, rest, tokens, rw, nb, sq, sums, dots) -> bool:
  * NB's product and the layer's sums of many documents in one pass */
 PyObject *kernel_layer_scores(PyObject *self, PyObject *args);
 

@@ -66,7 +66,7 @@ static PyMethodDef kernel_methods[] = {
      "svm_pass(order, data, indices, indptr, R, inv, Y, Qii, diag, W, b, alpha, hi_old, hi, lo, kept) -> int: "
      "a pass of nb.layer.solve_squared_hinge, the documents kept (-1: an index out of range)"},
     {"layer_scores", kernel_layer_scores, METH_VARARGS,
-     "layer_scores(data, x, indices, indptr, tokens, classes, pairs, rw, nb, sq, sums, dots) -> bool: "
+     "layer_scores(data, x, indices, indptr, s_indptr, classes, D, rest, tokens, rw, nb, sq, sums, dots) -> bool: "
      "nb.layer.Layer.joint's products in one pass"},
     {NULL, NULL, 0, NULL},
 };

@@ -26,7 +26,7 @@ def log_scored_batches(model: Model, docs: Iterable[Document], n_jobs: int = 1, 
     The weights are made here, before the workers are forked, so that they share one copy."""
     model.estimator.linear().prepare()  # (made once, in the parent: the workers' copy is the parent's pages)
     if model.layer is not None:
-        model.layer.prepare(model.counts, model.estimator.linear())
+        model.layer.prepare(model.counts)
 
     def score(_, batch: Batch):
         return batch if batches else None, model.log_proba(batch.onto(model.vocab, grow=False))

@@ -184,30 +184,27 @@ class Layer:
         linear.prepare()
         X = Rows.of(X)
         F = linear.features(X)
-        pairs = sums.pairs(linear.D)
-        if pairs is None or F.indices is not X.indices or F.indptr is not X.indptr:
+        indptr, classes, D = linear.D.arrays()
+        if indptr is not sums.indptr or classes is not sums.classes or F.indices is not X.indices \
+                or F.indptr is not X.indptr:
             return None
         n, k, J = X.shape[0], len(self.den), len(self.bias)
         nb, sq, S, dots = np.zeros((n, k)), np.zeros((n, k)), np.zeros((n, 3)), np.zeros((n, J))
         f64 = np.ascontiguousarray
         if not kernel.layer_scores(f64(X.data, dtype=np.float64), f64(F.data, dtype=np.float64), f64(X.indices),
-                                   f64(X.indptr, dtype=np.int64), sums.records, sums.classes, pairs,
-                                   sums.rw if len(sums.rw) else np.zeros((1, J)), nb, sq, S, dots):
+                                   f64(X.indptr, dtype=np.int64), indptr, classes, f64(D, dtype=np.float64),
+                                   sums.rest_values, sums.records, sums.rw if len(sums.rw) else np.zeros((1, J)),
+                                   nb, sq, S, dots):
             raise ValueError("layer_scores: a column, token span, class or row out of range")
         d = sums.finished(sq[:, self.modelled], S, dots, np.asarray(self.bias))
         return linear.completed(F, nb), self._decided(d, X.indptr)
 
-    def prepare(self, counts, linear=None) -> "_Sums":
-        """The per-token parts of d over ``counts`` (_Sums), made once per version of the counts,
-        and with NB's linear view ``linear``, the pairs of the kernel's pass (_Sums.pairs):
+    def prepare(self, counts) -> "_Sums":
+        """The per-token parts of d over ``counts`` (_Sums), made once per version of the counts:
         predict makes them before its workers fork, so that they share one copy."""
-        from .estimators import SparseLinear
-
         key = (id(counts), counts.version)
         if self._sums is None or self._sums[0] != key:
             self._sums = (key, _Sums(self, counts))
-        if isinstance(linear, SparseLinear):
-            self._sums[1].pairs(linear.D)
         return self._sums[1]
 
     def decisions(self, A, R, W):
@@ -237,10 +234,10 @@ class _Sums:
     with the counts' nonzeros alone (``rest_values``: one per nonzero of the counts, in their
     order, 0 at a token left out or a class not modelled; so the kernel reads a token's nonzeros
     once for NB's product and this one). A r_c . w_c needs the tokens of ``ids`` alone (``rw``).
-    ``records`` holds a token's parts in one row: g, its code (-2: left out, -1: in the layer and
-    weighing 0, else its row of rw), and the start and end of its nonzeros."""
+    ``records`` holds a token's parts in one row: g and its code (-2: left out, -1: in the layer
+    and weighing 0, else its row of rw); its nonzeros are the counts' (``indptr``)."""
 
-    BLOCK = 1 << 20  # the tokens whose nonzeros' ratios are made at once (bounded temporaries)
+    BLOCK = 1 << 16  # the tokens whose nonzeros' ratios are made at once (temporaries within a cache)
 
     def __init__(self, layer: Layer, counts):
         import numpy as np
@@ -257,8 +254,7 @@ class _Sums:
         code = np.full(width, -1.0)
         code[layer.ids] = np.arange(len(layer.ids))
         code[~kept] = -2.0
-        self.records = np.ascontiguousarray(np.stack([g, code, self.indptr[:-1], self.indptr[1:]], axis=1),
-                                           dtype=np.float64)
+        self.records = np.ascontiguousarray(np.stack([g, code], axis=1), dtype=np.float64)
         den, den_not = np.asarray(layer.den), np.asarray(layer.den_not)
         k_all = den_not - den
         self.k = k_all[J]
@@ -284,20 +280,6 @@ class _Sums:
             self.column[np.repeat(np.arange(width), np.diff(self.indptr))[ones]] = self.rest_values[ones]
         self.matrix = scipy_matrix(self.rest) if compiled() is None and self.column is None else None
         self.rw = np.ascontiguousarray(layer.ratios(token_rows(counts, layer.ids)) * layer.weights)
-        self._pairs = None  # (NB's D, (its values and rest_values side by side)): made by pairs()
-
-    def pairs(self, D):
-        """NB's weights held as differences at the counts' nonzeros (nb.estimators.SparseLinear's
-        D) and rest_values, side by side (nonzeros x 2), for the kernel's one pass; None where D
-        is not held at these nonzeros. Made once per D."""
-        import numpy as np
-
-        indptr, classes, values = D.arrays()
-        if indptr is not self.indptr or classes is not self.classes:
-            return None
-        if self._pairs is None or self._pairs[0] is not D:
-            self._pairs = (D, np.ascontiguousarray(np.stack([values, self.rest_values], axis=1)))
-        return self._pairs[1]
 
     def decision(self, A, b):
         """b + A r_c . w_c / ||A r_c|| per document and modelled class: A's rows (sublinear tf
