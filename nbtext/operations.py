@@ -7,7 +7,6 @@ still add and subtract exactly on it.
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from hashlib import blake2b
 
@@ -17,7 +16,8 @@ from .errors import NbtextError
 from .features.vocabulary import Vocabulary
 from .ledger import DIGEST_SIZE, Ledger
 from .model import Model
-from .nb.counts import UNKNOWN_DAY, Counts, day_of
+from .nb import counts as nb_counts
+from .nb.counts import UNKNOWN_DAY, Counts
 from .nb.decision import Decision
 from .read import Document
 from .record import Record
@@ -144,7 +144,7 @@ def prune(model: Model, rule: PruneRule, today: int | None = None) -> int:
     document's surviving tokens are still forgotten exactly."""
     if model.kind != "text":
         raise NbtextError("prune takes tokens out of text models; a table model has none")
-    today = day_of(time.time()) if today is None else today
+    today = nb_counts.today() if today is None else today  # (the day new counts mark their tokens with)
     keep = prune_keep(model.counts, rule, today)
     dropped = model.counts.width - len(keep)
     if dropped:

@@ -126,14 +126,14 @@ def predicts_as_recorded(run, model, lines, recorded) -> int:
 
 # The day this worker started: new counts mark their tokens last seen on it, so two models
 # trained a moment apart are the same bytes even when midnight (UTC) falls between them.
-_TODAY = __import__("nbtext.nb.counts", fromlist=["today"]).today()
+TODAY = __import__("nbtext.nb.counts", fromlist=["today"]).today()
 
 
 @pytest.fixture(autouse=True)
 def _one_day(monkeypatch):
     from nbtext.nb import counts
 
-    monkeypatch.setattr(counts, "today", lambda: _TODAY)
+    monkeypatch.setattr(counts, "today", lambda: TODAY)
 
 
 @pytest.fixture(scope="session")

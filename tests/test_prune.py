@@ -4,13 +4,11 @@ exactly as before, and learn and --forget stay exact on it."""
 import numpy as np
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, TODAY
 from nbtext import store
-from nbtext.nb.counts import day_of
 from nbtext.operations import PruneRule, prune, prune_keep
 
 FIXTURES = ROOT / "tests" / "fixtures"
-TODAY = day_of(__import__("time").time())
 
 
 def aged(path, old_share: int = 2, days_ago: int = 100):
@@ -41,6 +39,21 @@ def test_prune_takes_out_old_rare_tokens_and_counts_the_rest_as_before(run, samp
     want = {t: c for (t, c), drop in zip(token_counts(before).items(), old & rare) if not drop}
     assert token_counts(after) == want
     assert list(after.class_count) == list(before.class_count) and after.ledger == before.ledger
+
+
+def test_prune_counts_days_on_the_clock_that_marks_the_tokens(run, sample_copy, monkeypatch):
+    """prune's "today" is the day new counts mark their tokens last seen (nbtext.nb.counts.today,
+    one clock): a hundred days on, the sample's rare tokens are older than 90 days and go; on the
+    day they were counted, none is."""
+    from nbtext.nb import counts
+
+    assert run("prune", "-m", sample_copy, "--older-than", "90", "--dry-run").stderr.startswith("nbtext: would take out 0 ")
+    before = store.load(str(sample_copy))
+    monkeypatch.setattr(counts, "today", lambda: TODAY + 100)
+    r = run("prune", "-m", sample_copy, "--older-than", "90")
+    assert r.exit_code == 0, r.stderr
+    rare = int((before.counts.token_totals() <= 1).sum())
+    assert rare > 0 and r.stderr.startswith(f"nbtext: took out {rare:,} of {len(before.vocab):,} tokens")
 
 
 def test_learn_and_forget_stay_exact_on_a_pruned_model(run, sample_copy, tmp_path):
