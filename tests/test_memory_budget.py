@@ -101,6 +101,28 @@ def test_a_pruned_model_keeps_no_token_in_its_last_thresholds_documents_or_fewer
     assert model.counts.doc_freq.min() > p["threshold"]
 
 
+def test_a_pruning_counts_its_threshold_from_document_frequencies_held_as_floats(monkeypatch):
+    """After a first pruning the counts hold their document frequencies as float64: the next
+    pruning's threshold is still counted by value (a partition of millions of nearly all equal
+    floats is seconds of train's serial path), the same number as the partition's; fractions,
+    never a pruning's, are partitioned."""
+    from nbtext.batch import train
+
+    rng = np.random.default_rng(5)
+    frequencies = [rng.integers(0, 40, 5_000), np.minimum(rng.zipf(1.5, 5_000), 10**4), np.ones(7)]
+    cases = [(a.astype(dtype), n) for a in frequencies for dtype in (np.int32, np.float64)
+             for n in (0, len(a) // 2, len(a) - 1)]
+    expected = [np.partition(a, n)[n] for a, n in cases]
+    fractions = np.array([0.5, 2.0, 1.25, 3.0])
+
+    def refused(*args, **kwargs):
+        raise AssertionError("partitioned")
+    monkeypatch.setattr(train.np, "partition", refused)
+    assert [train._nth_smallest(a, n) for a, n in cases] == expected
+    with pytest.raises(AssertionError, match="partitioned"):
+        train._nth_smallest(fractions, 1)
+
+
 PEAK = """
 import sys, tracemalloc
 sys.path.insert(0, {tests!r})

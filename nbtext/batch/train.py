@@ -297,9 +297,12 @@ class Reduction:
 
 def _nth_smallest(a: np.ndarray, n: int):
     """np.partition(a, n)[n]: of whole numbers from 0 (document frequencies), counted by value,
-    not partitioned: a pass over ``a`` and one over its values, at every pruning."""
-    if a.dtype.kind in "iu" and len(a) and a.min() >= 0:
-        return np.searchsorted(np.cumsum(np.bincount(a)), n, side="right")
+    not partitioned: a pass over ``a`` and one over its values, at every pruning. Whole numbers
+    held as floats too (a pruning's counts keep theirs as float64: Counts.columns), which a
+    partition of nearly all equal values (most tokens are in one document) is slow on."""
+    whole = a if a.dtype.kind in "iu" else a.astype(np.int64) if a.dtype.kind == "f" else None
+    if whole is not None and len(a) and whole.min() >= 0 and (whole is a or np.array_equal(whole, a)):
+        return np.searchsorted(np.cumsum(np.bincount(whole)), n, side="right")
     return np.partition(a, n)[n]
 
 
