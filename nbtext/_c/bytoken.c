@@ -3,10 +3,11 @@
  * A product of documents with a model held by token reads, for each entry, its token's values:
  * random reads of arrays larger than the caches, which the product waits on. A block of rows'
  * entries sorted by column reads each token's values once for all the block's entries of it, in
- * rising addresses, while the block's rows' sums stay in a core's cache (docs/bench.md: a chunk
- * of predict's lines holds each token 8 times). A row's entries are visited in the order of
- * their columns, and equal columns in their order: a row's sums add its entries in its own
- * order where its columns rise (as nbtext's rows hold them): the same bits as row by row. */
+ * rising addresses, while the block's rows' sums stay near the core (a chunk of documents holds
+ * most of its tokens several times: docs/bench.md has the figures). A row's entries are visited
+ * in the order of their columns, and equal columns in their order: a row's sums add its entries
+ * in its own order where its columns rise (as nbtext's rows hold them): the same bits as row by
+ * row. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -14,8 +15,8 @@
 #include "bytoken.h"
 #include "radix.h"
 
-/* A block's entries at most, unless one row holds more: its rows' sums (a few hundred numbers a
- * row) and the keys stay within a core's cache */
+/* A block's entries at most, unless one row holds more: a larger block reads a token fewer
+ * times, a smaller one keeps its keys and its rows' sums nearer the core (docs/bench.md) */
 enum { BLOCK_ENTRIES = 1 << 18 };
 
 static int reserve(ByToken *b, size_t n)
