@@ -209,7 +209,7 @@ static inline int add_nonzeros(const Scores *s, size_t from, size_t to, double v
     size_t K = s->K, n = to - from;
     if (s->classes.size == 1) {
         const uint8_t *cl = (const uint8_t *)s->classes.buf + from;
-        if (n == K && (K == 0 || cl[K - 1] == K - 1) && cl[0] == 0) {
+        if (n == K) {  /* (every class, if the classes are 0 to K-1 in turn) */
             size_t bad = 0;
             for (size_t c = 0; c < K; c++)
                 bad |= cl[c] ^ c;
