@@ -679,8 +679,9 @@ def write_predictions(out, model, output: PredictOutput, ids: list, batch, proba
     decided = model.decide_rows(proba)
     why = (explain_rows(model, batch, proba, [label for label, _ in decided], output.explain)
            if output.explain else None)
-    for i, (doc_id, (label, unsure_row), row, logs) in enumerate(zip(ids, decided, proba, log_proba)):
-        p = row[model.classes.index(label)]
+    classes = model.classes
+    for i, (doc_id, (label, unsure_row), row, logs) in enumerate(zip(ids, decided, proba.tolist(), log_proba)):
+        p = row[classes.index(label)]
         extra = {"unsure": True} if unsure_row else {}
         if why:
             extra["explain"] = rounded(why[i])

@@ -162,8 +162,10 @@ class Model:
         return self.verdicts(self.predict_proba(documents))
 
     def decide_rows(self, proba: np.ndarray) -> list[tuple[str, bool]]:
-        """(label, unsure) per row of posteriors: argmax, or the threshold for two classes."""
-        return [decide(self.classes, self.decision, row) for row in proba]
+        """(label, unsure) per row of posteriors: argmax, or the threshold for two classes (the
+        rows read as Python floats: numpy's elements taken one by one cost more than deciding)."""
+        classes, decision = self.classes, self.decision
+        return [decide(classes, decision, row) for row in np.asarray(proba).tolist()]
 
     def verdicts(self, proba: np.ndarray) -> list[str]:
         return [label for label, _ in self.decide_rows(proba)]

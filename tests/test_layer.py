@@ -136,6 +136,25 @@ def test_the_kernels_one_pass_scores_as_numpys_products(run, tmp_path):
     assert np.abs(by_kernel[:-2] - by_kernel[-1]).max() > 1.0
 
 
+def test_the_layers_parts_made_piece_by_piece_are_the_bits_made_at_once(run, tmp_path, monkeypatch):
+    """predict's per-token parts of the layer (rest at each nonzero, records, rw) are made a
+    piece of entries at a time (nb.sparse.PIECE): pieces of 3 entries, across tokens' ends,
+    give the bits of one piece of every entry."""
+    from nbtext.nb import sparse
+
+    topics = three_topics(tmp_path)
+    assert run("train", topics, "-q", "-o", tmp_path / "topics.nbm").exit_code == 0
+    made = {}
+    for piece in (3, 10**9):
+        monkeypatch.setattr(sparse, "PIECE", piece)
+        model = store.load(str(tmp_path / "topics.nbm"))
+        s = model.layer.prepare(model.counts)
+        made[piece] = s.rest_values, s.records, s.rw, model.estimator.linear().D.values
+    assert made[3][0].size and made[3][2].size
+    for a, b in zip(made[3], made[10**9]):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_the_kernels_pass_scores_many_blocks_and_any_column_order_as_numpy(run, tmp_path):
     """The kernel's pass takes the rows a block of entries at a time, each block's entries token
     by token (nbtext/_c/bytoken.c): rows past the first block score exactly as the same rows

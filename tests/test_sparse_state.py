@@ -13,6 +13,7 @@ from nbtext.errors import ModelFileError, NbtextError
 from nbtext.fastscore import FastScorer
 from nbtext.model import Model
 from nbtext.nb import counts as counts_module
+from nbtext.nb import sparse as sparse_module
 from nbtext.nb.counts import Counts
 from nbtext.nb.estimators import BernoulliNB, ComplementNB, MultinomialNB
 from nbtext.settings import ModelSettings, TokenizerSettings
@@ -52,6 +53,23 @@ def test_sparse_weights_are_the_dense_weights(monkeypatch, cls, params):
     for key, values in dense.summary().items():
         np.testing.assert_allclose(sparse.summary()[key], values, rtol=1e-9)
     assert (sparse.predict(T) == dense.predict(T)).all()
+
+
+@pytest.mark.parametrize("cls,params", VARIANTS, ids=lambda v: getattr(v, "__name__", None) or ",".join(v) or "-")
+def test_weights_made_piece_by_piece_are_the_bits_made_at_once(monkeypatch, cls, params):
+    """The sparse weights, their summary and the token totals are made a piece of entries at a
+    time (nb.sparse.PIECE, TokenSums.pieces): pieces of 3 entries, across tokens' ends, give
+    the bits one piece of every entry gives."""
+    X, y = corpus()
+    made = {}
+    for piece in (3, 10**9):
+        monkeypatch.setattr(sparse_module, "PIECE", piece)
+        est = cls(**params).fit(X, y)
+        assert est.counts_.sparse
+        made[piece] = est.linear().W, est.summary(), est.counts_.token_sums.token_totals()
+    np.testing.assert_array_equal(made[3][0], made[10**9][0])
+    assert made[3][1] == made[10**9][1]
+    np.testing.assert_array_equal(made[3][2], made[10**9][2])
 
 
 def test_learn_then_forget_gives_back_the_identical_sparse_state():
@@ -216,6 +234,14 @@ def test_classify_reads_a_tokens_sparse_row_and_agrees_with_predict(tmp_path, va
     assert store.encode(back) == path.read_bytes()
 
 
+def last_repeated(indptr, classes):
+    """The classes with the last token of two or more entries holding its first class twice."""
+    i = max(i for i in range(len(indptr) - 1) if indptr[i + 1] - indptr[i] >= 2)
+    out = list(classes)
+    out[indptr[i] + 1] = out[indptr[i]]
+    return out
+
+
 def repeated_class(indptr, classes):
     """The classes with a token of two or more entries holding its first class twice."""
     i = next(i for i in range(len(indptr) - 1) if indptr[i + 1] - indptr[i] >= 2)
@@ -229,15 +255,21 @@ def repeated_class(indptr, classes):
     (lambda p, c, v: (p, [3] + c[1:], v), "class past the classes"),
     (lambda p, c, v: (p, c, [0] + v[1:]), "above 0"),
     (lambda p, c, v: (p, repeated_class(p, c), v), "not increasing"),
+    (lambda p, c, v: (p, last_repeated(p, c), v), "not increasing"),
+    (lambda p, c, v: (p, c, v), "whole numbers"),
 ])
-def test_damaged_sparse_counts_are_refused(tmp_path, monkeypatch, damage, match):
-    """A file whose sparse counts are not as nbtext writes them (checksums intact) is refused."""
+@pytest.mark.parametrize("piece", [2, sparse_module.PIECE])
+def test_damaged_sparse_counts_are_refused(tmp_path, monkeypatch, damage, match, piece):
+    """A file whose sparse counts are not as nbtext writes them (checksums intact) is refused,
+    also where the damage lies in a later piece of the check (nb.sparse.PIECE: 2 entries)."""
+    monkeypatch.setattr(sparse_module, "PIECE", piece)
     m = three_class_model("multinomial")
     s = m.counts.token_sums
     p, c, v = damage(s.indptr.tolist(), s.classes.tolist(), s.values.tolist())
+    classes = "<f8" if match == "whole numbers" else "|u1"
     monkeypatch.setattr(codec, "_counts_sections", lambda counts: [
         ("counts_indptr", "<u4", (len(p),), np.asarray(p, dtype="<u4").tobytes()),
-        ("counts_classes", "|u1", (len(c),), np.asarray(c, dtype="|u1").tobytes()),
+        ("counts_classes", classes, (len(c),), np.asarray(c, dtype=classes).tobytes()),
         ("counts_values", "<f8", (len(v),), np.asarray(v, dtype="<f8").tobytes())])
     path = tmp_path / "m.nbm"
     store.save(m, str(path))

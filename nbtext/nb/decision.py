@@ -115,7 +115,7 @@ def default_positive(classes: Sequence[str]) -> str | None:
 
 def decide(classes: Sequence[str], decision: Decision, probs: Sequence[float]) -> tuple[str, bool]:
     """(label, unsure) for one document's posteriors. Pure Python: classify uses it too."""
-    best = max(range(len(classes)), key=lambda i: probs[i])
+    best = max(range(len(classes)), key=probs.__getitem__)
     pos = decision.positive
     if len(classes) != 2 or pos not in classes:
         return classes[best], False

@@ -208,10 +208,11 @@ class SparseLinear(Linear):
         dense view then)."""
         if not np.isfinite(base).all() or (g is not None and not np.isfinite(g).all()):
             return None
-        cls = s.classes.astype(np.int64)
-        d = w - base[cls]
-        if g is not None:
-            d -= scale[cls] * g[s.token_of_entries()]
+        d = np.empty(s.nnz)
+        for at, tok, cls in s.pieces():
+            d[at] = w[at] - base[cls]
+            if g is not None:
+                d[at] -= scale[cls] * g[tok]
         return SparseLinear(base, TokenSums.of_csr(s.indptr, s.classes, d, s.k), bias_terms, features, g, scale)
 
 
@@ -522,15 +523,15 @@ class MultinomialNB(_BaseNB):
         return Linear(W, F.Multinomial.bias_terms(W.shape[0], self.class_log_prior_, None), self.featurizer())
 
     def _sparse_linear(self) -> SparseLinear | None:
-        s, alpha, log_den = self.counts_.token_sums, self._alpha(), self._log_den()
+        s, alpha, log_den = self.counts_.token_sums, np.asarray(self._alpha(), dtype=np.float64), self._log_den()
         terms = F.Multinomial.bias_terms(len(log_den), self.class_log_prior_, None)
-        cls = s.classes.astype(np.int64)
-        if np.ndim(alpha) == 0:
-            w = F.multinomial_weight(s.values, log_den[cls], alpha, np.log)
+        w = np.empty(s.nnz)
+        for at, tok, cls in s.pieces():
+            w[at] = F.multinomial_weight(s.values[at], log_den[cls], alpha if alpha.ndim == 0 else alpha[tok], np.log)
+        if alpha.ndim == 0:
             return SparseLinear.of(s, w, F.multinomial_weight(np.zeros(len(log_den)), log_den, alpha, np.log),
                                    terms, self.featurizer())
-        alpha = np.asarray(alpha, dtype=np.float64)  # (a zero count's weight: log alpha_t - log_den_c)
-        w = F.multinomial_weight(s.values, log_den[cls], alpha[s.token_of_entries()], np.log)
+        # (a zero count's weight: log alpha_t - log_den_c)
         return SparseLinear.of(s, w, -log_den, terms, self.featurizer(), np.log(alpha), np.ones(len(log_den)))
 
     def _sparse_fold_linear(self, X, y, cols, memo):
@@ -595,12 +596,14 @@ class BernoulliNB(_BaseNB):
         """Of sparse counts (scalar alpha): (the weights at the nonzeros, a zero count's weight
         per class, the sums over the vocabulary of log(1 - p))."""
         s, cc, alpha = self.counts_.token_sums, self.class_count_, self._alpha()
-        cls = s.classes.astype(np.int64)
         log_p0, log_not_p0 = F.bernoulli_logs(np.zeros(len(cc)), cc, alpha, np.log)
-        log_p, log_not_p = F.bernoulli_logs(s.values, cc[cls], alpha, np.log)
-        neg_sum = self.counts_.width * log_not_p0 + np.bincount(cls, weights=log_not_p - log_not_p0[cls],
-                                                                 minlength=len(cc))
-        return log_p - log_not_p, log_p0 - log_not_p0, neg_sum
+        w, above = np.empty(s.nnz), np.empty(s.nnz)  # (above: log(1 - p) over a zero count's, summed below)
+        for at, _, cls in s.pieces():
+            log_p, log_not_p = F.bernoulli_logs(s.values[at], cc[cls], alpha, np.log)
+            w[at] = log_p - log_not_p
+            above[at] = log_not_p - log_not_p0[cls]
+        neg_sum = self.counts_.width * log_not_p0 + np.bincount(s.classes, weights=above, minlength=len(cc))
+        return w, log_p0 - log_not_p0, neg_sum
 
     def _sparse(self) -> bool:
         return self.counts_.sparse and np.ndim(self._alpha()) == 0
@@ -742,32 +745,41 @@ class ComplementNB(_BaseNB):
         count's log P(t | not c) is log(all_t + alpha) - log_den_c)."""
         counts, alpha = self.counts_, self._alpha()
         s, k, V = counts.token_sums, len(counts.classes), counts.width
-        tok, values, all_t, log_den = self._sparse_log_den()
-        cls = s.classes.astype(np.int64)
-        alpha_t = alpha if np.ndim(alpha) == 0 else np.asarray(alpha, dtype=np.float64)[tok]
+        values, all_t, log_den = self._sparse_log_den()
+        alpha = np.asarray(alpha, dtype=np.float64)
         with np.errstate(divide="ignore"):
             g = np.log(all_t + alpha)  # (a zero count's log(all_t + alpha - 0))
-        logged = F.complement_logged(all_t[tok], values, log_den[cls], alpha_t, np.log)
-        log_sum = None
-        if self.norm:
-            log_sum = g.sum() - V * log_den + np.bincount(cls, weights=logged - (g[tok] - log_den[cls]), minlength=k)
-            return F.complement_weight(logged, log_sum[cls]), -log_den / log_sum, g, 1 / log_sum, log_den, log_sum
-        return F.complement_weight(logged), log_den, g, -np.ones(k), log_den, None
+        w, above = np.empty(s.nnz), np.empty(s.nnz) if self.norm else None
+        for at, tok, cls in s.pieces():
+            logged = F.complement_logged(all_t[tok], values[at], log_den[cls], alpha if alpha.ndim == 0 else alpha[tok],
+                                         np.log)
+            w[at] = logged if self.norm else F.complement_weight(logged)
+            if self.norm:  # (each entry's log P(t | not c) above a zero count's, summed per class below)
+                above[at] = logged - (g[tok] - log_den[cls])
+        if not self.norm:
+            return w, log_den, g, -np.ones(k), log_den, None
+        log_sum = g.sum() - V * log_den + np.bincount(s.classes, weights=above, minlength=k)
+        for at, _, cls in s.pieces():
+            w[at] = F.complement_weight(w[at], log_sum[cls])
+        return w, -log_den / log_sum, g, 1 / log_sum, log_den, log_sum
 
     def _sparse_log_den(self) -> tuple:
-        """Of sparse counts: (each nonzero's token, its value as weighted (idf), a token's
-        weighted count over every class all_t, log_den): what _sparse_parts starts from, and all
+        """Of sparse counts: (each nonzero's value as weighted (idf), a token's weighted count
+        over every class all_t, log_den): what _sparse_parts starts from, and all
         that the model file's summary needs without norm (not the weights at every nonzero)."""
         counts, alpha = self.counts_, self._alpha()
         s, k, V = counts.token_sums, len(counts.classes), counts.width
-        tok = s.token_of_entries()
-        values = s.values if not self.idf else s.values * idf_weights(self.doc_freq_, self.class_count_.sum())[tok]
+        values = s.values
+        if self.idf:
+            idf, values = idf_weights(self.doc_freq_, self.class_count_.sum()), np.empty(s.nnz)
+            for at, tok, _ in s.pieces():
+                values[at] = s.values[at] * idf[tok]
         w_s = TokenSums.of_csr(s.indptr, s.classes, values, k)
         all_t, n_c = w_s.token_totals(), w_s.class_totals()
         alpha_sum = alpha * V if np.ndim(alpha) == 0 else np.sum(alpha)
         with np.errstate(divide="ignore"):
             log_den = np.log(all_t.sum() + alpha_sum - n_c)
-        return tok, values, all_t, log_den
+        return values, all_t, log_den
 
     def _sparse_fold_linear(self, X, y, cols, memo):
         """_fold_linear of sparse counts without idf or norm (whose weights move at every token

@@ -237,13 +237,11 @@ class _Sums:
     ``records`` holds a token's parts in one row: g and its code (-2: left out, -1: in the layer
     and weighing 0, else its row of rw); its nonzeros are the counts' (``indptr``)."""
 
-    BLOCK = 1 << 16  # the tokens whose nonzeros' ratios are made at once (temporaries within a cache)
-
     def __init__(self, layer: Layer, counts):
         import numpy as np
 
         from ..features.kernel import compiled
-        from .sparse import TokenSums, scipy_matrix
+        from .sparse import PIECE, TokenSums, scipy_matrix
 
         J = layer.modelled
         self.indptr, self.classes, values = counts.token_sums.arrays()
@@ -260,12 +258,8 @@ class _Sums:
         self.k = k_all[J]
         modelled = np.zeros(k, dtype=bool)
         modelled[J] = True
-        self.rest_values = np.zeros(len(values))
-        for lo in range(0, width, self.BLOCK):  # (a block of tokens at a time: bounded temporaries)
-            hi = min(lo + self.BLOCK, width)
-            at = slice(self.indptr[lo], self.indptr[hi])
-            tok = np.repeat(np.arange(lo, hi), np.diff(self.indptr[lo:hi + 1]))
-            cls = self.classes[at].astype(np.intp)
+        self.rest_values = np.empty(len(values))
+        for at, tok, cls in counts.token_sums.pieces():
             r = log_ratio(values[at], all_t[tok], den[cls], den_not[cls], layer.alpha, np.log)
             zero = g[tok] + k_all[cls]
             rest = r * r - zero * zero
@@ -279,7 +273,11 @@ class _Sums:
             ones = self.classes == J[0]
             self.column[np.repeat(np.arange(width), np.diff(self.indptr))[ones]] = self.rest_values[ones]
         self.matrix = scipy_matrix(self.rest) if compiled() is None and self.column is None else None
-        self.rw = np.ascontiguousarray(layer.ratios(token_rows(counts, layer.ids)) * layer.weights)
+        self.rw = np.empty((len(layer.ids), len(J)))
+        step = max(1, PIECE // max(k, 1))  # (ids a block: their counts' dense rows within a cache)
+        for lo in range(0, len(layer.ids), step):
+            ids = layer.ids[lo:lo + step]
+            self.rw[lo:lo + len(ids)] = layer.ratios(token_rows(counts, ids)) * layer.weights[lo:lo + len(ids)]
 
     def decision(self, A, b):
         """b + A r_c . w_c / ||A r_c|| per document and modelled class: A's rows (sublinear tf

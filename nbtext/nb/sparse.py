@@ -26,6 +26,8 @@ MIN_MERGE = 1 << 18  # ...and at least this many (small models: one sort now and
 # What a dense view of many tokens' sums or weights is made of at once (classes x tokens
 # entries: 64 MiB of float64), so that no classes x vocabulary array is ever made whole.
 DENSE_BLOCK = 1 << 23
+PIECE = 1 << 13  # entries a per-entry formula is made of at once, about (TokenSums.pieces): 64 KiB
+# a temporary, under glibc's first mapping threshold (128 KiB)
 
 
 def block_tokens(k: int) -> int:
@@ -192,9 +194,26 @@ class TokenSums:
         self.settle()
         return np.repeat(np.arange(self.width, dtype=np.int64), np.diff(self.indptr))
 
+    def pieces(self):
+        """(entries, their tokens, their classes as intp) of consecutive tokens about PIECE
+        entries at a time: for per-entry formulas made a piece at a time, whose temporaries stay
+        within a cache and below the allocator's mapping threshold (a whole model's are new
+        pages for every entry, faulted in and zeroed)."""
+        self.settle()
+        starts = np.searchsorted(self.indptr, np.arange(0, self.nnz, PIECE), side="right") - 1
+        cuts = np.unique(np.concatenate([[0], starts[starts < self.width], [self.width]]))
+        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+            at = slice(int(self.indptr[lo]), int(self.indptr[hi]))
+            tok = np.repeat(np.arange(lo, hi), np.diff(self.indptr[lo:hi + 1]))
+            yield at, tok, self.classes[at].astype(np.intp)
+
     def token_totals(self) -> np.ndarray:
         """Per token, its sum over the classes (added in class order)."""
-        return np.bincount(self.token_of_entries(), weights=self.values, minlength=self.width).astype(np.float64)
+        out = np.zeros(self.width)
+        for at, tok, _ in self.pieces():
+            if len(tok):
+                out[tok[0]:tok[-1] + 1] = np.bincount(tok - tok[0], weights=self.values[at])
+        return out
 
     def class_totals(self) -> np.ndarray:
         """Per class, its sum over the tokens (added in token order)."""

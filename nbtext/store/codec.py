@@ -118,13 +118,18 @@ def check_sparse(indptr, classes, values, k: int) -> None:
     (none zero: the stored form of counts is one)."""
     import numpy as np
 
+    from ..nb.sparse import TokenSums
+
     if indptr[0] != 0 or indptr[-1] != len(values) or (np.diff(indptr) < 0).any():
         raise ValueError("the sparse counts' token starts are out of order")
+    if classes.dtype.kind != "u":
+        raise ValueError("the sparse counts' classes are not whole numbers")
     if len(classes) and int(classes.max()) >= k:
         raise ValueError("the sparse counts name a class past the classes")
-    keys = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr)) * k + classes
-    if (np.diff(keys) <= 0).any():
-        raise ValueError("a token's classes are not increasing")
+    # (piece by piece: a piece's first key is past the last piece's keys, its token being later)
+    for _, tok, cls in TokenSums.of_csr(indptr, classes, values, k).pieces():
+        if (np.diff(tok * k + cls) <= 0).any():
+            raise ValueError("a token's classes are not increasing")
     if len(values) and not ((values > 0).all() and (values <= MAX_COUNT).all()):
         raise ValueError("sparse counts must be numbers above 0 to 2**53")
 
@@ -392,10 +397,12 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
         if "counts" in header["sections"]:
             counts = np.asarray(section(header, payload, "counts"), dtype=np.float64).reshape(len(classes), n_tokens)
         else:
+            from ..nb.sparse import class_dtype
+
             sparse = [np.asarray(section(header, payload, name)) for name in SPARSE_SECTIONS]
-            sparse = [sparse[0].astype(np.int64), sparse[1].astype(np.int64),
-                      sparse_values(header, payload, sparse[2])]
+            sparse = [sparse[0].astype(np.int64), sparse[1], sparse_values(header, payload, sparse[2])]
             check_sparse(*sparse, len(classes))
+            sparse[1] = sparse[1].astype(class_dtype(len(classes)))  # (a copy of the file's: counts change)
             counts = None
         last_seen = None
         if "last_seen" in header["sections"]:
