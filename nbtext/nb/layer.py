@@ -244,7 +244,8 @@ class _Sums:
         from .sparse import PIECE, TokenSums, scipy_matrix
 
         J = layer.modelled
-        self.indptr, self.classes, values = counts.token_sums.arrays()
+        sums = counts.token_sums  # (once: of one or two classes' counts, each use makes it)
+        self.indptr, self.classes, values = sums.arrays()
         width, k = len(self.indptr) - 1, len(layer.den)
         all_t = np.asarray(counts.token_totals(), dtype=np.float64)
         kept = all_t >= layer.min_count
@@ -259,7 +260,7 @@ class _Sums:
         modelled = np.zeros(k, dtype=bool)
         modelled[J] = True
         self.rest_values = np.empty(len(values))
-        for at, tok, cls in counts.token_sums.pieces():
+        for at, tok, cls in sums.pieces():
             r = log_ratio(values[at], all_t[tok], den[cls], den_not[cls], layer.alpha, np.log)
             zero = g[tok] + k_all[cls]
             rest = r * r - zero * zero
