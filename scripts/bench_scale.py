@@ -20,7 +20,10 @@ children, counted from the exec: the measuring process is small):
   over chunks of 50,000 lines, so its memory stays that of one chunk and the model).
 Then predict: 50 MB of unlabelled lines from the same generator (another seed), scored by
 nbtext (`predict --lines`, the model of the first corpus that trained) and by fastText
-(`predict`, the model of the same corpus).
+(`predict`, the model of the same corpus), in --rounds interleaved rounds (nbtext, then
+fastText): each figure is the median of its rounds, beside the range of the rounds' ratios (on a
+shared machine one round of either can be a fifth slower). `--predict-only` runs predict alone,
+with the models an earlier run left in --cache.
 
 The Markdown table (stdout and --out) puts each figure beside the targets of issue 34 and the
 ratios to fastText and scikit-learn measured in the same run. The load average is printed
@@ -53,6 +56,16 @@ class Run:
 
     def __init__(self, wall: float, cpu: float, rss: float, status: int, err: str):
         self.wall, self.cpu, self.rss, self.status, self.err = wall, cpu, rss, status, err
+
+    @staticmethod
+    def median(runs: list["Run"]) -> "Run":
+        """Each figure's median over runs (the first failed run, if one failed)."""
+        import statistics
+
+        failed = [r for r in runs if r.status]
+        if failed:
+            return failed[0]
+        return Run(*(statistics.median(getattr(r, f) for r in runs) for f in ("wall", "cpu", "rss")), 0, "")
 
     @property
     def refusal(self) -> str | None:
@@ -202,6 +215,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max", default=os.environ.get("SCALE_MAX", "200M"),
                     help="leave out corpora larger than this (default: $SCALE_MAX, else 200M)")
     ap.add_argument("--no-predict", action="store_true", help="train only")
+    ap.add_argument("--predict-only", action="store_true",
+                    help="predict alone, with the models an earlier run left in --cache")
+    ap.add_argument("--rounds", type=int, default=5, help="predict's interleaved rounds (default: %(default)s)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds a process may take")
     ap.add_argument("--out", default=str(ROOT / "build" / "bench-scale.md"))
     ap.add_argument("--cache", default=str(SCALE), help="where the corpora and models are kept (default: %(default)s)")
@@ -219,6 +235,11 @@ def main(argv=None) -> int:
         path = corpus(name)
         mib = size_of(path)
         models = {"nbtext": SCALE / f"{name}.nbm", "fastText": SCALE / f"ft-{name}", "sklearn": SCALE / f"sk-{name}.joblib"}
+        if a.predict_only:
+            if not models["nbtext"].exists():
+                sys.exit(f"bench-scale: --predict-only: no {models['nbtext']} (run without it first)")
+            results[name] = ({"nbtext": Run(0, 0, 0, 0, "")}, models, mib)
+            continue
         for m in models.values():
             for p in (m, m.with_name(m.name + ".bin"), m.with_name(m.name + ".vec")):
                 p.unlink(missing_ok=True)
@@ -263,12 +284,13 @@ def main(argv=None) -> int:
     if left_out:
         out += [f"Left out (larger than --max {a.max}; SCALE_MAX=1G make bench-scale runs them): "
                 f"{', '.join(left_out)}.", ""]
-    out += ["## Train", "",
-            "| corpus | MiB | system | wall s | CPU s | peak RSS MiB | model MiB (of corpus) | "
-            "wall / CPU vs fastText | wall / CPU vs sklearn | issue 34's target / note |",
-            "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    growth = [n for n in names if n.endswith("-20")]
+    if not a.predict_only:
+        out += ["## Train", "",
+                "| corpus | MiB | system | wall s | CPU s | peak RSS MiB | model MiB (of corpus) | "
+                "wall / CPU vs fastText | wall / CPU vs sklearn | issue 34's target / note |",
+                "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+    growth = [] if a.predict_only else [n for n in names if n.endswith("-20")]
     nb = {n: results[n][0]["nbtext"] for n in growth}
     ok = [n for n in growth if nb[n].status == 0]
     if len(ok) >= 2:
@@ -285,13 +307,21 @@ def main(argv=None) -> int:
             out += ["No 20-class corpus trained with nbtext (refused above): nothing for predict to load."]
         else:
             _, models, _ = results[trained]
-            print("bench-scale: predict ...", file=sys.stderr, flush=True)
-            p = {"nbtext": measure([nbtext, "predict", "-m", str(models["nbtext"]), "--lines", str(lines), "-q"],
-                                   timeout=a.timeout)}
+            commands = {"nbtext": [nbtext, "predict", "-m", str(models["nbtext"]), "--lines", str(lines), "-q"]}
             if fasttext:
-                p["fastText"] = measure([fasttext, "predict", str(models["fastText"].with_name(f"ft-{trained}.bin")),
-                                         str(lines)], timeout=a.timeout)
-            out += [f"With the models of {trained}.", "",
+                commands["fastText"] = [fasttext, "predict", str(models["fastText"].with_name(f"ft-{trained}.bin")),
+                                        str(lines)]
+            rounds: dict = {system: [] for system in commands}
+            for r in range(max(1, a.rounds)):
+                print(f"bench-scale: predict, round {r + 1} ...", file=sys.stderr, flush=True)
+                for system, cmd in commands.items():
+                    rounds[system].append(measure(cmd, timeout=a.timeout))
+            p = {system: Run.median(runs) for system, runs in rounds.items()}
+            each = ""
+            if fasttext and not any(r.status for runs in rounds.values() for r in runs):
+                walls = sorted(n.wall / f.wall for n, f in zip(rounds["nbtext"], rounds["fastText"]))
+                each = f" Each round's nbtext / fastText wall time: {walls[0]:.2f}x to {walls[-1]:.2f}x."
+            out += [f"With the models of {trained}; medians of {max(1, a.rounds)} interleaved rounds.{each}", "",
                     "| system | wall s | CPU s | peak RSS MiB | wall / CPU vs fastText | issue 34's target |",
                     "|---|---:|---:|---:|---:|---|"]
             for system, run in p.items():

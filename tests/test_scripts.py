@@ -257,3 +257,18 @@ def test_bench_scale_prints_its_table(tmp_path):
     assert [row[0] for row in rows if row[2] == "nbtext"] == ["| 100K-3", "| 100K-4"]
     assert ("fastText" in [row[2] for row in rows]) == bool(shutil.which("fasttext"))
     assert "Load average at the start: " in r.stdout and "nbtext's growth 100K-3 -> 100K-4" not in r.stdout
+
+
+def test_bench_scale_takes_each_predict_figure_as_the_median_of_its_rounds(tmp_path):
+    spec = importlib.util.spec_from_file_location("bench_scale", ROOT / "scripts" / "bench_scale.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    runs = [bench.Run(9.0, 18.0, 400, 0, ""), bench.Run(12.0, 17.0, 420, 0, ""), bench.Run(8.0, 19.0, 410, 0, "")]
+    m = bench.Run.median(runs)
+    assert (m.wall, m.cpu, m.rss, m.status) == (9.0, 18.0, 410, 0)
+    failed = bench.Run(1.0, 1.0, 10, 1, "nbtext: error: no model")
+    assert bench.Run.median(runs + [failed]) is failed
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_scale.py"), "--corpora", "100K-3", "--max", "100K",
+                        "--predict-only", "--cache", str(tmp_path), "--out", str(tmp_path / "o.md")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "--predict-only: no " in r.stderr and "100K-3.nbm" in r.stderr
