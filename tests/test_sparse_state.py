@@ -72,6 +72,21 @@ def test_weights_made_piece_by_piece_are_the_bits_made_at_once(monkeypatch, cls,
     np.testing.assert_array_equal(made[3][2], made[10**9][2])
 
 
+@pytest.mark.parametrize("piece", [1, 2, sparse_module.PIECE])
+def test_token_totals_of_appended_sums_past_the_width_count_every_token(monkeypatch, piece):
+    """Sums appended and not folded in yet may name tokens past the width they were made with
+    (settling widens them): their token totals are those of every token, as once settled."""
+    monkeypatch.setattr(sparse_module, "PIECE", piece)
+    for width, tokens, values, totals in [
+            (3, [0, 1, 5, 1], [2.0, 3.0, 4.0, 0.5], [2.0, 3.5, 0.0, 0.0, 0.0, 4.0]),
+            (0, [4], [4.0], [0.0, 0.0, 0.0, 0.0, 4.0])]:
+        s = sparse_module.TokenSums(width, 2)
+        s.append(np.array(tokens), np.array([0, 1, 1, 0])[:len(tokens)], np.array(values))
+        got = s.token_totals()
+        assert got.tolist() == totals
+        assert s.width == len(totals)
+
+
 def test_learn_then_forget_gives_back_the_identical_sparse_state():
     X, y = corpus()
     before = Counts()
