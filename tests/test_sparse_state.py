@@ -292,6 +292,29 @@ def test_damaged_sparse_counts_are_refused(tmp_path, monkeypatch, damage, match,
         store.load(str(path))
 
 
+@pytest.mark.parametrize("indptr,classes,what", [("<f8", "|u1", "token starts"), ("<f4", "|u1", "token starts"),
+                                                  ("<u4", "<f8", "classes"), ("<u4", "<f4", "classes")])
+def test_sparse_counts_of_a_float_type_are_refused_by_every_command(run, tmp_path, monkeypatch, indptr, classes, what):
+    """Token starts or classes stored as floats (checksums intact) are refused by predict, info
+    and classify alike, naming the file: classify reads a token's row from the sections as
+    stored, where a float is no index."""
+    m = three_class_model("multinomial")
+    s = m.counts.token_sums
+    monkeypatch.setattr(codec, "_counts_sections", lambda counts: [
+        ("counts_indptr", indptr, s.indptr.shape, s.indptr.astype(indptr).tobytes()),
+        ("counts_classes", classes, s.classes.shape, s.classes.astype(classes).tobytes()),
+        ("counts_values", "<f8", s.values.shape, s.values.astype("<f8").tobytes())])
+    path = tmp_path / "m.nbm"
+    store.save(m, str(path))
+    doc = tmp_path / "doc.txt"
+    doc.write_text("star orbit telescope flour boat wind\n")
+    for args in (["classify", "-m", path, doc], ["predict", "-m", path, doc], ["info", "-m", path]):
+        r = run(*args)
+        assert r.exit_code == 1, args
+        assert r.stderr.startswith(f"nbtext: error: {path}: corrupt model file") and \
+            f"the sparse counts' {what} are not whole numbers" in r.stderr, (args, r.stderr)
+
+
 def test_a_format_4_file_loads_and_predicts_as_before(run, tmp_path):
     """tests/fixtures/format4-complement-idf.nbm was written by format 4 (dense counts, no
     last_seen): `nbtext train format4-train --variant complement --idf` of three classes; its
