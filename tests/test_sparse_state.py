@@ -72,6 +72,21 @@ def test_weights_made_piece_by_piece_are_the_bits_made_at_once(monkeypatch, cls,
     np.testing.assert_array_equal(made[3][2], made[10**9][2])
 
 
+@pytest.mark.parametrize("piece", [1, 2, sparse_module.PIECE])
+def test_token_totals_of_appended_sums_past_the_width_count_every_token(monkeypatch, piece):
+    """Sums appended and not folded in yet may name tokens past the width they were made with
+    (settling widens them): their token totals are those of every token, as once settled."""
+    monkeypatch.setattr(sparse_module, "PIECE", piece)
+    for width, tokens, values, totals in [
+            (3, [0, 1, 5, 1], [2.0, 3.0, 4.0, 0.5], [2.0, 3.5, 0.0, 0.0, 0.0, 4.0]),
+            (0, [4], [4.0], [0.0, 0.0, 0.0, 0.0, 4.0])]:
+        s = sparse_module.TokenSums(width, 2)
+        s.append(np.array(tokens), np.array([0, 1, 1, 0])[:len(tokens)], np.array(values))
+        got = s.token_totals()
+        assert got.tolist() == totals
+        assert s.width == len(totals)
+
+
 def test_learn_then_forget_gives_back_the_identical_sparse_state():
     X, y = corpus()
     before = Counts()
@@ -275,6 +290,29 @@ def test_damaged_sparse_counts_are_refused(tmp_path, monkeypatch, damage, match,
     store.save(m, str(path))
     with pytest.raises(ModelFileError, match=match):
         store.load(str(path))
+
+
+@pytest.mark.parametrize("indptr,classes,what", [("<f8", "|u1", "token starts"), ("<f4", "|u1", "token starts"),
+                                                  ("<u4", "<f8", "classes"), ("<u4", "<f4", "classes")])
+def test_sparse_counts_of_a_float_type_are_refused_by_every_command(run, tmp_path, monkeypatch, indptr, classes, what):
+    """Token starts or classes stored as floats (checksums intact) are refused by predict, info
+    and classify alike, naming the file: classify reads a token's row from the sections as
+    stored, where a float is no index."""
+    m = three_class_model("multinomial")
+    s = m.counts.token_sums
+    monkeypatch.setattr(codec, "_counts_sections", lambda counts: [
+        ("counts_indptr", indptr, s.indptr.shape, s.indptr.astype(indptr).tobytes()),
+        ("counts_classes", classes, s.classes.shape, s.classes.astype(classes).tobytes()),
+        ("counts_values", "<f8", s.values.shape, s.values.astype("<f8").tobytes())])
+    path = tmp_path / "m.nbm"
+    store.save(m, str(path))
+    doc = tmp_path / "doc.txt"
+    doc.write_text("star orbit telescope flour boat wind\n")
+    for args in (["classify", "-m", path, doc], ["predict", "-m", path, doc], ["info", "-m", path]):
+        r = run(*args)
+        assert r.exit_code == 1, args
+        assert r.stderr.startswith(f"nbtext: error: {path}: corrupt model file") and \
+            f"the sparse counts' {what} are not whole numbers" in r.stderr, (args, r.stderr)
 
 
 def test_a_format_4_file_loads_and_predicts_as_before(run, tmp_path):

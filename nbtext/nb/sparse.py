@@ -209,6 +209,7 @@ class TokenSums:
 
     def token_totals(self) -> np.ndarray:
         """Per token, its sum over the classes (added in class order)."""
+        self.settle()  # (first: settling widens the sums to the tokens appended past their width)
         out = np.zeros(self.width)
         for at, tok, _ in self.pieces():
             if len(tok):

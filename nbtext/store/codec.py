@@ -98,6 +98,10 @@ def check_header(header: dict) -> int:
         indptr, classes, values = (sections[name]["shape"] for name in SPARSE_SECTIONS)
         if indptr != [v + 1] or classes != values or not (isinstance(values, list) and len(values) == 1):
             raise ValueError("the sparse counts' shapes do not match the vocabulary")
+        # (classify indexes by them as stored: a float there is no index, a truncated one a lie)
+        for name, what in (("counts_indptr", "token starts"), ("counts_classes", "classes")):
+            if sections[name]["dtype"] not in ("|u1", "<u2", "<u4", "<u8"):
+                raise ValueError(f"the sparse counts' {what} are not whole numbers")
         if ("counts_over" in sections or "counts_over_at" in sections) and (
                 sections["counts_values"]["dtype"] != "|u1"
                 or sections["counts_over_at"]["shape"] != sections["counts_over"]["shape"]
@@ -115,15 +119,13 @@ ESCAPE = 255  # a sparse count's byte that stands for one in counts_over (format
 def check_sparse(indptr, classes, values, k: int) -> None:
     """Refuse CSR counts (numpy arrays) that are not as nbtext writes them: starts from 0 to the
     entries, increasing; classes below k, increasing within a token; counts from 1 to 2**53
-    (none zero: the stored form of counts is one)."""
+    (none zero: the stored form of counts is one). Their types are check_header's: unsigned."""
     import numpy as np
 
     from ..nb.sparse import TokenSums
 
     if indptr[0] != 0 or indptr[-1] != len(values) or (np.diff(indptr) < 0).any():
         raise ValueError("the sparse counts' token starts are out of order")
-    if classes.dtype.kind != "u":
-        raise ValueError("the sparse counts' classes are not whole numbers")
     if len(classes) and int(classes.max()) >= k:
         raise ValueError("the sparse counts name a class past the classes")
     # (piece by piece: a piece's first key is past the last piece's keys, its token being later)
