@@ -26,8 +26,9 @@ MIN_MERGE = 1 << 18  # ...and at least this many (small models: one sort now and
 # What a dense view of many tokens' sums or weights is made of at once (classes x tokens
 # entries: 64 MiB of float64), so that no classes x vocabulary array is ever made whole.
 DENSE_BLOCK = 1 << 23
-PIECE = 1 << 13  # entries a per-entry formula is made of at once, about (TokenSums.pieces): 64 KiB
-# a temporary, under glibc's first mapping threshold (128 KiB)
+# The entries a per-entry formula is made of at once, about (TokenSums.pieces): a temporary of
+# 64 KiB, under glibc's first mapping threshold (128 KiB), so that it reuses freed memory.
+PIECE = 1 << 13
 
 
 def block_tokens(k: int) -> int:
