@@ -274,7 +274,8 @@ def main(argv=None) -> int:
                 print(f"bench-scale: {name}: {system} failed ({run.status}): {run.err[-400:]}", file=sys.stderr)
 
     out = ["# nbtext at scale: generated corpora (scripts/gen_corpus.py), beside fastText and scikit-learn", "",
-           f"Load average at the start: {started}. One run each; CPU is user + sys of the process and its children.",
+           f"Load average at the start: {started}. Train: one run each; predict: medians of its rounds. CPU is user + "
+           "sys of the process and its children.",
            "nbtext: `train` with defaults; fastText: `supervised -epoch 1 -thread 2`; scikit-learn: "
            "HashingVectorizer(2^20) + MultinomialNB, partial_fit over chunks of 50,000 lines.", ""]
     if not fasttext:
