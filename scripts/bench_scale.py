@@ -12,7 +12,9 @@ without it, through this script's `rusage`, a small process that reads RUSAGE_CH
 gives its wall time, CPU time (user + sys) and peak RSS (the largest of the process and its
 children, counted from the exec: the measuring process is small):
 - nbtext: `nbtext train CORPUS -o MODEL` with default options. A refusal (`nbtext: error: ...`,
-  status 1) is a row of the table, with the time it took to come.
+  status 1) is a row of the table, with the time it took to come. Then again with the peers'
+  features (`--ngrams 1 --char-ngrams 0,0`: words alone, as both peers' defaults count), the row
+  "nbtext, words": the defaults' word pairs and character n-grams make most of the tokens counted.
 - fastText: its CLI, `fasttext supervised -epoch 1 -thread 2` (Debian package `fasttext`;
   the column is left out with a note when it is not installed).
 - scikit-learn: HashingVectorizer(2^20, no alternate sign) + MultinomialNB, the script a user
@@ -45,6 +47,7 @@ BIN = Path(sys.executable).parent
 SCALE = ROOT / "build" / "scale"
 CORPORA = ["50M-20", "200M-20", "1G-20", "50M-500"]
 PREDICT_SIZE = "50M"
+WORDS = ["--ngrams", "1", "--char-ngrams", "0,0"]  # the features fastText's and scikit-learn's defaults count
 MIB = 1 << 20
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -234,7 +237,8 @@ def main(argv=None) -> int:
     for name in names:
         path = corpus(name)
         mib = size_of(path)
-        models = {"nbtext": SCALE / f"{name}.nbm", "fastText": SCALE / f"ft-{name}", "sklearn": SCALE / f"sk-{name}.joblib"}
+        models = {"nbtext": SCALE / f"{name}.nbm", "nbtext, words": SCALE / f"{name}-words.nbm",
+                  "fastText": SCALE / f"ft-{name}", "sklearn": SCALE / f"sk-{name}.joblib"}
         if a.predict_only:
             if not models["nbtext"].exists():
                 sys.exit(f"bench-scale: --predict-only: no {models['nbtext']} (run without it first)")
@@ -245,6 +249,9 @@ def main(argv=None) -> int:
                 p.unlink(missing_ok=True)
         print(f"bench-scale: {name}: nbtext ...", file=sys.stderr, flush=True)
         runs = {"nbtext": measure([nbtext, "train", str(path), "-o", str(models["nbtext"]), "-q"], timeout=a.timeout)}
+        print(f"bench-scale: {name}: nbtext, words ...", file=sys.stderr, flush=True)
+        runs["nbtext, words"] = measure([nbtext, "train", str(path), "-o", str(models["nbtext, words"]), "-q", *WORDS],
+                                        timeout=a.timeout)
         if fasttext:
             print(f"bench-scale: {name}: fastText ...", file=sys.stderr, flush=True)
             runs["fastText"] = measure([fasttext, "supervised", "-input", str(path), "-output", str(models["fastText"]),
@@ -258,13 +265,14 @@ def main(argv=None) -> int:
             runs["sklearn"] = measure([sys.executable, __file__, "sklearn-train", str(path), str(models["sklearn"])],
                                       timeout=a.timeout)
         results[name] = (runs, models, mib)
-        sizes = {"nbtext": size_of(models["nbtext"]), "fastText": size_of(models["fastText"].with_name(f"ft-{name}.bin")),
+        sizes = {"nbtext": size_of(models["nbtext"]), "nbtext, words": size_of(models["nbtext, words"]),
+                 "fastText": size_of(models["fastText"].with_name(f"ft-{name}.bin")),
                  "sklearn": size_of(models["sklearn"])}
         for system, run in runs.items():
-            vs = ([ratio(run, runs.get("fastText")), ratio(run, runs.get("sklearn"))] if system == "nbtext"
+            vs = ([ratio(run, runs.get("fastText")), ratio(run, runs.get("sklearn"))] if system.startswith("nbtext")
                   else ["", ""])
             note = TARGETS.get(name, "") if system == "nbtext" else ""
-            if system == "nbtext" and run.refusal:
+            if system.startswith("nbtext") and run.refusal:
                 why = run.refusal if len(run.refusal) <= 120 else run.refusal[:117] + "..."
                 note = (note + "; " if note else "") + f"refused: \"{why}\""
             rows.append([name, f"{mib:,.0f}", system, *figure(run, sizes[system] if run.status == 0 else None, mib),
@@ -276,7 +284,8 @@ def main(argv=None) -> int:
     out = ["# nbtext at scale: generated corpora (scripts/gen_corpus.py), beside fastText and scikit-learn", "",
            f"Load average at the start: {started}. Train: one run each; predict: medians of its rounds. CPU is user + "
            "sys of the process and its children.",
-           "nbtext: `train` with defaults; fastText: `supervised -epoch 1 -thread 2`; scikit-learn: "
+           "nbtext: `train` with defaults; nbtext, words: `train " + " ".join(WORDS) + "`; fastText: "
+           "`supervised -epoch 1 -thread 2`; scikit-learn: "
            "HashingVectorizer(2^20) + MultinomialNB, partial_fit over chunks of 50,000 lines.", ""]
     if not fasttext:
         out += ["fastText is not installed (Debian package `fasttext`): its column is left out.", ""]

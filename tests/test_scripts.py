@@ -255,6 +255,7 @@ def test_bench_scale_prints_its_table(tmp_path):
     assert out.read_text() == r.stdout
     rows = [ln.split(" | ") for ln in r.stdout.splitlines() if ln.startswith("| 100K-")]
     assert [row[0] for row in rows if row[2] == "nbtext"] == ["| 100K-3", "| 100K-4"]
+    assert [row[0] for row in rows if row[2] == "nbtext, words"] == ["| 100K-3", "| 100K-4"]
     assert ("fastText" in [row[2] for row in rows]) == bool(shutil.which("fasttext"))
     assert "Load average at the start: " in r.stdout and "nbtext's growth 100K-3 -> 100K-4" not in r.stdout
 
