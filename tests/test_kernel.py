@@ -641,6 +641,71 @@ def test_the_kernels_group_sums_are_numpys(data):
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.data())
+def test_the_kernels_sums_of_rows_held_by_token_are_numpys(data):
+    """nb.sparse.group_sums by the kernel (train's worker, a chunk of many classes: the rows
+    visited class by class) gives the numpy path's arrays to the bit: each token's classes
+    increasing, repeats of one (token, class) added in row order, sums that cancel to zero left
+    out, stored zeros counted as no document, classes of one, two and four bytes."""
+    from nbtext.features.rows import Rows
+    from nbtext.nb.sparse import group_sums
+
+    compiled()
+    rows, width = data.draw(st.integers(0, 12), label="rows"), data.draw(st.integers(1, 40), label="width")
+    k = data.draw(st.sampled_from([3, 5, 20, 256, 300, 70_000]))
+    dtype = data.draw(st.sampled_from([np.float64, np.float32, np.uint16]))
+    scale = (st.sampled_from([0, 1, 2, 7, 2**16 - 1]) if dtype == np.uint16 else
+             st.floats(-1e6, 1e6, allow_nan=False) | st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.1, float("nan")]))
+    dense = np.asarray(data.draw(st.lists(scale, min_size=rows * width, max_size=rows * width)),
+                       dtype=np.float64).reshape(rows, width)
+    R = Rows.of(dense)
+    if data.draw(st.booleans()):  # (stored zeros too)
+        R = Rows(np.zeros(rows * width), np.tile(np.arange(width), rows), np.arange(rows + 1) * width, width)
+        R = R.with_data(dense.ravel())
+    R = Rows(R.data.astype(dtype), R.indices.astype(data.draw(st.sampled_from([np.int32, np.int64]))), R.indptr, width)
+    few = data.draw(st.lists(st.integers(0, k - 1), min_size=1, max_size=4, unique=True))
+    group = np.asarray(data.draw(st.lists(st.sampled_from(few), min_size=rows, max_size=rows)), dtype=np.int64)
+    with np.errstate(all="ignore"):
+        got, got_df = group_sums(R, group, k)
+        with implementation("python"):
+            want, want_df = group_sums(R, group, k)
+    assert got.k == want.k == k and got.width == want.width == width
+    assert np.array_equal(got.indptr, want.indptr)
+    assert got.classes.dtype == want.classes.dtype and np.array_equal(got.classes, want.classes)
+    assert np.array_equal(got.values.view(np.int64), want.values.view(np.int64))  # (the bits: nan)
+    assert got_df.dtype == want_df.dtype == np.int64 and np.array_equal(got_df, want_df)
+
+
+def test_the_kernels_sums_of_rows_held_by_token_check_every_index():
+    """token_sums checks every row start and group before it reads an entry and every column
+    before it writes one: -1 for a group not below k, a column past the width or starts out of
+    order; an error for sizes that do not agree or an output laid over an input."""
+    k = compiled()
+    data, indices, indptr = np.array([1.0, 2.0, 3.0]), np.array([1, 0, 1], np.int32), np.array([0, 2, 3], np.int64)
+
+    def sums(indices=indices, indptr=indptr, group=np.array([1, 0], np.int64), k_=2, width=2):
+        out = np.empty(width + 1, np.int64), np.empty(3, np.uint8), np.empty(3), np.zeros(width, np.int64)
+        return k.token_sums(data, indices, indptr, group, k_, *out), out
+
+    n, (ip, cl, va, df) = sums()
+    assert n == 3 and ip.tolist() == [0, 1, 3] and cl.tolist() == [1, 0, 1] and va.tolist() == [2.0, 3.0, 1.0]
+    assert df.tolist() == [1, 2]
+    assert sums(k_=1)[0] == -1  # (a group not below k)
+    assert sums(group=np.array([0, -1], np.int64))[0] == -1
+    assert sums(indices=np.array([1, 0, 2], np.int32))[0] == -1  # (a column past the width)
+    assert sums(indices=np.array([1, -1, 0], np.int32))[0] == -1
+    assert sums(indptr=np.array([0, 4, 3], np.int64))[0] == -1  # (starts out of order)
+    with pytest.raises(ValueError, match="wrong sizes"):
+        sums(indices=np.array([1, 0, 1], np.int64))  # (columns of 4 bytes only)
+    with pytest.raises(ValueError, match="wrong sizes"):
+        sums(group=np.array([0], np.int64))
+    with pytest.raises(ValueError, match="overlaps"):
+        k.token_sums(data, indices, indptr, np.array([1, 0], np.int64), 2, np.empty(3, np.int64),
+                     np.empty(3, np.uint8), data, np.zeros(2, np.int64))
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(st.data())
 def test_a_samples_whole_counts_added_in_place_are_the_fold_by_fold_counts(data):
     """Calibration fits its sample's counts (16-bit whole numbers) by the kernel in one pass
     into the counts (Counts.add_whole), where the Python path adds them a fold at a time at

@@ -45,6 +45,9 @@ static PyMethodDef kernel_methods[] = {
      "rows_dot(data, indices, indptr, W, k, out) -> bool: Rows @ W for float64 rows and W"},
     {"group_sums", kernel_group_sums, METH_VARARGS,
      "group_sums(data, indices, indptr, group, k, out, df) -> bool: Rows.group_sums's token-major sums"},
+    {"token_sums", kernel_token_sums, METH_VARARGS,
+     "token_sums(data, indices, indptr, group, k, out_indptr, out_classes, out_values, df) -> int: "
+     "nb.sparse.group_sums's sums held by token, the entries written, or -1"},
     {"own_columns", kernel_own_columns, METH_VARARGS,
      "own_columns(data, indices, indptr, rows, width, out_data, out_indices, out_indptr) -> int64 columns (bytes): Rows.own_columns"},
     {"move_rows", kernel_move_rows, METH_VARARGS,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bits.h"
+#include "ints.h"
 #include "overlap.h"
 #include "radix.h"
 #include "rows.h"
@@ -369,6 +370,183 @@ PyObject *kernel_group_sums(PyObject *self, PyObject *args)
 done:
     Py_buffer *views[] = {&dv, &iv, &pv, &gv, &ov, &fv};
     for (size_t i = 0; i < 6; i++)
+        if (views[i]->obj)
+            PyBuffer_Release(views[i]);
+    return result;
+}
+
+/* A column's state in token_sums, 16 bytes (the states of a chunk's columns stay near the
+ * second-level cache): the sum of its entries of ``group`` so far (none: -1), its next place;
+ * in the first visit, its nonzero entries (df) and its pairs (next). */
+typedef struct {
+    union {
+        double sum;
+        int64_t df;
+    };
+    uint32_t next;
+    int32_t group;
+} TokenCol;
+
+/* token_sums(data, indices, indptr, group, k, out_indptr, out_classes, out_values, df) -> int:
+ * nbtext.nb.sparse.group_sums held by token: each row's nonzero entries (data float64, indices
+ * int32) added up by (column, group[row]) into out_indptr (int64, a start a column and
+ * the end), out_classes (1, 2 or 4 bytes) and out_values (float64, room for every entry): each
+ * column's groups increasing, each sum its entries added in row order, the first to 0.0 (as
+ * TokenSums.settle's bincount adds them: the same bits), zero sums left out; each column's
+ * nonzero entries counted into df (int64, zeroed by the caller). The rows are visited group
+ * by group (a counting sort of the rows, stable), so a column's entries of one group arrive
+ * one after another: a column's state holds the sum of the group it is in, written out when
+ * its next group begins and at the end. A first visit counts each column's (column, group)
+ * pairs, so the second writes them in place, without a fold by group or a move after (unless
+ * a sum is zero: the zeros are left out in a pass more). The entries written; -1, with the
+ * outputs partly written, where a group is not below k or a column is past out_indptr's
+ * columns (every row start and group checked before any entry is read, every column before
+ * any is written). */
+PyObject *kernel_token_sums(PyObject *self, PyObject *args)
+{
+    Py_buffer dv = {0}, iv = {0}, pv = {0}, gv = {0}, opv = {0}, ocv = {0}, ovv = {0}, fv = {0};
+    Py_ssize_t k;
+    PyObject *result = NULL;
+    int64_t *order = NULL;
+    TokenCol *cols = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nw*w*w*w*:token_sums", &dv, &iv, &pv, &gv, &k, &opv, &ocv, &ovv, &fv))
+        return NULL;
+    if (buffers_overlap((Py_buffer *[]){&opv, &ocv, &ovv, &fv}, 4, (Py_buffer *[]){&dv, &iv, &pv, &gv}, 4)) {
+        PyErr_SetString(PyExc_ValueError, "token_sums: an output overlaps an input or another output");
+        goto done;
+    }
+    size_t n = (size_t)pv.len / sizeof(int64_t), kk = (size_t)k;
+    const int64_t *indptr = pv.buf, *group = gv.buf;
+    size_t nnz = n && indptr[n - 1] > 0 ? (size_t)indptr[n - 1] : 0;
+    size_t csz = nnz ? (size_t)ocv.len / nnz : 1, width = (size_t)opv.len / sizeof(int64_t);
+    if (k < 1 || !n || pv.len % sizeof(int64_t) || (size_t)gv.len != (n - 1) * sizeof(int64_t)
+        || (size_t)dv.len != nnz * sizeof(double) || (size_t)iv.len != nnz * sizeof(int32_t)
+        || (csz != 1 && csz != 2 && csz != 4) || (size_t)ocv.len != csz * nnz
+        || (size_t)ovv.len != nnz * sizeof(double) || !width-- || opv.len % sizeof(int64_t)
+        || (nnz && kk > ((size_t)1 << (8 * csz))) || kk > INT32_MAX || nnz > UINT32_MAX
+        || (size_t)fv.len != width * sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "token_sums: arrays of the wrong sizes");
+        goto done;
+    }
+    int ok = indptr[0] == 0 && (size_t)indptr[n - 1] == nnz;
+    for (size_t r = 0; r + 1 < n && ok; r++)
+        ok = indptr[r + 1] >= indptr[r] && group[r] >= 0 && (size_t)group[r] < kk;
+    if (!ok) {
+        result = PyLong_FromLong(-1);
+        goto done;
+    }
+    order = PyMem_Malloc(((n - 1) + kk + 1) * sizeof(int64_t));
+    cols = PyMem_Malloc((width ? width : 1) * sizeof(TokenCol));
+    if (!order || !cols) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *out = opv.buf, *df = fv.buf;
+    double *vals = ovv.buf;
+    void *cls = ocv.buf;
+    const int32_t *indices = iv.buf;
+    const double *data = dv.buf;
+    size_t w = 0, zeros = 0;
+    Py_BEGIN_ALLOW_THREADS
+    /* the rows in group order, stable (a counting sort: at[g] the next place of group g's) */
+    int64_t *at = order + (n - 1);
+    memset(at, 0, (kk + 1) * sizeof(int64_t));
+    for (size_t r = 0; r + 1 < n; r++)
+        at[group[r] + 1]++;
+    for (size_t g = 0; g < kk; g++)
+        at[g + 1] += at[g];
+    for (size_t r = 0; r + 1 < n; r++)
+        order[at[group[r]]++] = (int64_t)r;
+    for (size_t t = 0; t < width; t++)
+        cols[t] = (TokenCol){.df = 0, .next = 0, .group = -1};
+    /* first visit: each column's (column, group) pairs counted (at next) and its nonzero entries */
+    for (size_t o = 0; o + 1 < n && ok; o++) {
+        size_t r = (size_t)order[o];
+        int32_t g = (int32_t)group[r];
+        int64_t end = indptr[r + 1];
+        for (int64_t i = indptr[r]; i < end; i++) {
+            int32_t col = indices[i];
+            if (col < 0 || (size_t)col >= width) {
+                ok = 0;
+                break;
+            }
+            if (data[i] == 0)
+                continue;
+            TokenCol *c = cols + col;
+            c->df++;
+            if (c->group != g) {
+                c->group = g;
+                c->next++;
+            }
+        }
+    }
+    if (ok) {
+        /* each column's room: its start, and its pairs' places from there */
+        for (size_t t = 0; t < width; t++) {
+            out[t] = (int64_t)w;
+            w += cols[t].next;
+            df[t] += cols[t].df;
+            cols[t] = (TokenCol){.sum = 0.0, .next = (uint32_t)out[t], .group = -1};
+        }
+        out[width] = (int64_t)w;
+        /* second visit: a column's sum of its group written out where its next group begins */
+        for (size_t o = 0; o + 1 < n; o++) {
+            size_t r = (size_t)order[o];
+            int32_t g = (int32_t)group[r];
+            int64_t end = indptr[r + 1];
+            for (int64_t i = indptr[r]; i < end; i++) {
+                double v = data[i];
+                if (v == 0)
+                    continue;
+                TokenCol *c = cols + indices[i];
+                if (c->group == g) {
+                    c->sum += v;
+                    continue;
+                }
+                if (c->group >= 0) {
+                    put_int(cls, csz, c->next, c->group);
+                    vals[c->next++] = c->sum;
+                    zeros += c->sum == 0;
+                }
+                c->group = g;
+                c->sum = v;
+            }
+        }
+        /* the last group's sums, column by column (in place: places increasing) */
+        for (size_t t = 0; t < width; t++) {
+            TokenCol *c = cols + t;
+            if (c->group < 0)
+                continue;
+            put_int(cls, csz, c->next, c->group);
+            vals[c->next] = c->sum;
+            zeros += c->sum == 0;
+        }
+        if (zeros) {  /* zero sums left out (rare: sums of negative and positive values alone) */
+            size_t from = 0;
+            w = 0;
+            for (size_t t = 0; t < width; t++) {
+                size_t e = (size_t)out[t + 1];
+                out[t] = (int64_t)w;
+                for (; from < e; from++) {
+                    if (vals[from] == 0)
+                        continue;
+                    if (w != from) {
+                        vals[w] = vals[from];
+                        memcpy((char *)cls + w * csz, (char *)cls + from * csz, csz);
+                    }
+                    w++;
+                }
+            }
+            out[width] = (int64_t)w;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = ok ? PyLong_FromSize_t(w) : PyLong_FromLong(-1);
+done:
+    PyMem_Free(order);
+    PyMem_Free(cols);
+    Py_buffer *views[] = {&dv, &iv, &pv, &gv, &opv, &ocv, &ovv, &fv};
+    for (size_t i = 0; i < 8; i++)
         if (views[i]->obj)
             PyBuffer_Release(views[i]);
     return result;

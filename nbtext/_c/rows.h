@@ -16,5 +16,8 @@ PyObject *kernel_own_columns(PyObject *self, PyObject *args);
 PyObject *kernel_rows_dot(PyObject *self, PyObject *args);
 /* group_sums(data, indices, indptr, group, k, out, df) -> bool: Rows.group_sums */
 PyObject *kernel_group_sums(PyObject *self, PyObject *args);
+/* token_sums(data, indices, indptr, group, k, out_indptr, out_classes, out_values, df) -> int:
+ * nb.sparse.group_sums's sums held by token, the entries written (-1: an index out of range) */
+PyObject *kernel_token_sums(PyObject *self, PyObject *args);
 
 #endif

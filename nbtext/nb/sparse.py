@@ -316,6 +316,10 @@ def group_sums(X, group: np.ndarray, k: int, weights: np.ndarray | None = None) 
     """Rows.group_sums of k groups held by token (TokenSums of X's columns x k), and each
     column's documents (nonzero entries; with weights, their rows' weights): the sums a chunk
     of many classes adds, without a columns x k array."""
+    if weights is None:
+        summed = _token_sums_by_kernel(X, group, k)
+        if summed is not None:
+            return summed
     lengths = np.diff(X.indptr)
     values = np.asarray(X.data, dtype=np.float64)
     nonzero = X.data != 0
@@ -333,3 +337,26 @@ def group_sums(X, group: np.ndarray, k: int, weights: np.ndarray | None = None) 
     sums.append(np.asarray(X.indices, dtype=np.int64), classes, values)
     sums.settle()
     return sums, df
+
+
+def _token_sums_by_kernel(X, group: np.ndarray, k: int) -> tuple | None:
+    """group_sums without weights by the compiled kernel (nbtext/_c/rows.c token_sums: the rows
+    visited class by class, so a token's entries of one class meet as they are placed, and no
+    fold by class follows): the same arrays, bit for bit. None without the kernel, or for values
+    it does not hold."""
+    from ..features.kernel import compiled
+
+    kernel = compiled()
+    width, nnz = X.shape[1], len(X.data)
+    if kernel is None or width >= 2**31 or nnz >= 2**32:
+        return None
+    indptr, classes = np.empty(width + 1, dtype=np.int64), np.empty(nnz, dtype=class_dtype(k))
+    values, df = np.empty(nnz), np.zeros(width, dtype=np.int64)
+    rows = (np.ascontiguousarray(X.data, dtype=np.float64), np.ascontiguousarray(X.indices, dtype=np.int32),
+            np.ascontiguousarray(X.indptr, dtype=np.int64))
+    n = kernel.token_sums(*rows, np.ascontiguousarray(group, dtype=np.int64), max(k, 1), indptr, classes, values, df)
+    if n < 0:
+        raise ValueError("group_sums: a column or group out of range")
+    classes.resize(n, refcheck=False)
+    values.resize(n, refcheck=False)
+    return TokenSums.of_csr(indptr, classes, values, k), df
