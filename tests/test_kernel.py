@@ -319,6 +319,33 @@ def test_the_kernel_finds_the_first_token_out_of_order_as_numpy_does(tokens, how
     assert (k.first_unordered(blob) == -1) == (how == "sorted" or tokens == sorted(set(tokens)))
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(st.characters(blacklist_characters="\x00"), max_size=6), max_size=40, unique=True),
+       st.data())
+def test_the_kernel_picks_a_vocabularys_tokens_as_numpy_does(tokens, data):
+    """Vocabulary.subset (train's pruning: the ids kept, increasing) by the kernel's one walk of
+    the tokens: the tokens, keys and index of numpy's gather; ids that do not increase or are
+    past the tokens refused."""
+    from nbtext.features.vocabulary import Vocabulary
+
+    k = compiled()
+    vocab = Vocabulary(tokens)
+    ids = sorted(data.draw(st.sets(st.integers(0, max(len(tokens) - 1, 0)), max_size=len(tokens))))
+    if not tokens:
+        ids = []
+    got = vocab.subset(ids)
+    with implementation("python"):
+        want = Vocabulary(tokens).subset(ids)
+    assert got.tokens == want.tokens == [tokens[i] for i in ids]
+    assert got.keys().tolist() == want.keys().tolist() and got.lookup(tokens).tolist() == want.lookup(tokens).tolist()
+    blob = vocab.encoded()
+    assert k.pick_tokens(blob + b"junk", np.asarray(ids, np.int64)) == got.encoded()
+    bad = [[len(tokens)], [0, 0] if tokens else [-1], ids[::-1] if len(ids) > 1 else [-1]]
+    for wrong in bad:
+        with pytest.raises(ValueError, match="do not increase or past the tokens"):
+            k.pick_tokens(blob, np.asarray(wrong, np.int64))
+
+
 def test_the_kernels_front_coding_refuses_a_bad_block():
     k = compiled()
     with pytest.raises(ValueError, match="at least 1"):

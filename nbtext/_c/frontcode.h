@@ -12,5 +12,7 @@ PyObject *kernel_front_decode(PyObject *self, PyObject *args);
 /* first_unordered(blob) -> int: the first NUL-terminated token not after the one before it in
  * byte order, -1 when none is */
 PyObject *kernel_first_unordered(PyObject *self, PyObject *arg);
+/* pick_tokens(blob, ids) -> bytes: the NUL-terminated tokens at the increasing positions ids */
+PyObject *kernel_pick_tokens(PyObject *self, PyObject *args);
 
 #endif

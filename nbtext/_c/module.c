@@ -59,6 +59,8 @@ static PyMethodDef kernel_methods[] = {
      "sums_product(data, indices, indptr, s_indptr, s_classes, s_values, out) -> bool: nb.sparse.product"},
     {"front_decode", kernel_front_decode, METH_VARARGS,
      "front_decode(fc, block) -> bytes: the NUL-terminated tokens of a front-coded vocabulary"},
+    {"pick_tokens", kernel_pick_tokens, METH_VARARGS,
+     "pick_tokens(blob, ids) -> bytes: the NUL-terminated tokens at the increasing positions ids (Vocabulary.subset)"},
     {"first_unordered", kernel_first_unordered, METH_O,
      "first_unordered(blob) -> int: the first NUL-terminated token not after the one before it, -1 when none"},
     {"score_counted", kernel_score_counted, METH_VARARGS,

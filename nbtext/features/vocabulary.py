@@ -332,8 +332,12 @@ class Vocabulary:
 
     def subset(self, ids: np.ndarray) -> "Vocabulary":
         """A new vocabulary of the tokens with these ids, in this order."""
+        from .implementation import compiled
+
+        ids, kernel = np.ascontiguousarray(ids, dtype=np.int64), compiled()
+        if kernel is not None and (len(ids) < 2 or (ids[1:] > ids[:-1]).all()):  # (a pruning's: increasing)
+            return Vocabulary.from_encoded(kernel.pick_tokens(self._blob, ids), self.keys()[ids])
         starts, keys = self._token_starts(), self.keys()
-        ids = np.asarray(ids, dtype=np.int64)
         ends = np.append(starts[1:], len(self._blob)) if self._n else starts
         return Vocabulary.from_encoded(gather(bytes(self._blob), starts, ends - starts - 1, ids), keys[ids])
 
