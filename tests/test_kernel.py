@@ -858,6 +858,38 @@ def test_the_kernels_settle_folds_held_tokens_that_are_not_folded_yet():
     assert got.values.tolist() == want.values.tolist() == [1.0, 2.0, 4.0, 3.5, 1.0, 3.0]
 
 
+def test_held_sums_not_known_to_be_a_folds_are_checked_token_by_token_however_they_came():
+    """settle_sums copies a fold's own output in whole runs, unchecked (TokenSums knows which
+    arrays a fold wrote): arrays made elsewhere, and those taken or copied from them, or whose
+    classes were renumbered out of order, are still checked and folded where they need it, as
+    numpy's settle does."""
+    from nbtext.nb.sparse import TokenSums
+
+    compiled()
+    indptr = np.array([0, 2, 3, 6, 7], np.int64)
+    classes = np.array([0, 2, 1, 2, 0, 2, 1], np.uint8)
+    values = np.array([1.0, 2.0, 0.0, 1.0, 4.0, 2.5, 3.0])
+    made = {
+        "made elsewhere": lambda: TokenSums.of_csr(indptr, classes, values, 3),
+        "taken": lambda: TokenSums.of_csr(indptr, classes, values, 3).take(np.array([0, 1, 2, 3])),
+        "copied": lambda: TokenSums.of_csr(indptr, classes, values, 3).copy(),
+        "renumbered out of order": lambda: _renumbered(TokenSums.of_dense(np.array([[1.0, 2.0, 0.0], [0.0, 3.0, 4.0]]))),
+    }
+    for what, make in made.items():
+        got, want = make(), make()
+        for s, how in ((got, "c"), (want, "python")):
+            with implementation(how):
+                s.append(np.array([3], np.int64), np.array([0], np.int64), np.array([1.0]))
+                s.settle()
+        assert got.indptr.tolist() == want.indptr.tolist(), what
+        assert got.classes.tolist() == want.classes.tolist() and got.values.tolist() == want.values.tolist(), what
+
+
+def _renumbered(s):
+    s.renumber_classes(np.array([2, 1, 0]), 3)  # (each token's classes now decreasing)
+    return s
+
+
 def test_the_kernels_settle_refuses_what_is_out_of_range_or_over_its_inputs():
     """settle_sums checks every held start, class and appended token before it writes: -1 for
     a class not below k, a token past the width or starts out of order; an error for sizes

@@ -53,7 +53,7 @@ static PyMethodDef kernel_methods[] = {
     {"move_rows", kernel_move_rows, METH_VARARGS,
      "move_rows(data, indices, indptr, mapping, n_cols, out_data, out_indices[, out_indptr]) -> bool: Rows.moved onto distinct columns"},
     {"settle_sums", kernel_settle_sums, METH_VARARGS,
-     "settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values) -> int: "
+     "settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values[, folded]) -> int: "
      "TokenSums.settle's entries written, or -1"},
     {"sums_product", kernel_sums_product, METH_VARARGS,
      "sums_product(data, indices, indptr, s_indptr, s_classes, s_values, out) -> bool: nb.sparse.product"},

@@ -20,15 +20,6 @@
  * in proportion to the entries and the tokens, and memory for the outputs alone (the token
  * starts double as the placing cursors). */
 
-static inline void put_class(void *buf, size_t size, size_t i, int64_t c)
-{
-    switch (size) {
-    case 1: ((uint8_t *)buf)[i] = (uint8_t)c; break;
-    case 2: ((uint16_t *)buf)[i] = (uint16_t)c; break;
-    default: ((int32_t *)buf)[i] = (int32_t)c; break;
-    }
-}
-
 /* A part: its three arrays, viewed; the entries it holds. */
 typedef struct {
     Py_buffer t, c, v;
@@ -149,7 +140,7 @@ static size_t fold_token(Ints held_classes, const double *hvals, size_t hs, size
         int64_t c = touched[i];
         seen[c] = 0;
         if (acc[c] != 0) {
-            put_class(cls, csz, w, c);
+            put_int(cls, csz, w, c);
             vals[w++] = acc[c];
         }
     }
@@ -158,12 +149,21 @@ static size_t fold_token(Ints held_classes, const double *hvals, size_t hs, size
 
 /* Held tokens [t0, t1) that nothing was appended to, copied from ``w`` on: each is folded
  * already (its classes increasing, no zero), and a fold of it alone gives it back (0.0 + v is
- * v), so it is copied as it is, its starts moved; one that is not so (held arrays made
+ * v), so it is copied as it is, its starts moved. Unless ``folded`` (the held arrays are a
+ * fold's own output), each is checked so first, and one that is not so (held arrays made
  * elsewhere) is folded. The new w. */
 static size_t copy_held(const int64_t *indptr, size_t t0, size_t t1, Ints held_classes, const double *hvals,
                         int64_t *out, void *cls, size_t csz, double *vals, size_t w, double *acc, char *seen,
-                        int64_t *touched, int64_t k)
+                        int64_t *touched, int64_t k, int folded)
 {
+    if (folded && t0 < t1) {  /* (one copy of the run: its starts shifted by where it lands) */
+        size_t hs = (size_t)indptr[t0], he = (size_t)indptr[t1];
+        for (size_t t = t0; t < t1; t++)
+            out[t] = (int64_t)(w + ((size_t)indptr[t] - hs));
+        memcpy((char *)cls + w * csz, (const char *)held_classes.buf + hs * csz, (he - hs) * csz);
+        memcpy(vals + w, hvals + hs, (he - hs) * sizeof(double));
+        return w + (he - hs);
+    }
     for (size_t t = t0; t < t1; t++) {
         size_t hs = (size_t)indptr[t], he = (size_t)indptr[t + 1];
         int canonical = 1;
@@ -236,32 +236,37 @@ static int place_appended(const Part *parts, size_t n_parts, int64_t *out, size_
             if (cls < 0 || cls >= k)
                 return 0;
             size_t place = (size_t)out[int_at(t, i) + 1]++;
-            put_class(classes, csz, place, cls);
+            put_int(classes, csz, place, cls);
             vals[place] = v[i];
         }
     }
     return 1;
 }
 
-/* settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values) -> int:
+/* settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values[, folded]) -> int:
  * the held sums (indptr int64 by token; classes of 1, 2 or 4 bytes; values float64) and the
  * parts (a sequence of (tokens, classes, values), in the order appended) folded into
  * out_indptr (int64, one start a token of the new width, and the end), out_classes (as the
  * held classes) and out_values, which hold room for every entry held and appended; the entries
- * written. -1, with the outputs partly written, where a start is out of order, a class not
- * below k or a token not below the new width. */
+ * written; -1, with the outputs partly written, where a start is out of order, a class not
+ * below k or a token not below the new width. ``folded``: the held arrays are an earlier fold's
+ * output (TokenSums knows), so a run of held tokens nothing was appended to is copied whole,
+ * unchecked (the starts and classes are still checked: were the arrays not a fold's, only
+ * the copy's sums would be wrong, never a read or write out of bounds). */
 PyObject *kernel_settle_sums(PyObject *self, PyObject *args)
 {
     Py_buffer pv = {0}, cv = {0}, vv = {0}, opv = {0}, ocv = {0}, ovv = {0};
     PyObject *seq = NULL, *parts_arg, *result = NULL;
     Py_ssize_t k;
+    int folded = 0;
     Part *parts = NULL;
     size_t n_parts = 0;
     double *acc = NULL;
     char *seen = NULL;
     int64_t *touched = NULL;
     Py_buffer **ins = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*y*Onw*w*w*:settle_sums", &pv, &cv, &vv, &parts_arg, &k, &opv, &ocv, &ovv))
+    if (!PyArg_ParseTuple(args, "y*y*y*Onw*w*w*|p:settle_sums", &pv, &cv, &vv, &parts_arg, &k, &opv, &ocv, &ovv,
+                          &folded))
         return NULL;
     if (!(seq = PySequence_Fast(parts_arg, "settle_sums: parts is a sequence")))
         goto done;
@@ -326,7 +331,8 @@ PyObject *kernel_settle_sums(PyObject *self, PyObject *args)
             size_t t1 = t + 1;
             while (t1 < held_width && (size_t)out[t1 + 1] == start)
                 t1++;
-            w = copy_held(indptr, t, t1, held_classes, hvals, out, ocv.buf, csz, vals, w, acc, seen, touched, k);
+            w = copy_held(indptr, t, t1, held_classes, hvals, out, ocv.buf, csz, vals, w, acc, seen, touched, k,
+                          folded);
             t = t1;
             continue;
         }
@@ -334,7 +340,7 @@ PyObject *kernel_settle_sums(PyObject *self, PyObject *args)
         out[t] = (int64_t)w;
         if (he == hs && end == start + 1) {  /* one appended entry alone (a new token's, mostly) */
             if (vals[start] != 0) {
-                put_class(ocv.buf, csz, w, int_at((Ints){ocv.buf, csz}, start));
+                put_int(ocv.buf, csz, w, int_at((Ints){ocv.buf, csz}, start));
                 vals[w++] = vals[start];
             }
         } else {

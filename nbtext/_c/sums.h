@@ -5,7 +5,7 @@
 
 #include <Python.h>
 
-/* settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values) -> int:
+/* settle_sums(indptr, classes, values, parts, k, out_indptr, out_classes, out_values[, folded]) -> int:
  * TokenSums.settle, the held CSR arrays and the appended parts folded into the outputs; the
  * entries written, or -1 where numpy must do the work */
 PyObject *kernel_settle_sums(PyObject *self, PyObject *args);

@@ -52,6 +52,7 @@ class TokenSums:
         self.values = np.zeros(0)
         self._pending: list = []  # (tokens, classes, values float64), in the order added
         self._pending_n = 0
+        self._folded = True  # (the held arrays are a fold's output: each token's classes increasing, no zero)
 
     @classmethod
     def of_csr(cls, indptr, classes, values, k: int) -> "TokenSums":
@@ -60,6 +61,7 @@ class TokenSums:
         s.indptr = np.asarray(indptr, dtype=np.int64)
         s.classes = np.asarray(classes).astype(class_dtype(k), copy=False)
         s.values = np.asarray(values, dtype=np.float64)
+        s._folded = False  # (said to be in order, not known to be: settle checks each token it copies)
         return s
 
     @classmethod
@@ -99,6 +101,7 @@ class TokenSums:
         """Class i becomes class where[i] of k (classes added at their sorted places: the order
         within a token is kept)."""
         where = np.asarray(where, dtype=np.int64)
+        self._folded = self._folded and bool((where[1:] > where[:-1]).all())
         self.classes = where[self.classes].astype(class_dtype(k))
         self._pending = [(t, where[c], v) for t, c, v in self._pending]
         self.k = k
@@ -164,6 +167,7 @@ class TokenSums:
         self.values = sums
         self.indptr = np.zeros(width + 1, dtype=np.int64)
         np.cumsum(np.bincount(tokens, minlength=width), out=self.indptr[1:])
+        self._folded = True
 
     def _settled_by_kernel(self, width: int) -> bool:
         """settle() by the compiled kernel (nbtext/_c/sums.c: a counting sort by token, no sort of
@@ -181,13 +185,13 @@ class TokenSums:
                                np.ascontiguousarray(self.classes, dtype=dtype),
                                np.ascontiguousarray(self.values, dtype=np.float64),
                                [tuple(np.ascontiguousarray(a) for a in part) for part in self._pending],
-                               max(self.k, 1), indptr, classes, values)
+                               max(self.k, 1), indptr, classes, values, self._folded)
         if n < 0:
             raise ValueError("TokenSums: a class or token out of range")
         classes.resize(n, refcheck=False)
         values.resize(n, refcheck=False)
         self.indptr, self.classes, self.values, self._width = indptr, classes, values, width
-        self._pending, self._pending_n = [], 0
+        self._pending, self._pending_n, self._folded = [], 0, True
         return True
 
     # -- reading (settled first) ------------------------------------------------------------
@@ -244,7 +248,9 @@ class TokenSums:
         at = ranges(self.indptr[keep], lengths)
         indptr = np.zeros(len(keep) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
-        return TokenSums.of_csr(indptr, self.classes[at], self.values[at], self.k)
+        out = TokenSums.of_csr(indptr, self.classes[at], self.values[at], self.k)
+        out._folded = self._folded  # (whole tokens taken: each as it was)
+        return out
 
     def with_values(self, values: np.ndarray) -> "TokenSums":
         """The same entries with other values (zeros among them dropped)."""
@@ -260,7 +266,9 @@ class TokenSums:
 
     def copy(self) -> "TokenSums":
         self.settle()
-        return TokenSums.of_csr(self.indptr.copy(), self.classes.copy(), self.values.copy(), self.k)
+        out = TokenSums.of_csr(self.indptr.copy(), self.classes.copy(), self.values.copy(), self.k)
+        out._folded = self._folded
+        return out
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, TokenSums):
@@ -359,4 +367,6 @@ def _token_sums_by_kernel(X, group: np.ndarray, k: int) -> tuple | None:
         raise ValueError("group_sums: a column or group out of range")
     classes.resize(n, refcheck=False)
     values.resize(n, refcheck=False)
-    return TokenSums.of_csr(indptr, classes, values, k), df
+    sums = TokenSums.of_csr(indptr, classes, values, k)
+    sums._folded = True  # (as a fold writes them)
+    return sums, df
