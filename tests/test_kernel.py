@@ -590,6 +590,42 @@ def test_the_kernels_rows_onto_ids_are_numpys(data):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_the_kernels_rows_sorted_by_digits_of_any_width_are_numpys(data):
+    """move_rows's radix sort (nbtext/_c/radix.c) takes digits as wide as a run's length pays
+    for: rows of a few hundred to thousands of entries, onto columns of up to 31 bits, some
+    rows' columns sharing their high digits (a pass passed over) and some a low one, each row
+    sorted as numpy sorts it, bit for bit."""
+    from nbtext.features.rows import Rows
+
+    compiled()
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    lengths = data.draw(st.lists(st.integers(0, 3000), min_size=1, max_size=4))
+    width = sum(lengths)
+    n_cols = data.draw(st.sampled_from([width, 2**11 + width, 2**22 + 5, 2**31 - 1]))
+    how = data.draw(st.sampled_from(["anywhere", "near the top", "one low digit"]))
+    if how == "anywhere":
+        cols = rng.choice(n_cols, size=width, replace=False)
+    elif how == "near the top":  # (every column shares the high digits)
+        cols = n_cols - 1 - rng.choice(min(n_cols, 4096), size=width, replace=False) if width <= 4096 else \
+            rng.choice(n_cols, size=width, replace=False)
+    else:  # (the low 7 bits shared: a low digit passed over)
+        cols = rng.choice(max(n_cols >> 7, 1), size=min(width, max(n_cols >> 7, 1)), replace=False) << 7 | 5
+        cols = cols[cols < n_cols]
+        lengths = [len(cols)]
+        width = len(cols)
+    if not width:
+        return
+    rows = Rows(rng.integers(1, 9, size=width).astype(np.float64), np.arange(width, dtype=np.int64),
+                np.concatenate([[0], np.cumsum(lengths)]), width)
+    mapping = np.asarray(cols, dtype=np.int64)
+    got, want = rows._moved_by_kernel(mapping, n_cols), rows.moved(mapping, n_cols)
+    assert got is not None
+    for a, b in ((got.data, want.data), (got.indices, want.indices), (got.indptr, want.indptr)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
 def test_predict_moves_a_chunk_onto_a_model_by_the_kernel(monkeypatch):
     """A chunk onto a model's vocabulary at predict (Batch.onto without growing: the tokens the
     model lacks dropped) is the kernel's move, not numpy's sort of every entry, and gives

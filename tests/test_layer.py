@@ -10,8 +10,10 @@ from functools import partial
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import DATA, implementation, need_shared, predicts_as_recorded
+from test_kernel import compiled
 from nbtext import store
 from nbtext.fastscore import FastScorer
 from nbtext.features.rows import Rows
@@ -183,6 +185,58 @@ def test_the_kernels_pass_scores_many_blocks_and_any_column_order_as_numpy(run, 
         by_numpy = model.log_proba(falling)
     assert np.array_equal(by_blocks, np.tile(alone, (times, 1)))
     np.testing.assert_allclose(by_kernel, by_numpy, rtol=0, atol=1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_the_kernels_pass_adds_each_entry_as_the_formula_says_for_any_class_width(data):
+    """layer_scores's sums of documents (nbtext/_c/layer.c), tokens of every class (the loop
+    without the classes' indirection) and of some, classes held in 1, 2 or 4 bytes: the same
+    bits as its formula added in Python floats entry by entry in each row's order (nb += x D,
+    sq += a^2 rest, sums += a^2 (1, g, g^2) for a token in the layer, dots += a rw[code];
+    a = 1 + log(count), a count past the kernel's table of logs included)."""
+    kernel = compiled()
+    K, J = data.draw(st.integers(2, 5)), data.draw(st.integers(1, 3))
+    m = data.draw(st.integers(0, 3))
+    floats = st.floats(-4, 4, allow_nan=False).filter(lambda v: v != 0)
+    token_classes = data.draw(st.lists(st.sampled_from(["every", "some"]).flatmap(
+        lambda how: st.just(list(range(K))) if how == "every" else
+        st.sets(st.integers(0, K - 1), min_size=1, max_size=K - 1).map(sorted)), min_size=1, max_size=10))
+    tokens = len(token_classes)
+    classes = [c for cl in token_classes for c in cl]
+    s_indptr = np.concatenate([[0], np.cumsum([len(cl) for cl in token_classes])]).astype(np.int64)
+    D = data.draw(st.lists(floats, min_size=len(classes), max_size=len(classes)))
+    rest = data.draw(st.lists(floats, min_size=len(classes), max_size=len(classes)))
+    codes = data.draw(st.lists(st.integers(-2, m - 1), min_size=tokens, max_size=tokens))
+    g = data.draw(st.lists(floats, min_size=tokens, max_size=tokens))
+    rw = np.asarray(data.draw(st.lists(floats, min_size=max(m, 1) * J, max_size=max(m, 1) * J))).reshape(-1, J)
+    rows = data.draw(st.lists(st.sets(st.integers(0, tokens - 1)).map(sorted), min_size=1, max_size=6))
+    indices = [t for r in rows for t in r]
+    counts = data.draw(st.lists(st.integers(1, 300), min_size=len(indices), max_size=len(indices)))
+    x = data.draw(st.lists(floats, min_size=len(indices), max_size=len(indices)))
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
+    n = len(rows)
+    want = [np.zeros((n, K)), np.zeros((n, K)), np.zeros((n, 3)), np.zeros((n, J))]
+    for r in range(n):
+        for e in range(indptr[r], indptr[r + 1]):
+            t, a = indices[e], math.log(counts[e]) + 1.0
+            a2 = a * a
+            for j in range(s_indptr[t], s_indptr[t + 1]):
+                want[0][r, classes[j]] += x[e] * D[j]
+                want[1][r, classes[j]] += a2 * rest[j]
+            if codes[t] >= -1:
+                want[2][r] += [a2, a2 * g[t], a2 * (g[t] * g[t])]
+            if codes[t] >= 0:
+                for j in range(J):
+                    want[3][r, j] += a * rw[codes[t], j]
+    f64 = partial(np.array, dtype=np.float64)
+    for dtype in (np.uint8, np.uint16, np.int32):
+        got = [np.zeros((n, K)), np.zeros((n, K)), np.zeros((n, 3)), np.zeros((n, J))]
+        assert kernel.layer_scores(f64(counts), f64(x), np.asarray(indices, dtype=np.int32), indptr, s_indptr,
+                                   np.asarray(classes, dtype=dtype), f64(D), f64(rest),
+                                   np.ascontiguousarray(np.stack([g, codes], axis=1), dtype=np.float64), rw, *got)
+        for a, b in zip(got, want):
+            assert np.array_equal(a, b), dtype
 
 
 def test_the_kernels_pass_refuses_indices_out_of_range():

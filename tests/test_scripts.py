@@ -273,3 +273,20 @@ def test_bench_scale_takes_each_predict_figure_as_the_median_of_its_rounds(tmp_p
                         "--predict-only", "--cache", str(tmp_path), "--out", str(tmp_path / "o.md")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "--predict-only: no " in r.stderr and "100K-3.nbm" in r.stderr
+
+
+def test_predict_stages_script_runs_two_kernels_in_turn_on_the_same_chunks(sample_model, tmp_path):
+    from nbtext.features.implementation import compiled
+
+    kernel = compiled()
+    if kernel is None:
+        pytest.skip("the compiled kernel is not built, or NBTEXT_KERNEL=python")
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(b"".join(f.read_bytes().replace(b"\n", b" ") + b"\n"
+                               for f in sorted((DATA / "corpus" / "spam").iterdir())[:30]))
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "predict_stages_ab.py"), str(sample_model), str(lines),
+                        "--other", kernel.__file__, "--lines", "20", "--runs", "2"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert [line.split(":")[0] for line in r.stdout.splitlines()] == ["count", "score"]
+    assert all("1 chunks, 2 runs; CPU s A min " in line and " B/A " in line for line in r.stdout.splitlines()), r.stdout

@@ -198,38 +198,41 @@ typedef struct {
     double *nb, *sq, *sums, *dots;
 } Scores;
 
-/* nb[c] += v D[j] and sq[c] += a2 rest[j] over a token's nonzeros j in [from, to), c its classes;
- * 0 where a class is not below K. A token of every class (K nonzeros, classes 0 to K-1: the
- * classes rise within a token) is added class by class without the classes' indirection: the
- * loop that most of the time goes to. */
-static inline int add_nonzeros(const Scores *s, size_t from, size_t to, double v, double a2, double *restrict nb,
-                               double *restrict sq)
+/* A token's nonzeros [from, to) checked once for its run of entries: -1 where a class is not
+ * below K; 1 where the token is of every class (K nonzeros, classes 0 to K-1: the classes rise
+ * within a token), whose entries add class by class without the classes' indirection: the loop
+ * that most of the time goes to; else 0. */
+static inline int token_kind(const Scores *s, size_t from, size_t to)
 {
-    const double *restrict D = s->D + from, *restrict rest = s->rest + from;
-    size_t K = s->K, n = to - from;
-    if (s->classes.size == 1) {
-        const uint8_t *cl = (const uint8_t *)s->classes.buf + from;
-        if (n == K) {  /* (every class, if the classes are 0 to K-1 in turn) */
-            size_t bad = 0;
-            for (size_t c = 0; c < K; c++)
-                bad |= cl[c] ^ c;
-            if (!bad) {
-                for (size_t c = 0; c < K; c++) {
-                    nb[c] += v * D[c];
-                    sq[c] += a2 * rest[c];
-                }
-                return 1;
-            }
-        }
-    }
+    size_t K = s->K, n = to - from, bad = 0;
     for (size_t j = 0; j < n; j++) {
         size_t c = (size_t)int_at(s->classes, from + j);
         if (c >= K)
-            return 0;
+            return -1;
+        bad |= c ^ j;
+    }
+    return n == K && !bad;
+}
+
+/* nb[c] += v D[j] and sq[c] += a2 rest[j] over a token's nonzeros j in [from, to), c its classes
+ * (checked by token_kind, whose answer ``every`` is). */
+static inline void add_nonzeros(const Scores *s, size_t from, size_t to, int every, double v, double a2,
+                                double *restrict nb, double *restrict sq)
+{
+    const double *restrict D = s->D + from, *restrict rest = s->rest + from;
+    size_t n = to - from;
+    if (every) {
+        for (size_t c = 0; c < n; c++) {
+            nb[c] += v * D[c];
+            sq[c] += a2 * rest[c];
+        }
+        return;
+    }
+    for (size_t j = 0; j < n; j++) {
+        size_t c = (size_t)int_at(s->classes, from + j);
         nb[c] += v * D[j];
         sq[c] += a2 * rest[j];
     }
-    return 1;
 }
 
 enum { TF_TABLE = 256 };  /* counts below this take their sublinear tf from a table */
@@ -271,6 +274,7 @@ static int block_scores(const Scores *s, const ByToken *order, size_t r0, size_t
     size_t first = (size_t)s->indptr[r0], at = SIZE_MAX, from = 0, to = 0, J = s->J;
     double g = 0.0, code = -2.0;
     const double *w = NULL;
+    int every = 0;
     for (size_t q = 0; q < n; q++) {
         if (q + 16 < n) {  /* (the block's entry values are random reads too, of a cache's size) */
             size_t ta = by_token_column(order, keys[q + 16]), pa = by_token_place(order, keys[q + 16]);
@@ -287,7 +291,7 @@ static int block_scores(const Scores *s, const ByToken *order, size_t r0, size_t
         }
         size_t t = by_token_column(order, keys[q]), p = by_token_place(order, keys[q]);
         if (t != at) {  /* (a token's record, span and row of rw: once for its run of entries) */
-            if (!span_of(s, t, &from, &to))
+            if (!span_of(s, t, &from, &to) || (every = token_kind(s, from, to)) < 0)
                 return 0;
             at = t, g = s->recs[2 * t], code = s->recs[2 * t + 1], w = NULL;
             if (code >= 0) {
@@ -300,8 +304,7 @@ static int block_scores(const Scores *s, const ByToken *order, size_t r0, size_t
         double cnt = s->counts[i];
         double a = cnt >= 1 && cnt < TF_TABLE && cnt == (double)(size_t)cnt ? tf[(size_t)cnt] : log(cnt) + 1.0;
         double a2 = a * a;
-        if (!add_nonzeros(s, from, to, s->x[i], a2, s->nb + r * s->K, s->sq + r * s->K))
-            return 0;
+        add_nonzeros(s, from, to, every, s->x[i], a2, s->nb + r * s->K, s->sq + r * s->K);
         if (code < -1)
             continue;
         double *sums = s->sums + r * 3;
