@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import signal
+import threading
 
 import numpy as np
 import pytest
@@ -188,6 +189,20 @@ def test_a_worker_that_dies_is_named_not_waited_for():
 
     with ForkedWorkers(work, 2) as pool, pytest.raises(WorkerError, match=r"worker process \(\d+, \d+\) ended without answering"):
         list(pool.map(range(10)))
+
+
+def test_a_task_sent_after_a_worker_died_is_refused_with_its_name():
+    """Once the pool has seen a worker die, sending it the next task (map sends more as results
+    come) says which workers, as a result awaited does, not the executor's BrokenProcessPool."""
+    with ForkedWorkers(lambda n: n, 2) as pool:
+        os.kill(pool.pids[0], signal.SIGKILL)
+        for _ in range(1000):  # (the executor's thread marks the pool broken as it sees the death)
+            if pool.executor._broken:
+                break
+            threading.Event().wait(0.01)
+        assert pool.executor._broken
+        with pytest.raises(WorkerError, match=r"worker process \(\d+, \d+\) ended without answering"):
+            pool.submit(1)
 
 
 def test_leaving_early_stops_the_workers():

@@ -205,7 +205,13 @@ class ForkedWorkers:
             os.close(told)
 
     def submit(self, task):
-        return self.executor.submit(_call, task)
+        """fn(task)'s future; WorkerError where a worker has died already (the pool is broken)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return self.executor.submit(_call, task)
+        except BrokenProcessPool:
+            raise self._died() from None
 
     def map(self, tasks: Iterable, ahead: int = AHEAD, idle: Callable[[], object] | None = None,
             size: Callable[[object], int] | None = None) -> Iterator:
@@ -240,8 +246,11 @@ class ForkedWorkers:
         try:
             return future.result()
         except BrokenProcessPool:
-            raise WorkerError(f"a worker process ({', '.join(map(str, self.pids))}) ended without "
-                              f"answering (killed, or out of memory)") from None
+            raise self._died() from None
+
+    def _died(self) -> WorkerError:
+        return WorkerError(f"a worker process ({', '.join(map(str, self.pids))}) ended without "
+                           f"answering (killed, or out of memory)")
 
     def close(self) -> None:
         """End the workers and reap them: the tasks not started are cancelled, those running
