@@ -608,6 +608,33 @@ def test_the_reservoir_keeps_the_smallest_keys_whatever_it_lets_go_early(n_size,
         assert r.cut is not None
 
 
+def test_a_renumbered_reservoir_holds_its_rows_moved_as_one_part_and_samples_the_same():
+    """A pruning renumbers the sample's columns (Reservoir.renumber): its parts, a chunk's each,
+    of the widths the vocabulary had then, are made one and moved at once; the sample is every
+    row with the dropped columns gone and the rest renumbered, in order, with its label, and the
+    rows added after it follow on the new columns."""
+    from nbtext.batch.train import Reservoir
+    from nbtext.features.rows import Rows
+
+    rng = np.random.default_rng(3)
+    r, dense, width = Reservoir(60, seed=2), [], 0
+    for n in (7, 9, 5, 12):
+        width += 4
+        dense.append(rng.integers(0, 3, size=(n, width)).astype(float))
+        r.add(Rows.of(dense[-1]), [f"d{i}" for i in range(sum(len(a) for a in dense) - n, sum(len(a) for a in dense))])
+    keep = np.array([1, 2, 5, 8, 11, 15])
+    mapping = np.full(width, -1)
+    mapping[keep] = np.arange(len(keep))
+    r.renumber(mapping, len(keep))
+    assert len(r.parts) == 1
+    later = rng.integers(0, 3, size=(4, len(keep) + 2)).astype(float)
+    r.add(Rows.of(later), [f"d{i}" for i in range(33, 37)])
+    X, y = r.sample(len(keep) + 2)
+    before = np.vstack([np.pad(a, ((0, 0), (0, width - a.shape[1]))) for a in dense])[:, keep]
+    assert list(y) == [f"d{i}" for i in range(37)]
+    assert np.array_equal(X.toarray(), np.vstack([np.pad(before, ((0, 0), (0, 2))), later]))
+
+
 def test_stacked_parts_are_let_go_as_they_are_copied():
     """Rows.stack(consume=True): the same rows as numpy's concatenation (values of the type that
     holds every part's), each part let go once copied."""

@@ -410,6 +410,34 @@ def test_the_kernels_vocabulary_index_loads_a_model_files_tokens_as_numpy_does()
     assert len(c) == len(py) == 5100 and c.encoded() == py.encoded()
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3000), max_size=300), max_size=6), st.integers(0, 4000))
+def test_a_vocabulary_index_reserved_ahead_gives_the_same_ids_and_grows_to_it_without_a_rebuild(chunks, ahead):
+    """reserve(n) (train's index after a pruning, made for the tokens of the next one): the same
+    ids, bytes and keys as without it, on either index; the kernel's table made at once for n
+    tokens at a load of 2/3, and not rebuilt while the vocabulary grows to n (its slots stay)."""
+    from nbtext.features.vocabulary import encode_tokens
+
+    c, py = both_vocabularies()
+    plain, _ = both_vocabularies()
+    c.extend(["first"]), py.extend(["first"]), plain.extend(["first"])
+    c.reserve(ahead), py.reserve(ahead)
+    slots = c._index._x.stats()["slots"]
+    assert slots >= ahead * 3 // 2
+    for chunk in chunks:
+        blob = encode_tokens([f"t{i}" for i in chunk])
+        got = c.extend_encoded(blob)
+        assert np.array_equal(got, py.extend_encoded(blob)) and np.array_equal(got, plain.extend_encoded(blob))
+        if len(c) <= ahead:
+            assert c._index._x.stats()["slots"] == slots
+    assert c.encoded() == py.encoded() == plain.encoded() and np.array_equal(c.keys(), plain.keys())
+    before = c._index._x.stats()
+    c.reserve(len(c) // 2)  # (room it has: nothing changes)
+    assert c._index._x.stats() == before
+    with pytest.raises(ValueError, match="negative"):
+        c._index._x.reserve(-1)
+
+
 def invert_mix(h: int) -> int:
     """x such that kernel.c's finish(x) == h (SplitMix64's finalizer is a bijection)."""
     m = 2**64 - 1

@@ -123,6 +123,29 @@ def test_a_pruning_counts_its_threshold_from_document_frequencies_held_as_floats
         train._nth_smallest(fractions, 1)
 
 
+def test_after_a_pruning_the_key_index_is_made_for_the_tokens_of_the_next_one():
+    """A pruning mid-way (counting goes on) makes the new vocabulary's index with room for as many
+    tokens as the pruning found, about as many as the next one will: a hash table made once, not
+    doubled (each doubling a rebuild) on the way (the same ids: test_kernel.py)."""
+    from nbtext.batch.train import Reduction, Sums
+    from nbtext.features.counting import Batch
+    from nbtext.nb.counts import Counts
+
+    rng = np.random.default_rng(6)
+    with implementation("c"):
+        reduction = Reduction(budget=200_000)
+        for _ in range(4):
+            batch = Batch.of_tokens([[f"r{x:x}" for x in rng.integers(0, 1 << 40, size=60)]
+                                     + [f"c{x}" for x in rng.integers(0, 30, 20)] for _ in range(100)])
+            reduction.add(Sums(batch.blob, batch.keys, Counts.summed(batch.rows, ["a", "b"] * 50), True,
+                               ["a", "b"] * 50, []))
+            if reduction.pruning:
+                break
+        found = len(reduction.vocab) + reduction.pruning["tokens"]  # (the tokens the pruning found)
+        assert found > 10 * len(reduction.vocab)
+        assert reduction.vocab.compiled_index().stats()["slots"] >= found * 3 // 2
+
+
 PEAK = """
 import sys, tracemalloc
 sys.path.insert(0, {tests!r})

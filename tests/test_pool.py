@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import signal
+import threading
 
 import numpy as np
 import pytest
@@ -56,6 +57,61 @@ def test_results_come_in_input_order_from_every_worker():
     assert [s for _, _, s in out] == [sum(range((40 - n) * 20_000)) for n in range(40)]
     assert {p for _, p, _ in out} == set(pids) and os.getpid() not in pids
     assert all(gone(p) for p in pids)
+
+
+def made(n: int):
+    """Arrays of every layout a result holds (train's chunk sums: 16-bit and 32-bit numbers, keys,
+    one flag a class), with others beside them."""
+    a = np.arange(n * 12, dtype=np.int64).reshape(n, 12) * 7919 % 65521
+    return {"c": a.astype(np.uint16), "f": np.asfortranarray(a.astype(np.float32)), "strided": a[::3, 1::2],
+            "empty": a[:0], "scalar": np.float64(n) / 3, "zero-d": np.array(n), "flags": a[:, 0] % 2 == 0,
+            "read-only": np.frombuffer(a.tobytes(), dtype=np.uint64), "objects": np.array(["x", n, None], dtype=object),
+            "bytes": bytes(range(256)) * n, "nested": [(a[n // 2:], str(n))]}
+
+
+def test_a_results_arrays_come_back_as_the_worker_made_them_each_with_memory_of_its_own():
+    """Whatever layout a result's arrays have (C or Fortran order, strided, empty, read-only,
+    0-d, of objects) and whatever is beside them, the parent gets them equal, in the same order
+    (a strided one contiguous, as pickle makes it), writable where they were (read-only, as the
+    kernel's counts are, where counting runs in the parent too), and none sharing memory with
+    another (an array kept keeps no other's bytes)."""
+    with ForkedWorkers(made, 2) as pool:
+        got = list(pool.map([1, 5, 300]))
+    for n, result in zip([1, 5, 300], got):
+        want = made(n)
+        assert result.keys() == want.keys()
+        for name, a in want.items():
+            b = result[name]
+            if name == "nested":
+                a, b = a[0][0], b[0][0]
+                assert result["nested"][0][1] == str(n)
+            if isinstance(a, np.ndarray):
+                assert b.dtype == a.dtype and b.shape == a.shape and (b == a).all()
+                assert b.flags.writeable == a.flags.writeable and b.flags.forc
+                assert not a.flags.forc or (b.flags.c_contiguous, b.flags.f_contiguous) == \
+                    (a.flags.c_contiguous, a.flags.f_contiguous)
+            else:
+                assert type(b) is type(a) and b == a
+        arrays = [b for b in result.values() if isinstance(b, np.ndarray) and b.size]
+        assert not any(np.shares_memory(x, y) for i, x in enumerate(arrays) for y in arrays[i + 1:])
+
+
+def test_receiving_a_result_takes_its_size_in_memory_once():
+    """A result's arrays are read from the pipe straight into their own memory: receiving 32 MB
+    holds 32 MB in the parent, not the copies multiprocessing's receive makes (a buffer per read,
+    the message's, the unpickler's bytes, the array's)."""
+    import tracemalloc
+
+    size = 32 << 20
+    with ForkedWorkers(lambda n: np.full(n, 7, dtype=np.uint8), 2) as pool:
+        tracemalloc.start()
+        try:
+            result = list(pool.map([size]))[0]
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert len(result) == size and result[-1] == 7
+    assert peak < size * 1.25, peak / size
 
 
 @pytest.mark.slow
@@ -133,6 +189,20 @@ def test_a_worker_that_dies_is_named_not_waited_for():
 
     with ForkedWorkers(work, 2) as pool, pytest.raises(WorkerError, match=r"worker process \(\d+, \d+\) ended without answering"):
         list(pool.map(range(10)))
+
+
+def test_a_task_sent_after_a_worker_died_is_refused_with_its_name():
+    """Once the pool has seen a worker die, sending it the next task (map sends more as results
+    come) says which workers, as a result awaited does, not the executor's BrokenProcessPool."""
+    with ForkedWorkers(lambda n: n, 2) as pool:
+        os.kill(pool.pids[0], signal.SIGKILL)
+        for _ in range(1000):  # (the executor's thread marks the pool broken as it sees the death)
+            if pool.executor._broken:
+                break
+            threading.Event().wait(0.01)
+        assert pool.executor._broken
+        with pytest.raises(WorkerError, match=r"worker process \(\d+, \d+\) ended without answering"):
+            pool.submit(1)
 
 
 def test_leaving_early_stops_the_workers():

@@ -290,3 +290,31 @@ def test_predict_stages_script_runs_two_kernels_in_turn_on_the_same_chunks(sampl
     assert r.returncode == 0, r.stderr
     assert [line.split(":")[0] for line in r.stdout.splitlines()] == ["count", "score"]
     assert all("1 chunks, 2 runs; CPU s A min " in line and " B/A " in line for line in r.stdout.splitlines()), r.stdout
+
+
+def test_perf_parent_puts_each_sample_of_the_parents_threads_in_its_first_group(tmp_path):
+    """scripts/perf_parent.py on `perf script -F comm,pid,tid,ip,sym,dso` text: the parent is the
+    lowest pid; its main thread's samples go to the first group on their stack, its reader's and
+    feeder's to theirs; a forked worker's (another pid) are left out."""
+    def sample(ids, *frames):
+        return f"python {ids} \n" + "".join(f"\t{i:x} {f}\n" for i, f in enumerate(frames)) + "\n"
+
+    text = (sample("100/100", "ki_probe_from (_kernel.so)", "ki_fill (_kernel.so)", "KeyIndex_extend (_kernel.so)")
+            + sample("100/100", "ki_probe_from (_kernel.so)", "KeyIndex_extend (_kernel.so)") * 2
+            + sample("100/100", "mapiter_trivial_get (_multiarray_umath.so)")
+            + sample("100/100", "_PyEval_EvalFrameDefault (libpython3.11.so)")
+            + sample("100/104", "__memcpy (libc.so.6)", "_PyBytes_Resize (libpython3.11.so)", "_Py_read (libpython3.11.so)")
+            + sample("100/105", "_Pickler_Write (_pickle.so)")
+            + sample("101/101", "kernel_settle_sums (_kernel.so)") * 5)
+    (tmp_path / "perf.txt").write_text(text)
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "perf_parent.py"), str(tmp_path / "perf.txt")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "7 samples of the parent's threads (3)", "| group | samples | share |", "| --- | ---: | ---: |",
+        "| key index: a chunk's lookups and new tokens (KeyIndex_extend) | 2 | 28.6% |",
+        "| key index: rebuilt as it doubles (ki_fill) | 1 | 14.3% |",
+        "| numpy (indexing, temporaries, conversions) | 1 | 14.3% |",
+        "| other (the interpreter, the allocator, the system) | 1 | 14.3% |",
+        "| receiving results (the pool's reader thread) | 1 | 14.3% |",
+        "| sending tasks (the pool's feeder thread) | 1 | 14.3% |"]

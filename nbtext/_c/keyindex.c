@@ -313,6 +313,24 @@ done:
     return result;
 }
 
+/* reserve(n): room for n tokens in all, made now: the keys' array and the slots for n at a load
+ * of 2/3, filled once here rather than rebuilt at each doubling on the way (train's pruning makes
+ * the new vocabulary's index for as many tokens as it found, about as many as the next pruning
+ * will). Nothing changes where the index has that room already; a failure leaves it as it was. */
+static PyObject *KeyIndex_reserve(KeyIndex *x, PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "nbtext kernel: reserve: a negative number of tokens");
+        return NULL;
+    }
+    if ((size_t)n > x->n && ki_reserve(x, (size_t)n, 1) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* keys(out): the n uint64 keys in id order, written to out (writable, n * 8 bytes). */
 static PyObject *KeyIndex_keys(KeyIndex *x, PyObject *out)
 {
@@ -373,12 +391,15 @@ static void KeyIndex_dealloc(KeyIndex *x)
 KI_CHECKED(KeyIndex_find)
 KI_CHECKED(KeyIndex_extend)
 KI_CHECKED(KeyIndex_keys)
+KI_CHECKED(KeyIndex_reserve)
 
 static PyMethodDef KeyIndex_methods[] = {
     {"find", (PyCFunction)KeyIndex_find_checked, METH_VARARGS,
      "find(keys, ids): ids[j] = the id of uint64 keys[j], -1 when absent (int64 ids, written in place)"},
     {"extend", (PyCFunction)KeyIndex_extend_checked, METH_VARARGS,
      "extend(blob, keys, ids, vocab_blob) -> number of new tokens; their bytes appended to vocab_blob"},
+    {"reserve", (PyCFunction)KeyIndex_reserve_checked, METH_O,
+     "reserve(n): room for n tokens in all (keys and slots), made now rather than as they come"},
     {"keys", (PyCFunction)KeyIndex_keys_checked, METH_O, "keys(out): the uint64 keys in id order, written to out"},
     {"stats", (PyCFunction)KeyIndex_stats, METH_NOARGS, "stats() -> tokens, slots, probes, bytes held"},
     {NULL, NULL, 0, NULL},

@@ -3,7 +3,8 @@
  *
  * KeyIndex(seed0, seed1); extend(blob, keys, ids, vocab_blob) gives a chunk's keys their ids,
  * appending new tokens in first-seen order; find(keys, ids) looks keys up (-1: absent);
- * keys(out) writes the keys in id order; len() is the number of tokens. */
+ * keys(out) writes the keys in id order; reserve(n) makes room for n tokens in all at once; len()
+ * is the number of tokens. */
 #ifndef NBTEXT_KEYINDEX_H
 #define NBTEXT_KEYINDEX_H
 

@@ -11,7 +11,9 @@ library caller's process with threads of its own.
 
 Tasks and results are pickled between a process and its own forked copies, over pipes that no
 other process holds, as multiprocessing does; no file is ever unpickled (model files are data,
-nbtext.store).
+nbtext.store). A result's arrays travel beside its pickle, each read straight into an array of
+its own (_result_queue), where multiprocessing's receive copies each byte three times more (a
+buffer per read, the message, the unpickler's bytes): on the parent's serial path (docs/bench.md).
 
 A worker ignores Ctrl-C and SIGTERM's handler of the parent's (the parent stops the pool), ends
 with its parent (``on_fork``: batch.chunks.watch_parent) and its garbage collector leaves the
@@ -23,6 +25,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import struct
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
@@ -58,6 +61,105 @@ def _start(fn: Callable, on_fork: Callable | None, told: int) -> None:
         on_fork()
 
 
+def _result_queue(ctx):
+    """The pool's result queue: multiprocessing's SimpleQueue (which ProcessPoolExecutor asks its
+    context for), each message framed so that the parent copies a result's arrays once. A worker
+    pickles the result with protocol 5, its contiguous buffers (numpy's arrays) out of band, and
+    writes the frame (_HEAD: the pickle's bytes and the number of buffers, then each buffer's
+    size; the pickle; the buffers) under the queue's write lock; the parent's reader (the
+    executor's thread, which calls recv) reads each buffer into an array of its own and unpickles
+    with them: no array shares memory with another, so one kept keeps no other's bytes. Only the
+    pool's own processes hold this pipe."""
+    from multiprocessing.queues import SimpleQueue
+
+    class Queue(SimpleQueue):
+        def put(self, obj):  # (in a worker)
+            _send(self._writer.fileno(), self._wlock, obj)
+
+    q = Queue(ctx=ctx)
+    q._reader.recv = lambda: _receive(q._reader.fileno())
+    return q
+
+
+class _Context:
+    """The fork context, but for the result queue it makes (_result_queue)."""
+
+    def __init__(self):
+        import multiprocessing
+
+        self._ctx = multiprocessing.get_context("fork")
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    def SimpleQueue(self):
+        return _result_queue(self._ctx)
+
+
+_HEAD = struct.Struct("<QI")  # a frame's pickle bytes and its buffers (each size then as <Q)
+
+
+def _send(fd: int, lock, obj) -> None:
+    """obj framed (_result_queue) onto the pipe fd, under ``lock`` (None: no other writer)."""
+    from multiprocessing.reduction import ForkingPickler
+
+    buffers, body = [], _Sink()
+    ForkingPickler(body, 5, True, buffers.append).dump(obj)  # (its __init__ takes no keywords)
+    raws = [b.raw() for b in buffers]
+    pieces = [_HEAD.pack(body.size, len(raws)) + struct.pack(f"<{len(raws)}Q", *(r.nbytes for r in raws)),
+              *body.parts, *raws]
+    if lock is None:
+        _write_all(fd, pieces)
+    else:
+        with lock:
+            _write_all(fd, pieces)
+
+
+class _Sink:
+    """A file the pickler writes to, keeping the pieces (joined by the system call, not here)."""
+
+    def __init__(self):
+        self.parts, self.size = [], 0
+
+    def write(self, b) -> int:
+        self.parts.append(b)
+        self.size += len(b)
+        return len(b)
+
+
+def _write_all(fd: int, pieces: list) -> None:
+    views = [memoryview(p).cast("B") for p in pieces if len(p)]
+    while views:
+        n = os.writev(fd, views[:512])  # (IOV_MAX is 1024 on Linux)
+        while n:
+            if n >= len(views[0]):
+                n -= len(views.pop(0))
+            else:
+                views[0], n = views[0][n:], 0
+
+
+def _receive(fd: int):
+    """The next frame's object (_result_queue); EOFError at the end of the pipe, as Connection.recv."""
+    import numpy as np
+    from multiprocessing.reduction import ForkingPickler
+
+    size, n = _HEAD.unpack(_read(fd, bytearray(_HEAD.size), first=True))
+    sizes = struct.unpack(f"<{n}Q", _read(fd, bytearray(8 * n)))
+    body = _read(fd, bytearray(size))
+    return ForkingPickler.loads(body, buffers=[_read(fd, np.empty(s, dtype=np.uint8)) for s in sizes])
+
+
+def _read(fd: int, into, first: bool = False):
+    """``into`` filled from the pipe fd."""
+    view, got = memoryview(into).cast("B"), 0
+    while got < len(view):
+        n = os.readv(fd, [view[got:]])
+        if not n:
+            raise EOFError if first and not got else OSError("got end of file during message")
+        got += n
+    return into
+
+
 def _call(task):
     try:
         return _run(task)
@@ -82,12 +184,11 @@ class ForkedWorkers:
     the ``with``) ends them."""
 
     def __init__(self, fn: Callable, n_jobs: int, on_fork: Callable | None = None):
-        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         out, told = os.pipe()
         try:
-            self.executor = ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("fork"),
+            self.executor = ProcessPoolExecutor(n_jobs, mp_context=_Context(),
                                                 initializer=_start, initargs=(fn, on_fork, told))
             self.n_jobs, self.pids = n_jobs, []
             # The fork start method forks every worker at the first task: here, so that they are
@@ -104,7 +205,13 @@ class ForkedWorkers:
             os.close(told)
 
     def submit(self, task):
-        return self.executor.submit(_call, task)
+        """fn(task)'s future; WorkerError where a worker has died already (the pool is broken)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return self.executor.submit(_call, task)
+        except BrokenProcessPool:
+            raise self._died() from None
 
     def map(self, tasks: Iterable, ahead: int = AHEAD, idle: Callable[[], object] | None = None,
             size: Callable[[object], int] | None = None) -> Iterator:
@@ -139,8 +246,11 @@ class ForkedWorkers:
         try:
             return future.result()
         except BrokenProcessPool:
-            raise WorkerError(f"a worker process ({', '.join(map(str, self.pids))}) ended without "
-                              f"answering (killed, or out of memory)") from None
+            raise self._died() from None
+
+    def _died(self) -> WorkerError:
+        return WorkerError(f"a worker process ({', '.join(map(str, self.pids))}) ended without "
+                           f"answering (killed, or out of memory)")
 
     def close(self) -> None:
         """End the workers and reap them: the tasks not started are cancelled, those running

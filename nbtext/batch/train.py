@@ -146,8 +146,17 @@ class Reservoir:
 
     def renumber(self, mapping: np.ndarray, width: int) -> None:
         """Each held row's column j moved to mapping[j] (-1: dropped), in a vocabulary of ``width``
-        (Reduction's pruning)."""
-        self.parts = [(X.moved(mapping[:X.shape[1]], width), y, keys) for X, y, keys in self.parts]
+        (Reduction's pruning): the parts made one, in order, and moved at once. A part a chunk,
+        hundreds of them, each moved and then cut at every later shrink, cost more in numpy's
+        per-call work than in their rows."""
+        if not self.parts:
+            return
+        parts, self.parts = self.parts, []
+        labels, keys = np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])
+        matrices = [X for X, *_ in parts]
+        del parts
+        X = Rows.stack(matrices, len(mapping), consume=True)
+        self.parts = [(X.moved(mapping, width), labels, keys)]
 
     def sample(self, width: int) -> tuple[Rows, np.ndarray]:
         """The sample as one matrix, each part let go as it is copied (so that the parts and the
@@ -248,7 +257,8 @@ class Reduction:
         than the last pruning's) that leaves at most PRUNED_TO of the budget, estimated at
         held()'s bytes a token."""
         width, df = len(self.vocab), self.counts.doc_freq
-        if threshold is None:
+        going_on = threshold is None  # (else model()'s last pruning: counting is done)
+        if going_on:
             # (the ledger is kept whole, every document's: the tokens get what it leaves)
             ledger, room = self.ledger.nbytes, self.budget * PRUNED_TO
             if ledger > room:
@@ -261,7 +271,10 @@ class Reduction:
             threshold = max(self.pruning["threshold"] if self.pruning else 1, int(least))
         t = threshold
         keep = np.flatnonzero(df > t)
-        self.vocab, self.counts = self.vocab.subset(keep), self.counts.columns(keep)
+        # (counting goes on: the key index made at once for as many tokens as this pruning found,
+        # about those of the next, rather than doubled on the way there, a rebuild each time)
+        self.vocab = self.vocab.subset(keep, room=width if going_on else None)
+        self.counts = self.counts.columns(keep)
         if self.sample is not None:
             mapping = np.full(width, -1, dtype=np.int64)
             mapping[keep] = np.arange(len(keep))

@@ -181,6 +181,9 @@ class SortedLevels:
         ids[order] = found
         return ids
 
+    def reserve(self, n: int) -> None:
+        """(the sorted levels grow as keys come: nothing to make ahead)"""
+
     def keys(self) -> np.ndarray:
         keys = np.empty(self._n, dtype=np.uint64)
         for level in (self._main, self._recent):
@@ -209,6 +212,9 @@ class CompiledIndex:
         ids = np.empty(len(keys), dtype=np.int64)
         self._x.extend(blob, keys, ids, out)
         return ids
+
+    def reserve(self, n: int) -> None:
+        self._x.reserve(n)
 
     def keys(self) -> np.ndarray:
         keys = np.empty(len(self._x), dtype=np.uint64)
@@ -284,6 +290,13 @@ class Vocabulary:
         index = self._indexed()
         return index._x if isinstance(index, CompiledIndex) else None
 
+    def reserve(self, n: int) -> None:
+        """Room in the key -> id index for ``n`` tokens in all, made now (the same ids as without:
+        a hash table grown once rather than doubled on the way, where the caller knows how far it
+        will grow). Nothing where the index is dropped."""
+        if self._index is not None:
+            self._index.reserve(n)
+
     # -- finding and adding -----------------------------------------------------------
     def find_keys(self, keys: np.ndarray) -> np.ndarray:
         """Ids of the tokens with these keys, -1 for the ones the vocabulary lacks."""
@@ -330,16 +343,22 @@ class Vocabulary:
         """Each token's key (see token_keys), in id order (a new array)."""
         return self._index.keys() if self._index is not None else token_keys(bytes(self._blob))
 
-    def subset(self, ids: np.ndarray) -> "Vocabulary":
-        """A new vocabulary of the tokens with these ids, in this order."""
+    def subset(self, ids: np.ndarray, room: int | None = None) -> "Vocabulary":
+        """A new vocabulary of the tokens with these ids, in this order; its index made with
+        ``room`` for that many tokens in all (reserve), when given."""
         from .implementation import compiled
 
         ids, kernel = np.ascontiguousarray(ids, dtype=np.int64), compiled()
+        v = Vocabulary()
+        if room is not None:
+            v.reserve(room)
         if kernel is not None and (len(ids) < 2 or (ids[1:] > ids[:-1]).all()):  # (a pruning's: increasing)
-            return Vocabulary.from_encoded(kernel.pick_tokens(self._blob, ids), self.keys()[ids])
+            v.extend_encoded(kernel.pick_tokens(self._blob, ids), self.keys()[ids])
+            return v
         starts, keys = self._token_starts(), self.keys()
         ends = np.append(starts[1:], len(self._blob)) if self._n else starts
-        return Vocabulary.from_encoded(gather(bytes(self._blob), starts, ends - starts - 1, ids), keys[ids])
+        v.extend_encoded(gather(bytes(self._blob), starts, ends - starts - 1, ids), keys[ids])
+        return v
 
     @property
     def tokens(self) -> list[str]:
