@@ -55,13 +55,15 @@ class TokenSums:
         self._folded = True  # (the held arrays are a fold's output: each token's classes increasing, no zero)
 
     @classmethod
-    def of_csr(cls, indptr, classes, values, k: int) -> "TokenSums":
-        """Arrays already in order (each token's classes sorted and distinct, no zero)."""
+    def of_csr(cls, indptr, classes, values, k: int, folded: bool = False) -> "TokenSums":
+        """Arrays already in order (each token's classes sorted and distinct, no zero); ``folded``:
+        known to be so (a fold's output, or taken whole from one), else settle checks each token it
+        copies."""
         s = cls(len(indptr) - 1, k)
         s.indptr = np.asarray(indptr, dtype=np.int64)
         s.classes = np.asarray(classes).astype(class_dtype(k), copy=False)
         s.values = np.asarray(values, dtype=np.float64)
-        s._folded = False  # (said to be in order, not known to be: settle checks each token it copies)
+        s._folded = folded
         return s
 
     @classmethod
@@ -248,9 +250,7 @@ class TokenSums:
         at = ranges(self.indptr[keep], lengths)
         indptr = np.zeros(len(keep) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
-        out = TokenSums.of_csr(indptr, self.classes[at], self.values[at], self.k)
-        out._folded = self._folded  # (whole tokens taken: each as it was)
-        return out
+        return TokenSums.of_csr(indptr, self.classes[at], self.values[at], self.k, folded=self._folded)
 
     def with_values(self, values: np.ndarray) -> "TokenSums":
         """The same entries with other values (zeros among them dropped)."""
@@ -266,9 +266,8 @@ class TokenSums:
 
     def copy(self) -> "TokenSums":
         self.settle()
-        out = TokenSums.of_csr(self.indptr.copy(), self.classes.copy(), self.values.copy(), self.k)
-        out._folded = self._folded
-        return out
+        return TokenSums.of_csr(self.indptr.copy(), self.classes.copy(), self.values.copy(), self.k,
+                                folded=self._folded)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, TokenSums):
@@ -350,8 +349,8 @@ def group_sums(X, group: np.ndarray, k: int, weights: np.ndarray | None = None) 
 def _token_sums_by_kernel(X, group: np.ndarray, k: int) -> tuple | None:
     """group_sums without weights by the compiled kernel (nbtext/_c/rows.c token_sums: the rows
     visited class by class, so a token's entries of one class meet as they are placed, and no
-    fold by class follows): the same arrays, bit for bit. None without the kernel, or for values
-    it does not hold."""
+    fold by class follows): the same arrays, bit for bit. None without the kernel, or past the
+    sizes it takes (2**31 columns, 2**32 entries)."""
     from ..features.kernel import compiled
 
     kernel = compiled()
@@ -367,6 +366,4 @@ def _token_sums_by_kernel(X, group: np.ndarray, k: int) -> tuple | None:
         raise ValueError("group_sums: a column or group out of range")
     classes.resize(n, refcheck=False)
     values.resize(n, refcheck=False)
-    sums = TokenSums.of_csr(indptr, classes, values, k)
-    sums._folded = True  # (as a fold writes them)
-    return sums, df
+    return TokenSums.of_csr(indptr, classes, values, k, folded=True), df
