@@ -410,3 +410,24 @@ def test_the_kernel_reads_bait_in_linear_time_as_python_does(make):
     ratio = growth(make, read)
     assert ratio < MAX_GROWTH, f"{SCALE} times the input took {ratio:.1f} times the CPU time"
     assert read(make()) == tok.parts(make())
+
+
+
+@pytest.mark.parametrize("ends, nl", [(b"\n", b"\n"), (b"\r\n", b"\r\n"), (b"\r", b"\r"), (b"\r", b"\n")])
+def test_an_mbox_separator_line_takes_no_header_with_it(ends, nl):
+    """A message that starts with its mbox "From " line, ended by LF, CRLF or a bare CR: the line
+    goes and the header is read, by the kernel's reader as by Python's (with bare CRs, the
+    classic Mac's, the header went with the line: such a message was scored on no token but
+    to:count:0, whatever it said; with a bare CR before LF lines, the kernel took the first
+    header line too)."""
+    from nbtext.features import kernel
+    from nbtext.text.tokenizer import Tokenizer
+
+    head = b"Subject: cheap pills" + nl + b"From: a@b.example" + nl + nl + b"buy now" + nl
+    message = b"From spam@b.example Sat Jan  3 01:05:34 1996" + ends + head
+    want = mail_tokens(head, S)
+    assert "subject:pills" in want and "hdr:from" in want
+    assert mail_tokens(message, S) == want
+    if kernel.compiled() is not None:
+        read = kernel.mail_parts(kernel.compiled(), Tokenizer(S))
+        assert read(message) == read(head) == Tokenizer(S).parts(head)

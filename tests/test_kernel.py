@@ -1358,7 +1358,7 @@ def messages(draw):
     if draw(st.integers(0, 3)) == 0:
         lines.insert(draw(st.integers(0, len(lines))), draw(ODD_LINES))
     head = crlf.join(line.replace("\n", crlf) for line in lines)
-    lead = draw(st.sampled_from(["", "", "\r\n", "From x@y Mon\n", "From "]))
+    lead = draw(st.sampled_from(["", "", "\r\n", "From x@y Mon\n", "From x@y Mon\r", "From x@y Mon\r\n", "From "]))
     body = "".join(draw(st.lists(BODY_PIECES, max_size=25)))
     sep = draw(st.sampled_from([crlf + crlf, crlf + crlf, "\n\n", crlf, "\n\r\n"]))
     # (a character past Latin-1 in UTF-8, every other as one byte: 8-bit text, not UTF-8)

@@ -498,8 +498,10 @@ int header_block(Mail *m, Fields *fs, size_t *body_at)
     while (i < n && (d[i] == '\r' || d[i] == '\n'))
         i++;
     if (n - i >= 5 && !memcmp(d + i, "From ", 5)) {
-        const unsigned char *lf = memchr(d + i, '\n', n - i);
-        i = lf ? (size_t)(lf - d) + 1 : n;
+        /* the mbox separator line, ended by LF, CRLF or a bare CR (nbtext.text.mail._after_first_line) */
+        while (i < n && d[i] != '\n' && d[i] != '\r')
+            i++;
+        i += i < n && d[i] == '\r' && i + 1 < n && d[i + 1] == '\n' ? 2 : i < n ? 1 : 0;
     }
     if (!block_end(d, n, i, &end, body_at))
         return BAIL;

@@ -624,13 +624,24 @@ def mail_tokens(data: bytes | str, s: TokenizerSettings) -> list[str]:
     return tokens + add_ngrams(text_words(texts, s), s, chars)
 
 
+def _after_first_line(data: bytes) -> bytes:
+    """What follows the first line, ended by LF, CRLF or a bare CR as the parser ends lines (a
+    classic Mac mbox has no LF at all: cut at the first LF, its whole header went with the
+    separator line)."""
+    cr, lf = data.find(b"\r"), data.find(b"\n")
+    if cr < 0 and lf < 0:
+        return b""
+    end = lf if cr < 0 or 0 <= lf < cr else cr
+    return data[end + (2 if data[end:end + 2] == b"\r\n" else 1):]
+
+
 def mail_parts(data: bytes | str, s: TokenizerSettings) -> tuple[list[str], list[str], bool]:
     """A message as nbtext.text.tokenizer.Tokenizer.parts gives a document."""
     if isinstance(data, str):
         data = utf8_bytes(data)
     data = data.lstrip(b"\r\n")
     if data.startswith(b"From "):  # an mbox separator line is not a header
-        data = data.split(b"\n", 1)[1] if b"\n" in data else b""
+        data = _after_first_line(data)
     data = readable_header(data)
     try:
         msg = parse_message(data)  # (compat32: the fastest of the library's policies, docs/bench.md)
