@@ -559,7 +559,9 @@ def train(**kw):
     with progress.saving(output):
         store.save(model, output)
     report_threshold(quiet, fit, decisions, model)
-    counts = ", ".join(f"{int(n)} {c}" for c, n in zip(model.classes, model.class_count))
+    from .report import class_counts
+
+    counts = class_counts(model.classes, model.class_count)
     info_line(quiet, f"nbtext: trained on {model.n_documents} documents ({counts}), "
                      f"{len(model.vocab)} tokens; wrote {output}")
 

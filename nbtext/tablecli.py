@@ -74,7 +74,9 @@ def train(run, output: str, progress, say, cluster=None) -> None:
                         progress=progress, engine=engine_of(cluster, run))
     model.decision = table_decision(run, model.classes)
     store.save(model, output)
-    counts = ", ".join(f"{int(n)} {c}" for c, n in zip(model.classes, model.class_count))
+    from .report import class_counts
+
+    counts = class_counts(model.classes, model.class_count)
     kinds = f"{len(model.categorical_columns)} categorical, {len(model.numeric_columns)} numeric"
     say(f"nbtext: trained on {model.n_documents} rows ({counts}), {len(model.columns)} "
         f"columns ({kinds}); wrote {output}")

@@ -383,3 +383,22 @@ def test_the_command_line_loads_numpy_without_blas_threads_unless_told(sample_mo
         assert int(threads) > 1
 
 
+
+
+def test_trains_summary_line_names_at_most_ten_classes(run, tmp_path):
+    """Train's last line lists each class's documents; of many classes (a corpus of hundreds of
+    labels), how many, the largest nine (ties in class order) and how many more, on one line;
+    `info` lists them all."""
+    lines = tmp_path / "many.txt"
+    lines.write_text("".join(f"__label__c{c:02d} word{c} common text\n" * (c % 4 + 1) for c in range(12)))
+    model = tmp_path / "many.nbm"
+    r = run("train", lines, "--format", "fasttext", "-o", model, "--no-calibrate")
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr.splitlines()[-1].startswith(
+        "nbtext: trained on 30 documents (12 classes, the largest 4 c03, 4 c07, 4 c11, 3 c02, 3 c06, 3 c10, "
+        "2 c01, 2 c05, 2 c09 and 3 more), ")
+    few = tmp_path / "few.txt"
+    few.write_text("".join(f"__label__c{c:02d} word{c} common text\n" * 2 for c in range(10)))
+    r = run("train", few, "--format", "fasttext", "-o", model, "--no-calibrate")
+    assert "trained on 20 documents (" + ", ".join(f"2 c{c:02d}" for c in range(10)) + "), " in r.stderr
+    assert sum(line.startswith("  c") for line in run("info", "-m", model).stdout.splitlines()) == 10
