@@ -52,8 +52,22 @@ def export(src: pathlib.Path, corpus: pathlib.Path, options: list[str], out: pat
             out.write_bytes(trained.stderr)
             return
         trained.check_returncode()
-        with open(out, "wb") as f:
-            subprocess.run(run + ["export", "-m", model], env=env, check=True, stdout=f, cwd=tmp)
+        dump = subprocess.run(run + ["export", "-m", model], env=env, check=True, capture_output=True,
+                              cwd=tmp).stdout
+        out.write_bytes(undated(dump))
+
+
+def undated(dump: bytes) -> bytes:
+    """The dump without the day its tokens were trained on (a dump says it since issue 34): two
+    revisions train the same model on different days, and a base's cached export is older."""
+    import json
+
+    magic, settings, rest = dump.split(b"\n", 2)
+    meta = json.loads(settings)
+    if type(meta.get("last_seen_day")) is not int:
+        return dump
+    del meta["last_seen_day"]
+    return b"\n".join([magic, json.dumps(meta, sort_keys=True).encode(), rest])
 
 
 def first_difference(a: pathlib.Path, b: pathlib.Path) -> str:

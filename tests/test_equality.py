@@ -56,6 +56,7 @@ def test_export_equals_the_export_before_the_redesign(key, run, sample_model, tm
     header = json.loads(lines[1])
     ledger = header.pop("ledger")
     header.pop("layer", None)  # (the decision layer, issue 37: derived data the old code had not)
+    assert type(header.pop("last_seen_day")) is int  # (the tokens' day, which dumps hold since issue 34)
     old = dict(want["header"])
     for h in (header, old):
         h["decision"] = {k: h["decision"].get(k) for k in ("positive", "unsure")}

@@ -1,4 +1,5 @@
 """learn / forget / merge / export / import: exact algebra on counts, and safety."""
+import json
 import subprocess
 import sys
 
@@ -12,7 +13,8 @@ from nbtext.operations import merge
 from nbtext.store.dump import export_lines, import_lines
 from nbtext.settings import ModelSettings, TokenizerSettings
 
-from conftest import DATA
+from conftest import DATA, TODAY
+from test_memory_budget import growing
 
 
 def as_dict(model):
@@ -81,6 +83,125 @@ def test_export_import_round_trip_is_exact(run, trained, tmp_path):
     assert (tmp_path / "back.nbm").read_bytes() == trained.read_bytes()
     r = run("import", DATA / "example-ham.eml", "-o", tmp_path / "x.nbm")
     assert r.exit_code == 1 and "not an nbtext dump" in r.stderr
+
+
+@pytest.fixture
+def pruned_model(run, tmp_path):
+    """A model whose training pruned tokens, through the command line: 200 documents of 60
+    rare words each (test_memory_budget.growing) outgrow a 1M budget."""
+    corpus, model = tmp_path / "c.tsv", tmp_path / "p.nbm"
+    corpus.write_text("".join(f"{d.label}\t{d.data.decode()}\n" for d in growing(200)))
+    r = run("train", corpus, "-q", "-o", model, "--max-memory", "1M")
+    assert r.exit_code == 0, r.stderr
+    return model
+
+
+def exported_and_imported(run, model, tmp_path, edit=None):
+    """(the dump of ``model``, the model file `nbtext import` makes of it, edited by ``edit``
+    (settings line) -> settings line, the import's result)."""
+    r = run("export", "-m", model)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.split("\n")
+    if edit:
+        lines[1] = json.dumps(edit(json.loads(lines[1])))
+    dump, back = tmp_path / "m.dump", tmp_path / "back.nbm"
+    dump.write_text("\n".join(lines))
+    return dump, back, run("import", dump, "-o", back)
+
+
+def test_a_pruned_model_exports_and_imports_to_the_same_file(run, pruned_model, tmp_path):
+    """The dump lost train's record of what its memory budget pruned: the imported model said
+    "counts  exact: nothing pruned" and its file differed from the one exported."""
+    info = run("info", "-m", pruned_model, "--top", "3").stdout
+    assert "counts         pruned: tokens in at most " in info
+    dump, back, r = exported_and_imported(run, pruned_model, tmp_path)
+    assert r.exit_code == 0, r.stderr
+    assert back.read_bytes() == pruned_model.read_bytes()  # (cmp)
+    assert run("info", "-m", back, "--top", "3").stdout == info
+
+
+def dated(path, day: int, every: int = 1):
+    """The model at path with every ``every``-th token last seen on ``day`` (saved)."""
+    m = store.load(str(path))
+    m.counts.last_seen[::every] = day
+    store.save(m, str(path))
+
+
+def test_each_tokens_last_day_survives_export_and_import(run, pruned_model, tmp_path):
+    """The dump held no days: import dated every token on the day of the import, so a model
+    trained on another day came back another file, and `prune --older-than` found nothing old
+    in it. One day for every token (as train leaves them) and a day per token (as learn and
+    prune do) both come back."""
+    dated(pruned_model, TODAY - 100)
+    _, back, r = exported_and_imported(run, pruned_model, tmp_path)
+    assert r.exit_code == 0, r.stderr
+    assert back.read_bytes() == pruned_model.read_bytes()
+    dated(pruned_model, TODAY - 2, every=3)
+    dump, back, r = exported_and_imported(run, pruned_model, tmp_path)
+    assert r.exit_code == 0, r.stderr
+    assert back.read_bytes() == pruned_model.read_bytes()
+    assert dump.read_text().split("\n")[2].endswith(f"\t{TODAY - 2}")  # (a day per token: its line's last field)
+    old = ("--older-than", "90", "--seen-at-most", "1000000", "--dry-run")
+    dry = [run("prune", "-m", path, *old).stderr for path in (pruned_model, back)]
+    assert dry[0] == dry[1].replace(str(back), str(pruned_model)) and "would take out 0 " not in dry[0]
+
+
+HOSTILE_RECORDS = {
+    "pruned negative": ("pruned", {"tokens": -1, "threshold": 5, "documents": 200}),
+    "pruned huge": ("pruned", {"tokens": 2**63, "threshold": 5, "documents": 200}),
+    "pruned a float": ("pruned", {"tokens": 1.0, "threshold": 5, "documents": 200}),
+    "pruned a string": ("pruned", {"tokens": "12", "threshold": 5, "documents": 200}),
+    "pruned a boolean": ("pruned", {"tokens": True, "threshold": 5, "documents": 200}),
+    "pruned an extra key": ("pruned", {"tokens": 1, "threshold": 5, "documents": 200, "more": 1}),
+    "pruned a key short": ("pruned", {"tokens": 1, "threshold": 5}),
+    "pruned a list": ("pruned", [1, 5, 200]),
+    "day past 65535": ("last_seen_day", 65536),
+    "day negative": ("last_seen_day", -1),
+    "day a float": ("last_seen_day", 20000.0),
+    "day a string": ("last_seen_day", "yesterday"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_RECORDS))
+def test_import_refuses_a_hostile_pruning_record_or_day(run, pruned_model, tmp_path, name):
+    """A dump is a stranger's: its pruning record and days are checked as a model file's header's
+    are (store.codec), refused naming the dump, and no model is written."""
+    key, value = HOSTILE_RECORDS[name]
+    dump, back, r = exported_and_imported(run, pruned_model, tmp_path, lambda d: {**d, key: value})
+    assert r.exit_code == 1 and not back.exists()
+    assert r.stderr.startswith(f"nbtext: error: {dump}: malformed dump (ValueError: {key}") and "\n" == r.stderr[-1:]
+    assert r.stderr.count("\n") == 1  # (no traceback)
+
+
+NOT_AS_WRITTEN = "a token's day must be written as the dump writes it (digits), not "
+
+
+@pytest.mark.parametrize("day, problem", [
+    ("1.5", NOT_AS_WRITTEN + "'1.5'"), ("-1", NOT_AS_WRITTEN + "'-1'"), ("007", NOT_AS_WRITTEN + "'007'"),
+    ("", NOT_AS_WRITTEN + "''"), ("65536", "last_seen_day '65536' is not a day from 0 to 65535")])
+def test_import_refuses_a_hostile_day_of_a_token(run, pruned_model, tmp_path, day, problem):
+    dated(pruned_model, TODAY - 2, every=3)
+    dump, back, r = exported_and_imported(run, pruned_model, tmp_path)
+    lines = dump.read_text().split("\n")
+    lines[2] = lines[2].rsplit("\t", 1)[0] + "\t" + day
+    dump.write_text("\n".join(lines))
+    r = run("import", dump, "-o", back.with_name("x.nbm"))
+    assert r.exit_code == 1 and not back.with_name("x.nbm").exists()
+    assert r.stderr == f"nbtext: error: {dump}:3: {problem}\n"
+
+
+def test_a_dump_of_an_older_nbtext_imports_as_exact_counts_dated_today(run, pruned_model, tmp_path):
+    """A dump written before dumps held the pruning record and the days (their settings line
+    had neither) still imports: as a model of exact counts whose tokens were seen today."""
+    def older(d):
+        return {key: v for key, v in d.items() if key not in ("pruned", "last_seen_day")}
+
+    _, back, r = exported_and_imported(run, pruned_model, tmp_path, older)
+    assert r.exit_code == 0, r.stderr
+    assert "counts         exact: nothing pruned" in run("info", "-m", back).stdout
+    old = store.load(str(back))
+    assert old.pruned is None and (old.counts.last_seen == TODAY).all()
+    assert as_dict(old) == as_dict(store.load(str(pruned_model)))
 
 
 def test_train_on_a_plus_b_equals_merge_of_a_and_b(run, tmp_path):

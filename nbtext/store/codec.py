@@ -342,7 +342,7 @@ def encode_pieces(model) -> list:
         ("ledger", "|u1", (len(ledger),), ledger),
     ]
     days = counts.last_seen
-    one_day = None if not len(days) or (days != days[0]).any() else int(days[0])
+    one_day = the_one_day(days)
     if len(days) and one_day is None:
         sections.append(("last_seen", "<u2", (len(days),), days.astype("<u2").tobytes()))
     if model.settings.idf:
@@ -410,10 +410,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
         if "last_seen" in header["sections"]:
             last_seen = np.asarray(section(header, payload, "last_seen"), dtype=np.uint16)
         elif "last_seen_day" in header:
-            day = header["last_seen_day"]
-            if not (type(day) is int and 0 <= day < 2**16):
-                raise ValueError(f"last_seen_day {shown(str(day))[:40]!r} is not a day from 0 to 65535")
-            last_seen = np.full(n_tokens, day, dtype=np.uint16)
+            last_seen = np.full(n_tokens, last_seen_day(header["last_seen_day"]), dtype=np.uint16)
         doc_freq = None
         if "doc_freq" in header["sections"]:
             doc_freq = np.asarray(section(header, payload, "doc_freq"), dtype=np.float64)
@@ -445,6 +442,20 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
     if len(model.vocab) != n_tokens:
         raise ModelFileError(f"{path}: corrupt model file (a token appears twice in the vocabulary)")
     return model
+
+
+def the_one_day(days) -> int | None:
+    """The day every token was last seen on, where they share one (a model trained at once: the
+    header's "last_seen_day", a dump's), else None (none where there are no tokens)."""
+    return None if not len(days) or (days != days[0]).any() else int(days[0])
+
+
+def last_seen_day(day) -> int:
+    """A day as last_seen keeps it (a header's or dump's "last_seen_day", a dump's token's),
+    checked: ValueError unless it is a whole number from 0 to 65535."""
+    if not (type(day) is int and 0 <= day < 2**16):
+        raise ValueError(f"last_seen_day {shown(str(day))[:40]!r} is not a day from 0 to 65535")
+    return day
 
 
 def pruning(header: dict) -> dict | None:
