@@ -707,3 +707,56 @@ def test_a_fifo_in_place_of_the_lock_file_is_refused_not_waited_on(sample_copy):
     os.mkfifo(str(sample_copy) + ".lock")
     r = nb("learn", "-m", sample_copy, "--label", "spam", DATA / "example-ham.eml")
     assert r.returncode == 1 and b"m.nbm.lock: " in r.stderr  # (refused at once: never waited on)
+
+
+# -- issue 34's state from strangers: sparse counts, the decision layer, derived sums --------
+# (probed with build/ scripts on real files; docs/hostile.md, "Issue 34: the new state from strangers")
+
+def resectioned(good: bytes, change) -> bytes:
+    """The model file with its sections changed by change(header, arrays), arrays being name ->
+    numpy array as stored (edit them, replace or delete them), laid out again: checksums valid."""
+    import numpy as np
+
+    _, version, hlen, _ = struct.unpack_from("<8sIQI", good)
+    header = json.loads(good[24:24 + hlen])
+    payload = good[24 + hlen + (-(24 + hlen) % 8):]
+    arrays = {name: np.frombuffer(payload[s["offset"]:s["offset"] + s["length"]], dtype=s["dtype"]).reshape(
+        s["shape"]).copy() for name, s in header["sections"].items()}
+    change(header, arrays)
+    table, out = {}, bytearray()
+    for name, a in arrays.items():
+        raw = a.tobytes()
+        table[name] = {"offset": len(out), "length": len(raw), "dtype": a.dtype.str, "shape": list(a.shape)}
+        out += raw + b"\x00" * (-len(raw) % 8)
+    header.update(sections=table, payload_length=len(out), payload_crc32=zlib.crc32(out))
+    raw = json.dumps(header).encode()
+    head = struct.pack("<8sIQI", b"NBTEXT\x1a\n", version, len(raw), zlib.crc32(raw)) + raw
+    return head + b"\x00" * (-len(head) % 8) + bytes(out)
+
+
+@pytest.mark.parametrize("damage", ["nan count", "negative count", "nan layer weight", "layer ids out of order"])
+def test_the_daemon_refuses_at_load_what_it_read_lazily(tmp_path, good_model, sample_model, damage):
+    """The daemon read a model's counts and layer where a message first needed them: a NaN
+    count answered `ham nan` (spamc: not spam), a negative one an internal error for every
+    message holding the token, a NaN weight an error at that message, layer ids out of order
+    other probabilities, silently. It now decodes the file whole at load, as store.load does,
+    and refuses it there (keeping the model in use on a reload)."""
+    from nbtext.serve.scoring import ServedModel
+
+    def two(h, a):
+        a["counts"] = a["counts"].astype("<f8")
+        a["counts"][1, :] = float("nan") if damage == "nan count" else -2.0
+
+    def layer(h, a):
+        if damage == "nan layer weight":
+            a["layer_weights"][0, 0] = float("nan")
+        else:
+            a["layer_ids"] = a["layer_ids"][::-1].copy()
+    if damage.endswith("count"):
+        data = resectioned(good_model, two)
+    else:  # (the daemon serves two classes: the sample's model, with its layer)
+        data = resectioned(sample_model.read_bytes(), layer)
+    path = tmp_path / "m.nbm"
+    path.write_bytes(data)
+    with pytest.raises(ModelFileError, match="corrupt model file"):
+        ServedModel(str(path))
