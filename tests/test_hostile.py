@@ -9,6 +9,7 @@ import pathlib
 import platform
 import signal
 import random
+import re
 import stat
 import struct
 import subprocess
@@ -760,3 +761,99 @@ def test_the_daemon_refuses_at_load_what_it_read_lazily(tmp_path, good_model, sa
     path.write_bytes(data)
     with pytest.raises(ModelFileError, match="corrupt model file"):
         ServedModel(str(path))
+
+
+@pytest.fixture(scope="module")
+def layered(tmp_path_factory):
+    """(a three-class model with sparse counts and a decision layer, as bytes; the model)."""
+    d = tmp_path_factory.mktemp("layered")
+    own = {"astro": "star orbit comet", "cook": "flour oven salt", "sail": "boat wind keel"}
+    shared = ["common", "daily", "little", "often", "simple"]
+    (d / "three.tsv").write_text("".join(
+        f"{label}\t{own[label].split()[i % 3]} {shared[i % 5]} {shared[(i + label.__len__()) % 5]} word\n"
+        for i in range(20) for label in sorted(own)))
+    path = d / "m.nbm"
+    r = nb("train", d / "three.tsv", "-q", "-o", path)
+    assert r.returncode == 0, r.stderr
+    return path.read_bytes(), store.load(str(path))
+
+
+def _word_of_classes(model, n: int) -> int:
+    """A plain word's id (a message can hold it) counted in n classes or more."""
+    s = model.counts.token_sums
+    return next(t for t, tok in enumerate(model.vocab.tokens)
+                if tok.isalpha() and s.indptr[t + 1] - s.indptr[t] >= n)
+
+
+def _sparse_values(change):
+    """A change of the sparse counts' values, made float64 (the large ones put back in place)."""
+    def f(h, a):
+        v = a["counts_values"].astype("<f8")
+        if "counts_over" in a:
+            v[a.pop("counts_over_at").astype(int)] = a.pop("counts_over")
+        change(v, a)
+        a["counts_values"] = v
+    return f
+
+
+def _first_entry(model, t):
+    return int(model.counts.token_sums.indptr[t])
+
+
+@pytest.mark.parametrize("damage,match", [
+    ("nan", "sparse counts must be numbers above 0 to 2**53"),
+    ("negative", "sparse counts must be numbers above 0 to 2**53"),
+    ("infinite", "sparse counts must be numbers above 0 to 2**53"),
+    ("class twice", "a token's classes are not increasing"),
+])
+def test_classify_refuses_the_damaged_sparse_counts_it_reads(tmp_path, layered, damage, match):
+    """classify reads a token's sparse counts in place, where store.load checks them all: a
+    count of NaN or infinity printed `nan`, a negative one an internal error (math domain
+    error), a class twice in a token took the last count, silently. Each count and class it
+    reads is checked as it is read."""
+    good, model = layered
+    t = _word_of_classes(model, 2)
+    at = _first_entry(model, t)
+
+    def change(h, a):
+        if damage == "class twice":
+            a["counts_classes"][at + 1] = a["counts_classes"][at]
+        else:
+            _sparse_values(lambda v, _: v.__setitem__(at, {"nan": float("nan"), "negative": -2.0,
+                                                           "infinite": float("inf")}[damage]))(h, a)
+    path, msg = tmp_path / "m.nbm", tmp_path / "msg.txt"
+    path.write_bytes(resectioned(good, change))
+    msg.write_text(f"{model.vocab.tokens[t]} and more words\n")
+    with pytest.raises(ModelFileError, match=re.escape(match)):
+        store.load(str(path))
+    r = nb("classify", "-m", path, msg)
+    assert r.returncode == 1 and r.stderr.decode() == f"nbtext: error: {path}: corrupt model file ({match})\n"
+
+
+@pytest.mark.parametrize("value", ["nan", "-2"])
+def test_classify_refuses_the_damaged_dense_counts_it_reads(tmp_path, good_model, value):
+    """The same for two classes' counts (a class x token array): NaN printed `ham nan`, -2 an
+    internal error."""
+    def change(h, a):
+        a["counts"] = a["counts"].astype("<f8")
+        a["counts"][1, :] = float(value)
+    path = tmp_path / "m.nbm"
+    path.write_bytes(resectioned(good_model, change))
+    r = nb("classify", "-m", path, "-", input=b"cheap pills\n")
+    assert r.returncode == 1 and r.stderr.decode() == \
+        f"nbtext: error: {path}: corrupt model file (counts must be numbers from 0 to 2**53)\n"
+
+
+def test_classify_refuses_layer_ids_out_of_order_at_load(tmp_path, layered):
+    """classify finds a token's layer weights by a binary search of the layer's ids: out of
+    order (checksums intact), it found none for most tokens and printed other probabilities,
+    silently, where predict refused the file. The ids are checked whole at load, as predict's."""
+    good, model = layered
+    path, msg = tmp_path / "m.nbm", tmp_path / "msg.txt"
+    path.write_bytes(resectioned(good, lambda h, a: a.update(layer_ids=a["layer_ids"][::-1].copy())))
+    msg.write_text(" ".join(model.vocab.tokens[int(i)] for i in model.layer.ids if model.vocab.tokens[int(i)].isalpha()))
+    match = "the layer's tokens must be increasing ids of the vocabulary"
+    for args in (("classify", "-m", path, msg), ("predict", "-m", path, msg)):
+        r = nb(*args)
+        assert r.returncode == 1 and r.stderr.decode() == \
+            f"nbtext: error: {path}: corrupt model file (ValueError: {match})\n", (args, r.stderr)

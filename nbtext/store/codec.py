@@ -34,6 +34,7 @@ numpy only inside decode.
 from __future__ import annotations
 
 import math
+import operator
 
 from ..errors import ModelFileError, NbtextError, shown
 from .container import frame, read_container, section
@@ -116,6 +117,58 @@ SPARSE_SECTIONS = ("counts_indptr", "counts_classes", "counts_values")
 ESCAPE = 255  # a sparse count's byte that stands for one in counts_over (format 6)
 
 
+# What check_sparse and layer_of refuse, said alike by classify's checks of what it reads
+# (nbtext.fastscore, which reads the sections in place, without numpy).
+BAD_STARTS = "the sparse counts' token starts are out of order"
+BAD_CLASS = "the sparse counts name a class past the classes"
+BAD_ORDER = "a token's classes are not increasing"
+BAD_SPARSE = "sparse counts must be numbers above 0 to 2**53"
+BAD_COUNTS = "{} must be numbers from 0 to 2**53"
+BAD_LAYER_IDS = "the layer's tokens must be increasing ids of the vocabulary"
+BAD_LAYER_WEIGHTS = f"the layer's weights must be numbers from -{MAX_WEIGHT:g} to {MAX_WEIGHT:g}"
+
+
+def sparse_row(indptr, classes, values, tid: int, k: int) -> tuple[range, list]:
+    """(the entries, their classes) of token ``tid``'s sparse counts read in place (classify),
+    checked as check_sparse checks them all: ValueError when its start and end do not fit or
+    its classes are not increasing below k. (Its counts are count_read's to check.)"""
+    lo, hi = indptr[tid], indptr[tid + 1]
+    if not lo <= hi <= len(values):
+        raise ValueError(BAD_STARTS)
+    row = list(classes[lo:hi])
+    if row and row[-1] >= k:
+        raise ValueError(BAD_CLASS)
+    if not all(map(operator.lt, row, row[1:])):
+        raise ValueError(BAD_ORDER)
+    return range(lo, hi), row
+
+
+def count_read(x, what: str = "counts", sparse: bool = False) -> float:
+    """A count read in place (classify), as a float: ValueError unless from 0 to 2**53 (above
+    0 where ``sparse``; not NaN), as decode checks them all: a count of NaN, -2 or infinity
+    gave classify and the daemon NaN or a math domain error."""
+    x = float(x)
+    if not ((0 < x if sparse else 0 <= x) and x <= MAX_COUNT):
+        raise ValueError(BAD_SPARSE if sparse else BAD_COUNTS.format(what))
+    return x
+
+
+def check_layer_ids_in_place(ids, n_tokens: int) -> None:
+    """layer_of's check of a layer's ids as stored (a memoryview: classify imports no numpy),
+    in one pass, at load: classify finds a token's weights by a binary search of the ids,
+    which, out of order, silently found none. (Its weights are checked as they are read:
+    weights_read.)"""
+    if len(ids) and (ids[-1] >= n_tokens or not all(map(operator.lt, ids[:-1], ids[1:]))):
+        raise ValueError(BAD_LAYER_IDS)
+
+
+def weights_read(w: list) -> list:
+    """A token's layer weights read in place (classify), checked as layer_of checks them all."""
+    if not all(abs(x) <= MAX_WEIGHT for x in w):  # (also NaN)
+        raise ValueError(BAD_LAYER_WEIGHTS)
+    return w
+
+
 def check_sparse(indptr, classes, values, k: int) -> None:
     """Refuse CSR counts (numpy arrays) that are not as nbtext writes them: starts from 0 to the
     entries, increasing; classes below k, increasing within a token; counts from 1 to 2**53
@@ -125,15 +178,15 @@ def check_sparse(indptr, classes, values, k: int) -> None:
     from ..nb.sparse import TokenSums
 
     if indptr[0] != 0 or indptr[-1] != len(values) or (np.diff(indptr) < 0).any():
-        raise ValueError("the sparse counts' token starts are out of order")
+        raise ValueError(BAD_STARTS)
     if len(classes) and int(classes.max()) >= k:
-        raise ValueError("the sparse counts name a class past the classes")
+        raise ValueError(BAD_CLASS)
     # (piece by piece: a piece's first key is past the last piece's keys, its token being later)
     for _, tok, cls in TokenSums.of_csr(indptr, classes, values, k).pieces():
         if (np.diff(tok * k + cls) <= 0).any():
-            raise ValueError("a token's classes are not increasing")
+            raise ValueError(BAD_ORDER)
     if len(values) and not ((values > 0).all() and (values <= MAX_COUNT).all()):
-        raise ValueError("sparse counts must be numbers above 0 to 2**53")
+        raise ValueError(BAD_SPARSE)
 
 
 def sparse_values(header: dict, payload: memoryview, stored):
@@ -299,9 +352,9 @@ def layer_of(d: dict, ids, weights, n_tokens: int):
     from ..nb.layer import Layer
 
     if len(ids) and (ids[-1] >= n_tokens or ids[0] < 0 or (len(ids) > 1 and (ids[1:] <= ids[:-1]).any())):
-        raise ValueError("the layer's tokens must be increasing ids of the vocabulary")
+        raise ValueError(BAD_LAYER_IDS)
     if not (np.abs(weights) <= MAX_WEIGHT).all():
-        raise ValueError(f"the layer's weights must be numbers from -{MAX_WEIGHT:g} to {MAX_WEIGHT:g}")
+        raise ValueError(BAD_LAYER_WEIGHTS)
     return Layer(ids, weights, [float(x) for x in d["bias"]], [float(x) for x in d["den"]],
                  [float(x) for x in d["den_not"]], float(d["alpha"]), float(d["strength"]), d["min_count"])
 
@@ -420,7 +473,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
             raise ValueError("an idf model without document frequencies")
         for name, a in (("counts", counts), ("document frequencies", doc_freq)):
             if a is not None and not ((a >= 0).all() and (a <= MAX_COUNT).all()):
-                raise ValueError(f"{name} must be numbers from 0 to 2**53")
+                raise ValueError(BAD_COUNTS.format(name))
         ledger = Ledger.from_bytes(section(header, payload, "ledger"))
         if sparse is None:
             held = Counts.of_arrays(classes, counts, class_count, doc_freq, last_seen)
