@@ -24,8 +24,8 @@ from .errors import ModelFileError, NbtextError
 from .nb import weights as F
 from .nb.decision import calibrated, decide
 from .nb.layer import Layer
-from .store.codec import (ESCAPE, SPARSE_SECTIONS, check_header, check_layer_ids_in_place, count_read, decode,
-                          layer_header, meta, sparse_row, summary, weights_read)
+from .store.codec import (BAD_DOC_FREQ, ESCAPE, SPARSE_SECTIONS, check_header, check_layer_ids_in_place, count_read,
+                          decode, documents_most, layer_header, meta, sparse_row, summary, weights_read)
 from .store.container import read_container, section
 from .store.fields import MAX_COUNT
 from .store.vocabfile import VocabularyError, vocabulary_index
@@ -120,9 +120,11 @@ class FastScorer:
         """w_ct of token ``tid`` for each class (nbtext.nb.weights)."""
         try:
             df = count_read(self.doc_freq[tid], "document frequencies") if self.doc_freq is not None else 0
+            if df > documents_most(self.class_count):
+                raise ValueError(BAD_DOC_FREQ)
             return self.variant.token_weights(self.settings, self._column(tid), df, sum(self.class_count),
                                               self.class_count, self.summary, math.log)
-        except ValueError as e:
+        except ValueError as e:  # (also a math domain error: counts each in range, not together)
             raise ModelFileError(f"{self.path}: corrupt model file ({e})") from None
 
     def contributions(self, tokens: Iterable[str]) -> tuple[list[float], dict[str, list[float]], int, int, list | None]:

@@ -857,3 +857,43 @@ def test_classify_refuses_layer_ids_out_of_order_at_load(tmp_path, layered):
         r = nb(*args)
         assert r.returncode == 1 and r.stderr.decode() == \
             f"nbtext: error: {path}: corrupt model file (ValueError: {match})\n", (args, r.stderr)
+
+
+def _off_by(h, a):
+    h["derived"] = {k: [x + 0.5 for x in v] for k, v in h["derived"].items()}
+
+
+@pytest.mark.parametrize("which", ["two classes", "three classes"])
+def test_derived_sums_that_are_not_the_counts_are_refused(tmp_path, good_model, layered, which):
+    """The header's derived sums are the counts' (what classify and the daemon score with,
+    without reading every count); predict makes them from the counts. A file whose two
+    disagree (checksums intact) was read by every command, and classify and predict gave one
+    message two verdicts. store.load (and so the daemon) refuses it."""
+    good = good_model if which == "two classes" else layered[0]
+    path = tmp_path / "m.nbm"
+    path.write_bytes(resectioned(good, _off_by))
+    r = nb("predict", "-m", path, DATA / "example-ham.eml")
+    assert r.returncode == 1 and "corrupt model file (ValueError: derived log_den is not the sum of the counts)" \
+        in r.stderr.decode(), r.stderr
+
+
+def test_document_frequencies_past_the_documents_are_refused(tmp_path, tsv):
+    """An idf model's token in more documents than were learned has idf log(N / df) below 0,
+    and Complement NB's logarithms of its weighted counts went negative: a math domain error
+    (an internal error) in classify, NaN in predict once the derived sums were made to match.
+    Refused by store.load and by classify where it reads the token."""
+    path = tmp_path / "m.nbm"
+    assert nb("train", tsv, "-q", "--no-calibrate", "--ngrams", "1", "--variant", "complement", "--idf",
+              "-o", path).returncode == 0
+    model = store.load(str(path))
+    t = model.vocab.tokens.index("cheap")
+
+    def change(h, a):
+        a["doc_freq"] = a["doc_freq"].astype("<f8")
+        a["doc_freq"][t] = model.n_documents + 5
+    path.write_bytes(resectioned(path.read_bytes(), change))
+    match = "document frequencies must be at most the documents learned"
+    with pytest.raises(ModelFileError, match=match):
+        store.load(str(path))
+    r = nb("classify", "-m", path, "-", input=b"cheap pills\n")
+    assert r.returncode == 1 and r.stderr.decode() == f"nbtext: error: {path}: corrupt model file ({match})\n"

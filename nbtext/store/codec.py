@@ -153,6 +153,18 @@ def count_read(x, what: str = "counts", sparse: bool = False) -> float:
     return x
 
 
+# A token's documents are at most the documents learned: idf, log(N / df), is below 0 past
+# them, and Complement NB's logarithms of idf-weighted counts went negative (NaN in predict, a
+# math domain error in classify). (With fractional sample weights the two sums are of the same
+# weights in other orders: a last bit's leeway.)
+BAD_DOC_FREQ = "document frequencies must be at most the documents learned"
+
+
+def documents_most(class_count) -> float:
+    """The most documents a token may be in: those learned, with a last bit's leeway."""
+    return float(sum(class_count)) * (1 + 1e-12)
+
+
 def check_layer_ids_in_place(ids, n_tokens: int) -> None:
     """layer_of's check of a layer's ids as stored (a memoryview: classify imports no numpy),
     in one pass, at load: classify finds a token's weights by a binary search of the ids,
@@ -228,6 +240,24 @@ def summary(header: dict) -> dict:
         if not all(abs(x) <= MAX_SCORE for x in values):  # (also NaN, and JSON's Infinity)
             raise ValueError(f"derived {key} must hold numbers from -{MAX_SCORE:g} to {MAX_SCORE:g}")
     return out
+
+
+# How far a stored sum may be from the same sum made from the counts: sums of the same counts
+# in another order (an older nbtext's) differ in their last bits, and classify and predict
+# agree to 1e-9 (tests/test_modelfile.py).
+SUMMARY_TOLERANCE = 1e-9
+
+
+def check_summary(stored: dict, made: dict) -> None:
+    """ValueError unless the header's derived sums (``stored``: summary()) are those of the
+    file's counts (``made``: the estimator's summary()): classify and the daemon score with the
+    stored sums, predict with sums made from the counts, so a file whose two disagree gave
+    two verdicts on one message."""
+    import numpy as np
+
+    for key, values in made.items():
+        if not np.allclose(stored[key], values, rtol=SUMMARY_TOLERANCE, atol=SUMMARY_TOLERANCE):
+            raise ValueError(f"derived {key} is not the sum of the counts")
 
 
 def _stored_summary(header: dict) -> dict:
@@ -474,6 +504,8 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
         for name, a in (("counts", counts), ("document frequencies", doc_freq)):
             if a is not None and not ((a >= 0).all() and (a <= MAX_COUNT).all()):
                 raise ValueError(BAD_COUNTS.format(name))
+        if doc_freq is not None and len(doc_freq) and doc_freq.max() > documents_most(class_count):
+            raise ValueError(BAD_DOC_FREQ)
         ledger = Ledger.from_bytes(section(header, payload, "ledger"))
         if sparse is None:
             held = Counts.of_arrays(classes, counts, class_count, doc_freq, last_seen)
@@ -484,6 +516,8 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
                                         last_seen)
         model = Model(tokenizer, settings, Vocabulary.from_encoded(blob), held, decision,
                       ledger, pruning(header), decode_layer(header, payload, len(classes), n_tokens))
+        if n_tokens:
+            check_summary(summary(header), model.estimator.summary())
     except VocabularyError as e:
         raise ModelFileError(f"{path}: corrupt model file ({e})") from None
     except (KeyError, TypeError, ValueError) as e:
