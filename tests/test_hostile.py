@@ -897,3 +897,58 @@ def test_document_frequencies_past_the_documents_are_refused(tmp_path, tsv):
         store.load(str(path))
     r = nb("classify", "-m", path, "-", input=b"cheap pills\n")
     assert r.returncode == 1 and r.stderr.decode() == f"nbtext: error: {path}: corrupt model file ({match})\n"
+
+
+def test_layer_sections_without_the_layer_are_refused(tmp_path, layered):
+    """A file whose layer sections are there but whose header has no layer was scored without
+    the layer by every command, silently (and learn wrote it back without them)."""
+    good, _ = layered
+
+    def change(h, a):
+        del h["layer"]
+    path = tmp_path / "m.nbm"
+    path.write_bytes(resectioned(good, change))
+    for load in (store.load, FastScorer):
+        with pytest.raises(ModelFileError, match="the layer's sections are in the file without the header's layer"):
+            load(str(path))
+
+
+def test_a_header_with_a_key_twice_is_refused(tmp_path, good_model):
+    """JSON readers disagree on a key given twice (Python's keeps the last, others the first):
+    a header or dump settings line with one says two things, and is refused."""
+    _, version, hlen, _ = struct.unpack_from("<8sIQI", good_model)
+    raw = good_model[24:24 + hlen]
+    raw = b'{"classes": ["x", "y"], ' + raw[1:]
+    head = struct.pack("<8sIQI", b"NBTEXT\x1a\n", version, len(raw), zlib.crc32(raw)) + raw
+    payload = good_model[24 + hlen + (-(24 + hlen) % 8):]
+    path = tmp_path / "m.nbm"
+    path.write_bytes(head + b"\x00" * (-len(head) % 8) + payload)
+    for load in (store.load, FastScorer):
+        with pytest.raises(ModelFileError, match="the header holds the key 'classes' twice in one object"):
+            load(str(path))
+    lines = list(export_lines(store.load(_saved(tmp_path, good_model))))
+    lines[1] = '{"classes": ["x", "y"], ' + lines[1][1:]
+    with pytest.raises(NbtextError, match="'classes' twice"):
+        list(import_lines(iter(lines), "dump"))
+
+
+def _saved(tmp_path, data: bytes) -> str:
+    path = tmp_path / "good.nbm"
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_last_seen_both_as_a_section_and_a_day_is_refused(tmp_path, layered):
+    """nbtext writes a token's last day as a section or, when every token shares it, as the
+    header's last_seen_day; a file with both had the section win, silently."""
+    import numpy as np
+
+    good, model = layered
+
+    def change(h, a):
+        a["last_seen"] = np.full(len(model.vocab), 20000, dtype="<u2")
+        h["last_seen_day"] = 5
+    path = tmp_path / "m.nbm"
+    path.write_bytes(resectioned(good, change))
+    with pytest.raises(ModelFileError, match="last_seen is both a section and the header's last_seen_day"):
+        store.load(str(path))

@@ -358,6 +358,8 @@ def layer_header(header: dict, k: int, n_tokens: int) -> dict | None:
     wrong), with its sections' shapes; None where the file has none."""
     d = header.get("layer")
     if d is None:
+        if any(name in header["sections"] for name in LAYER_SECTIONS):  # (scored without them, silently)
+            raise ValueError("the layer's sections are in the file without the header's layer")
         return None
     layer_fields(d, k)
     j = 1 if k == 2 else k
@@ -490,6 +492,8 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
             sparse[1] = sparse[1].astype(class_dtype(len(classes)))  # (a copy of the file's: counts change)
             counts = None
         last_seen = None
+        if "last_seen" in header["sections"] and "last_seen_day" in header:
+            raise ValueError("last_seen is both a section and the header's last_seen_day")
         if "last_seen" in header["sections"]:
             last_seen = np.asarray(section(header, payload, "last_seen"), dtype=np.uint16)
         elif "last_seen_day" in header:
