@@ -24,7 +24,8 @@ from .errors import ModelFileError, NbtextError
 from .nb import weights as F
 from .nb.decision import calibrated, decide
 from .nb.layer import Layer
-from .store.codec import ESCAPE, MAX_WEIGHT, SPARSE_SECTIONS, check_header, decode, layer_header, meta, summary
+from .store.codec import (BAD_DOC_FREQ, ESCAPE, SPARSE_SECTIONS, check_header, check_layer_ids_in_place, count_read,
+                          decode, documents_most, layer_header, meta, sparse_row, summary, weights_read)
 from .store.container import read_container, section
 from .store.fields import MAX_COUNT
 from .store.vocabfile import VocabularyError, vocabulary_index
@@ -65,9 +66,13 @@ class FastScorer:
             if self.doc_freq is not None and len(self.doc_freq) != self.n_features:
                 raise ValueError("document frequencies do not match the vocabulary")
             layer = layer_header(header, len(self.classes), self.n_features)
-            self.layer = None if layer is None else Layer(
-                section(header, payload, "layer_ids"), section(header, payload, "layer_weights"), layer["bias"],
-                layer["den"], layer["den_not"], layer["alpha"], layer["strength"], layer["min_count"])
+            if layer is not None:
+                ids, weights = section(header, payload, "layer_ids"), section(header, payload, "layer_weights")
+                check_layer_ids_in_place(ids, self.n_features)
+                self.layer = Layer(ids, weights, layer["bias"], layer["den"], layer["den_not"], layer["alpha"],
+                                   layer["strength"], layer["min_count"])
+            else:
+                self.layer = None
         except (KeyError, TypeError, ValueError) as e:
             raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
         except NbtextError as e:
@@ -77,20 +82,21 @@ class FastScorer:
         return self.vocab.token_id(token.encode("utf-8", "surrogatepass"))
 
     def _column(self, tid: int) -> list[float]:
+        """Token ``tid``'s counts per class, each checked as it is read (store.codec: what a
+        message reads of the file is checked; store.load checks all of it)."""
         V, k = self.n_features, len(self.classes)
-        if self.sparse is None:
-            return [float(self.counts[c * V + tid]) for c in range(k)]
-        indptr, classes, values = self.sparse
-        lo, hi = indptr[tid], indptr[tid + 1]
-        col = [0.0] * k
-        if not lo <= hi <= len(values):
-            raise ModelFileError(f"{self.path}: corrupt model file (the sparse counts' token starts are out of order)")
-        for j in range(lo, hi):
-            c = classes[j]
-            if c >= k:
-                raise ModelFileError(f"{self.path}: corrupt model file (the sparse counts name a class past the classes)")
-            col[c] = float(values[j]) if values[j] != ESCAPE or self.over is None else self._over(j)
-        return col
+        try:
+            if self.sparse is None:
+                return [count_read(self.counts[c * V + tid]) for c in range(k)]
+            indptr, classes, values = self.sparse
+            col = [0.0] * k
+            entries, row = sparse_row(indptr, classes, values, tid, k)
+            for j, c in zip(entries, row):
+                col[c] = count_read(values[j] if values[j] != ESCAPE or self.over is None else self._over(j),
+                                    sparse=True)
+            return col
+        except ValueError as e:
+            raise ModelFileError(f"{self.path}: corrupt model file ({e})") from None
 
     def _over(self, j: int) -> float:
         """Sparse count j, stored apart (its byte is ESCAPE: store.codec)."""
@@ -112,9 +118,14 @@ class FastScorer:
 
     def token_weights(self, tid: int) -> list[float]:
         """w_ct of token ``tid`` for each class (nbtext.nb.weights)."""
-        df = self.doc_freq[tid] if self.doc_freq is not None else 0
-        return self.variant.token_weights(self.settings, self._column(tid), df, sum(self.class_count),
-                                          self.class_count, self.summary, math.log)
+        try:
+            df = count_read(self.doc_freq[tid], "document frequencies") if self.doc_freq is not None else 0
+            if df > documents_most(self.class_count):
+                raise ValueError(BAD_DOC_FREQ)
+            return self.variant.token_weights(self.settings, self._column(tid), df, sum(self.class_count),
+                                              self.class_count, self.summary, math.log)
+        except ValueError as e:  # (also a math domain error: counts each in range, not together)
+            raise ModelFileError(f"{self.path}: corrupt model file ({e})") from None
 
     def contributions(self, tokens: Iterable[str]) -> tuple[list[float], dict[str, list[float]], int, int, list | None]:
         """(bias per class, each token's x_t w_ct per class, the count of unknown tokens, the
@@ -157,11 +168,10 @@ class FastScorer:
         i = bisect_left(ids, tid)
         if i == len(ids) or ids[i] != tid:
             return None
-        w = self.layer.weights[i * j:(i + 1) * j].tolist()
-        if not all(abs(x) <= MAX_WEIGHT for x in w):  # (also NaN)
-            raise ModelFileError(f"{self.path}: corrupt model file (the layer's weights must be numbers from "
-                                 f"-{MAX_WEIGHT:g} to {MAX_WEIGHT:g})")
-        return w
+        try:
+            return weights_read(self.layer.weights[i * j:(i + 1) * j].tolist())
+        except ValueError as e:
+            raise ModelFileError(f"{self.path}: corrupt model file ({e})") from None
 
     @staticmethod
     def _summed(bias: list, contrib: dict) -> list[float]:

@@ -9,6 +9,7 @@ import pathlib
 import platform
 import signal
 import random
+import re
 import stat
 import struct
 import subprocess
@@ -707,3 +708,247 @@ def test_a_fifo_in_place_of_the_lock_file_is_refused_not_waited_on(sample_copy):
     os.mkfifo(str(sample_copy) + ".lock")
     r = nb("learn", "-m", sample_copy, "--label", "spam", DATA / "example-ham.eml")
     assert r.returncode == 1 and b"m.nbm.lock: " in r.stderr  # (refused at once: never waited on)
+
+
+# -- issue 34's state from strangers: sparse counts, the decision layer, derived sums --------
+# (probed with build/ scripts on real files; docs/hostile.md, "Issue 34: the new state from strangers")
+
+def resectioned(good: bytes, change) -> bytes:
+    """The model file with its sections changed by change(header, arrays), arrays being name ->
+    numpy array as stored (edit them, replace or delete them), laid out again: checksums valid."""
+    import numpy as np
+
+    _, version, hlen, _ = struct.unpack_from("<8sIQI", good)
+    header = json.loads(good[24:24 + hlen])
+    payload = good[24 + hlen + (-(24 + hlen) % 8):]
+    arrays = {name: np.frombuffer(payload[s["offset"]:s["offset"] + s["length"]], dtype=s["dtype"]).reshape(
+        s["shape"]).copy() for name, s in header["sections"].items()}
+    change(header, arrays)
+    table, out = {}, bytearray()
+    for name, a in arrays.items():
+        raw = a.tobytes()
+        table[name] = {"offset": len(out), "length": len(raw), "dtype": a.dtype.str, "shape": list(a.shape)}
+        out += raw + b"\x00" * (-len(raw) % 8)
+    header.update(sections=table, payload_length=len(out), payload_crc32=zlib.crc32(out))
+    raw = json.dumps(header).encode()
+    head = struct.pack("<8sIQI", b"NBTEXT\x1a\n", version, len(raw), zlib.crc32(raw)) + raw
+    return head + b"\x00" * (-len(head) % 8) + bytes(out)
+
+
+@pytest.mark.parametrize("damage", ["nan count", "negative count", "nan layer weight", "layer ids out of order"])
+def test_the_daemon_refuses_at_load_what_it_read_lazily(tmp_path, good_model, sample_model, damage):
+    """The daemon read a model's counts and layer where a message first needed them: a NaN
+    count answered `ham nan` (spamc: not spam), a negative one an internal error for every
+    message holding the token, a NaN weight an error at that message, layer ids out of order
+    other probabilities, silently. It now decodes the file whole at load, as store.load does,
+    and refuses it there (keeping the model in use on a reload)."""
+    from nbtext.serve.scoring import ServedModel
+
+    def two(h, a):
+        a["counts"] = a["counts"].astype("<f8")
+        a["counts"][1, :] = float("nan") if damage == "nan count" else -2.0
+
+    def layer(h, a):
+        if damage == "nan layer weight":
+            a["layer_weights"][0, 0] = float("nan")
+        else:
+            a["layer_ids"] = a["layer_ids"][::-1].copy()
+    if damage.endswith("count"):
+        data = resectioned(good_model, two)
+    else:  # (the daemon serves two classes: the sample's model, with its layer)
+        data = resectioned(sample_model.read_bytes(), layer)
+    path = tmp_path / "m.nbm"
+    path.write_bytes(data)
+    with pytest.raises(ModelFileError, match="corrupt model file"):
+        ServedModel(str(path))
+
+
+@pytest.fixture(scope="module")
+def layered(tmp_path_factory):
+    """(a three-class model with sparse counts and a decision layer, as bytes; the model)."""
+    d = tmp_path_factory.mktemp("layered")
+    own = {"astro": "star orbit comet", "cook": "flour oven salt", "sail": "boat wind keel"}
+    shared = ["common", "daily", "little", "often", "simple"]
+    (d / "three.tsv").write_text("".join(
+        f"{label}\t{own[label].split()[i % 3]} {shared[i % 5]} {shared[(i + label.__len__()) % 5]} word\n"
+        for i in range(20) for label in sorted(own)))
+    path = d / "m.nbm"
+    r = nb("train", d / "three.tsv", "-q", "-o", path)
+    assert r.returncode == 0, r.stderr
+    return path.read_bytes(), store.load(str(path))
+
+
+def _word_of_classes(model, n: int) -> int:
+    """A plain word's id (a message can hold it) counted in n classes or more."""
+    s = model.counts.token_sums
+    return next(t for t, tok in enumerate(model.vocab.tokens)
+                if tok.isalpha() and s.indptr[t + 1] - s.indptr[t] >= n)
+
+
+def _sparse_values(change):
+    """A change of the sparse counts' values, made float64 (the large ones put back in place)."""
+    def f(h, a):
+        v = a["counts_values"].astype("<f8")
+        if "counts_over" in a:
+            v[a.pop("counts_over_at").astype(int)] = a.pop("counts_over")
+        change(v, a)
+        a["counts_values"] = v
+    return f
+
+
+def _first_entry(model, t):
+    return int(model.counts.token_sums.indptr[t])
+
+
+@pytest.mark.parametrize("damage,match", [
+    ("nan", "sparse counts must be numbers above 0 to 2**53"),
+    ("negative", "sparse counts must be numbers above 0 to 2**53"),
+    ("infinite", "sparse counts must be numbers above 0 to 2**53"),
+    ("class twice", "a token's classes are not increasing"),
+])
+def test_classify_refuses_the_damaged_sparse_counts_it_reads(tmp_path, layered, damage, match):
+    """classify reads a token's sparse counts in place, where store.load checks them all: a
+    count of NaN or infinity printed `nan`, a negative one an internal error (math domain
+    error), a class twice in a token took the last count, silently. Each count and class it
+    reads is checked as it is read."""
+    good, model = layered
+    t = _word_of_classes(model, 2)
+    at = _first_entry(model, t)
+
+    def change(h, a):
+        if damage == "class twice":
+            a["counts_classes"][at + 1] = a["counts_classes"][at]
+        else:
+            _sparse_values(lambda v, _: v.__setitem__(at, {"nan": float("nan"), "negative": -2.0,
+                                                           "infinite": float("inf")}[damage]))(h, a)
+    path, msg = tmp_path / "m.nbm", tmp_path / "msg.txt"
+    path.write_bytes(resectioned(good, change))
+    msg.write_text(f"{model.vocab.tokens[t]} and more words\n")
+    with pytest.raises(ModelFileError, match=re.escape(match)):
+        store.load(str(path))
+    r = nb("classify", "-m", path, msg)
+    assert r.returncode == 1 and r.stderr.decode() == f"nbtext: error: {path}: corrupt model file ({match})\n"
+
+
+@pytest.mark.parametrize("value", ["nan", "-2"])
+def test_classify_refuses_the_damaged_dense_counts_it_reads(tmp_path, good_model, value):
+    """The same for two classes' counts (a class x token array): NaN printed `ham nan`, -2 an
+    internal error."""
+    def change(h, a):
+        a["counts"] = a["counts"].astype("<f8")
+        a["counts"][1, :] = float(value)
+    path = tmp_path / "m.nbm"
+    path.write_bytes(resectioned(good_model, change))
+    r = nb("classify", "-m", path, "-", input=b"cheap pills\n")
+    assert r.returncode == 1 and r.stderr.decode() == \
+        f"nbtext: error: {path}: corrupt model file (counts must be numbers from 0 to 2**53)\n"
+
+
+def test_classify_refuses_layer_ids_out_of_order_at_load(tmp_path, layered):
+    """classify finds a token's layer weights by a binary search of the layer's ids: out of
+    order (checksums intact), it found none for most tokens and printed other probabilities,
+    silently, where predict refused the file. The ids are checked whole at load, as predict's."""
+    good, model = layered
+    path, msg = tmp_path / "m.nbm", tmp_path / "msg.txt"
+    path.write_bytes(resectioned(good, lambda h, a: a.update(layer_ids=a["layer_ids"][::-1].copy())))
+    msg.write_text(" ".join(model.vocab.tokens[int(i)] for i in model.layer.ids if model.vocab.tokens[int(i)].isalpha()))
+    match = "the layer's tokens must be increasing ids of the vocabulary"
+    for args in (("classify", "-m", path, msg), ("predict", "-m", path, msg)):
+        r = nb(*args)
+        assert r.returncode == 1 and r.stderr.decode() == \
+            f"nbtext: error: {path}: corrupt model file (ValueError: {match})\n", (args, r.stderr)
+
+
+def _off_by(h, a):
+    h["derived"] = {k: [x + 0.5 for x in v] for k, v in h["derived"].items()}
+
+
+@pytest.mark.parametrize("which", ["two classes", "three classes"])
+def test_derived_sums_that_are_not_the_counts_are_refused(tmp_path, good_model, layered, which):
+    """The header's derived sums are the counts' (what classify and the daemon score with,
+    without reading every count); predict makes them from the counts. A file whose two
+    disagree (checksums intact) was read by every command, and classify and predict gave one
+    message two verdicts. store.load (and so the daemon) refuses it."""
+    good = good_model if which == "two classes" else layered[0]
+    path = tmp_path / "m.nbm"
+    path.write_bytes(resectioned(good, _off_by))
+    r = nb("predict", "-m", path, DATA / "example-ham.eml")
+    assert r.returncode == 1 and "corrupt model file (ValueError: derived log_den is not the sum of the counts)" \
+        in r.stderr.decode(), r.stderr
+
+
+def test_document_frequencies_past_the_documents_are_refused(tmp_path, tsv):
+    """An idf model's token in more documents than were learned has idf log(N / df) below 0,
+    and Complement NB's logarithms of its weighted counts went negative: a math domain error
+    (an internal error) in classify, NaN in predict once the derived sums were made to match.
+    Refused by store.load and by classify where it reads the token."""
+    path = tmp_path / "m.nbm"
+    assert nb("train", tsv, "-q", "--no-calibrate", "--ngrams", "1", "--variant", "complement", "--idf",
+              "-o", path).returncode == 0
+    model = store.load(str(path))
+    t = model.vocab.tokens.index("cheap")
+
+    def change(h, a):
+        a["doc_freq"] = a["doc_freq"].astype("<f8")
+        a["doc_freq"][t] = model.n_documents + 5
+    path.write_bytes(resectioned(path.read_bytes(), change))
+    match = "document frequencies must be at most the documents learned"
+    with pytest.raises(ModelFileError, match=match):
+        store.load(str(path))
+    r = nb("classify", "-m", path, "-", input=b"cheap pills\n")
+    assert r.returncode == 1 and r.stderr.decode() == f"nbtext: error: {path}: corrupt model file ({match})\n"
+
+
+def test_layer_sections_without_the_layer_are_refused(tmp_path, layered):
+    """A file whose layer sections are there but whose header has no layer was scored without
+    the layer by every command, silently (and learn wrote it back without them)."""
+    good, _ = layered
+
+    def change(h, a):
+        del h["layer"]
+    path = tmp_path / "m.nbm"
+    path.write_bytes(resectioned(good, change))
+    for load in (store.load, FastScorer):
+        with pytest.raises(ModelFileError, match="the layer's sections are in the file without the header's layer"):
+            load(str(path))
+
+
+def test_a_header_with_a_key_twice_is_refused(tmp_path, good_model):
+    """JSON readers disagree on a key given twice (Python's keeps the last, others the first):
+    a header or dump settings line with one says two things, and is refused."""
+    _, version, hlen, _ = struct.unpack_from("<8sIQI", good_model)
+    raw = good_model[24:24 + hlen]
+    raw = b'{"classes": ["x", "y"], ' + raw[1:]
+    head = struct.pack("<8sIQI", b"NBTEXT\x1a\n", version, len(raw), zlib.crc32(raw)) + raw
+    payload = good_model[24 + hlen + (-(24 + hlen) % 8):]
+    path = tmp_path / "m.nbm"
+    path.write_bytes(head + b"\x00" * (-len(head) % 8) + payload)
+    for load in (store.load, FastScorer):
+        with pytest.raises(ModelFileError, match="the header holds the key 'classes' twice in one object"):
+            load(str(path))
+    lines = list(export_lines(store.load(_saved(tmp_path, good_model))))
+    lines[1] = '{"classes": ["x", "y"], ' + lines[1][1:]
+    with pytest.raises(NbtextError, match="'classes' twice"):
+        list(import_lines(iter(lines), "dump"))
+
+
+def _saved(tmp_path, data: bytes) -> str:
+    path = tmp_path / "good.nbm"
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_last_seen_both_as_a_section_and_a_day_is_refused(tmp_path, layered):
+    """nbtext writes a token's last day as a section or, when every token shares it, as the
+    header's last_seen_day; a file with both had the section win, silently."""
+    import numpy as np
+
+    good, model = layered
+
+    def change(h, a):
+        a["last_seen"] = np.full(len(model.vocab), 20000, dtype="<u2")
+        h["last_seen_day"] = 5
+    path = tmp_path / "m.nbm"
+    path.write_bytes(resectioned(good, change))
+    with pytest.raises(ModelFileError, match="last_seen is both a section and the header's last_seen_day"):
+        store.load(str(path))

@@ -370,15 +370,15 @@ def _float_ids(ids, w, t1, t2):
 
 @pytest.mark.parametrize("change,match,classify", [
     (_nan, "layer's weights must be numbers", "layer's weights must be numbers"),
-    (_swapped, "layer's tokens must be increasing ids", None),
-    (_past, "layer's tokens must be increasing ids", None),
+    (_swapped, "layer's tokens must be increasing ids", "layer's tokens must be increasing ids"),
+    (_past, "layer's tokens must be increasing ids", "layer's tokens must be increasing ids"),
     (_short, "do not hold a token and 3 weights each", "do not hold a token and 3 weights each"),
     (_float_ids, "must be whole ids and float32 weights", "must be whole ids and float32 weights"),
 ], ids=["nan-weight", "ids-out-of-order", "id-past-vocabulary", "too-few-weights", "float-ids"])
 def test_a_damaged_layer_is_refused(run, tmp_path, monkeypatch, change, match, classify):
     """A file whose layer sections are damaged (checksums intact) is refused by predict with
-    `nbtext: error:` naming the file, and by classify where it reads the damage; nothing is
-    scored with it."""
+    `nbtext: error:` naming the file, and by classify (the layer at load, counts where it reads
+    them); nothing is scored with it."""
     model_path = tmp_path / "m.nbm"
     assert run("train", FIXTURES / "format5-sparse.tsv", "-q", "-o", model_path).exit_code == 0
     m = store.load(str(model_path))

@@ -27,9 +27,10 @@ import math
 from array import array
 from dataclasses import dataclass
 
-from ..errors import ModelFileError, NbtextError
+from ..errors import NbtextError
 from ..fastscore import FastScorer
 from ..nb.decision import positive_of
+from ..store.codec import decode
 
 # spamd's and rspamd's clients read a score against a threshold on SpamAssassin's scale (a
 # required score of 5 by default; Exim's $spam_score_int is ten times the score): the
@@ -82,38 +83,28 @@ class ServedModel(FastScorer):
 
     def _kernel_sums(self):
         """(kernel, key index, feature mode, mail reader) for the compiled kernel's sums, or None
-        for the Python path: no kernel, a vocabulary whose keys collide, or a variant whose
-        feature values need the whole document."""
+        for the Python path: no kernel, or a variant whose feature values need the whole
+        document."""
         from ..features import kernel
 
         compiled = kernel.compiled()
         mode = self.variant.kernel_values(self.settings)
-        keyindex = self.index.compiled_index() if compiled is not None and self.index is not None else None
+        keyindex = self.index.compiled_index() if compiled is not None else None
         if keyindex is None or mode is None:
             return None
         return compiled, keyindex, mode, kernel.mail_parts(compiled, self.tokenizer)
 
     def _key_index(self):
-        """The vocabulary's key -> id index, or None where two tokens share a key (then the
-        in-place search of the file is used, as classify's)."""
-        from ..features.vocabulary import Vocabulary, token_spans
-        from ..store.vocabfile import SortedVocabulary, VocabularyError, check_tokens, front_decode
+        """The vocabulary's key -> id index, from the file decoded whole by store.codec.decode:
+        so the daemon refuses at load every file the other commands refuse (classify checks
+        what a message reads of the file; a daemon reading it lazily answered NaN, an internal
+        error or silently other numbers at the message that first read the damage:
+        docs/hostile.md). The decoded model is let go but for its vocabulary."""
+        from ..features.vocabulary import token_spans
 
-        if isinstance(self.vocab, SortedVocabulary):
-            blob = front_decode(self.vocab.fc, self.vocab.block)
-        else:  # (format 1: the tokens in id order)
-            blob = bytes(self.vocab.blob)
-        if blob.count(0) != self.n_features:
-            raise ModelFileError(f"{self.path}: corrupt model file (the vocabulary does not match its size)")
-        try:  # (read whole here, it is checked whole, as store.load checks it)
-            check_tokens(blob, ordered=isinstance(self.vocab, SortedVocabulary))
-        except VocabularyError as e:
-            raise ModelFileError(f"{self.path}: corrupt model file ({e})") from None
-        index = Vocabulary.from_encoded(blob)
-        if len(index) != self.n_features:
-            return None
-        self._blob = blob
-        self._starts, self._lengths = token_spans(blob)
+        index = decode(*self.file).vocab
+        self._blob = index.encoded()
+        self._starts, self._lengths = token_spans(self._blob)
         return index
 
     @property
@@ -138,22 +129,17 @@ class ServedModel(FastScorer):
         rows = batch.rows
         cols = rows.indices[rows.indptr[0]:rows.indptr[1]].tolist()  # (sorted: first-seen order)
         counts = rows.data[rows.indptr[0]:rows.indptr[1]].tolist()
-        if self.index is None:
-            found = self.vocab.token_ids(tokens[j] for j in cols)
-            tids = [found.get(tokens[j], -1) for j in cols]
-            starts = lengths = tids
-        else:
-            found = self.index.find_keys(batch.keys[cols]) if cols else self._starts[:0]
-            tids = found.tolist()
-            starts, lengths = self._starts[found].tolist(), self._lengths[found].tolist()
-        blob = self._blob if self.index is not None else None
+        found = self.index.find_keys(batch.keys[cols]) if cols else self._starts[:0]
+        tids = found.tolist()
+        starts, lengths = self._starts[found].tolist(), self._lengths[found].tolist()
+        blob = self._blob
         ids: dict[int, int] = {}
         names: dict[int, str] = {}
         unknown = 0
         for j, n, tid, start, length in zip(cols, counts, tids, starts, lengths):
             token = tokens[j]
             # (a key is a 64-bit hash: a hit is the token only when its bytes are)
-            if tid >= 0 and (blob is None or (length == len(token) and blob[start:start + length] == token)):
+            if tid >= 0 and length == len(token) and blob[start:start + length] == token:
                 ids[tid], names[tid] = int(n), token.decode("utf-8", "surrogatepass")
             else:
                 unknown += int(n)

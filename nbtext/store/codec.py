@@ -34,6 +34,7 @@ numpy only inside decode.
 from __future__ import annotations
 
 import math
+import operator
 
 from ..errors import ModelFileError, NbtextError, shown
 from .container import frame, read_container, section
@@ -116,6 +117,70 @@ SPARSE_SECTIONS = ("counts_indptr", "counts_classes", "counts_values")
 ESCAPE = 255  # a sparse count's byte that stands for one in counts_over (format 6)
 
 
+# What check_sparse and layer_of refuse, said alike by classify's checks of what it reads
+# (nbtext.fastscore, which reads the sections in place, without numpy).
+BAD_STARTS = "the sparse counts' token starts are out of order"
+BAD_CLASS = "the sparse counts name a class past the classes"
+BAD_ORDER = "a token's classes are not increasing"
+BAD_SPARSE = "sparse counts must be numbers above 0 to 2**53"
+BAD_COUNTS = "{} must be numbers from 0 to 2**53"
+BAD_LAYER_IDS = "the layer's tokens must be increasing ids of the vocabulary"
+BAD_LAYER_WEIGHTS = f"the layer's weights must be numbers from -{MAX_WEIGHT:g} to {MAX_WEIGHT:g}"
+
+
+def sparse_row(indptr, classes, values, tid: int, k: int) -> tuple[range, list]:
+    """(the entries, their classes) of token ``tid``'s sparse counts read in place (classify),
+    checked as check_sparse checks them all: ValueError when its start and end do not fit or
+    its classes are not increasing below k. (Its counts are count_read's to check.)"""
+    lo, hi = indptr[tid], indptr[tid + 1]
+    if not lo <= hi <= len(values):
+        raise ValueError(BAD_STARTS)
+    row = list(classes[lo:hi])
+    if row and row[-1] >= k:
+        raise ValueError(BAD_CLASS)
+    if not all(map(operator.lt, row, row[1:])):
+        raise ValueError(BAD_ORDER)
+    return range(lo, hi), row
+
+
+def count_read(x, what: str = "counts", sparse: bool = False) -> float:
+    """A count read in place (classify), as a float: ValueError unless from 0 to 2**53 (above
+    0 where ``sparse``; not NaN), as decode checks them all: a count of NaN, -2 or infinity
+    gave classify and the daemon NaN or a math domain error."""
+    x = float(x)
+    if not ((0 < x if sparse else 0 <= x) and x <= MAX_COUNT):
+        raise ValueError(BAD_SPARSE if sparse else BAD_COUNTS.format(what))
+    return x
+
+
+# A token's documents are at most the documents learned: idf, log(N / df), is below 0 past
+# them, and Complement NB's logarithms of idf-weighted counts went negative (NaN in predict, a
+# math domain error in classify). (With fractional sample weights the two sums are of the same
+# weights in other orders: a last bit's leeway.)
+BAD_DOC_FREQ = "document frequencies must be at most the documents learned"
+
+
+def documents_most(class_count) -> float:
+    """The most documents a token may be in: those learned, with a last bit's leeway."""
+    return float(sum(class_count)) * (1 + 1e-12)
+
+
+def check_layer_ids_in_place(ids, n_tokens: int) -> None:
+    """layer_of's check of a layer's ids as stored (a memoryview: classify imports no numpy),
+    in one pass, at load: classify finds a token's weights by a binary search of the ids,
+    which, out of order, silently found none. (Its weights are checked as they are read:
+    weights_read.)"""
+    if len(ids) and (ids[-1] >= n_tokens or not all(map(operator.lt, ids[:-1], ids[1:]))):
+        raise ValueError(BAD_LAYER_IDS)
+
+
+def weights_read(w: list) -> list:
+    """A token's layer weights read in place (classify), checked as layer_of checks them all."""
+    if not all(abs(x) <= MAX_WEIGHT for x in w):  # (also NaN)
+        raise ValueError(BAD_LAYER_WEIGHTS)
+    return w
+
+
 def check_sparse(indptr, classes, values, k: int) -> None:
     """Refuse CSR counts (numpy arrays) that are not as nbtext writes them: starts from 0 to the
     entries, increasing; classes below k, increasing within a token; counts from 1 to 2**53
@@ -125,15 +190,15 @@ def check_sparse(indptr, classes, values, k: int) -> None:
     from ..nb.sparse import TokenSums
 
     if indptr[0] != 0 or indptr[-1] != len(values) or (np.diff(indptr) < 0).any():
-        raise ValueError("the sparse counts' token starts are out of order")
+        raise ValueError(BAD_STARTS)
     if len(classes) and int(classes.max()) >= k:
-        raise ValueError("the sparse counts name a class past the classes")
+        raise ValueError(BAD_CLASS)
     # (piece by piece: a piece's first key is past the last piece's keys, its token being later)
     for _, tok, cls in TokenSums.of_csr(indptr, classes, values, k).pieces():
         if (np.diff(tok * k + cls) <= 0).any():
-            raise ValueError("a token's classes are not increasing")
+            raise ValueError(BAD_ORDER)
     if len(values) and not ((values > 0).all() and (values <= MAX_COUNT).all()):
-        raise ValueError("sparse counts must be numbers above 0 to 2**53")
+        raise ValueError(BAD_SPARSE)
 
 
 def sparse_values(header: dict, payload: memoryview, stored):
@@ -175,6 +240,24 @@ def summary(header: dict) -> dict:
         if not all(abs(x) <= MAX_SCORE for x in values):  # (also NaN, and JSON's Infinity)
             raise ValueError(f"derived {key} must hold numbers from -{MAX_SCORE:g} to {MAX_SCORE:g}")
     return out
+
+
+# How far a stored sum may be from the same sum made from the counts: sums of the same counts
+# in another order (an older nbtext's) differ in their last bits, and classify and predict
+# agree to 1e-9 (tests/test_modelfile.py).
+SUMMARY_TOLERANCE = 1e-9
+
+
+def check_summary(stored: dict, made: dict) -> None:
+    """ValueError unless the header's derived sums (``stored``: summary()) are those of the
+    file's counts (``made``: the estimator's summary()): classify and the daemon score with the
+    stored sums, predict with sums made from the counts, so a file whose two disagree gave
+    two verdicts on one message."""
+    import numpy as np
+
+    for key, values in made.items():
+        if not np.allclose(stored[key], values, rtol=SUMMARY_TOLERANCE, atol=SUMMARY_TOLERANCE):
+            raise ValueError(f"derived {key} is not the sum of the counts")
 
 
 def _stored_summary(header: dict) -> dict:
@@ -275,6 +358,8 @@ def layer_header(header: dict, k: int, n_tokens: int) -> dict | None:
     wrong), with its sections' shapes; None where the file has none."""
     d = header.get("layer")
     if d is None:
+        if any(name in header["sections"] for name in LAYER_SECTIONS):  # (scored without them, silently)
+            raise ValueError("the layer's sections are in the file without the header's layer")
         return None
     layer_fields(d, k)
     j = 1 if k == 2 else k
@@ -299,9 +384,9 @@ def layer_of(d: dict, ids, weights, n_tokens: int):
     from ..nb.layer import Layer
 
     if len(ids) and (ids[-1] >= n_tokens or ids[0] < 0 or (len(ids) > 1 and (ids[1:] <= ids[:-1]).any())):
-        raise ValueError("the layer's tokens must be increasing ids of the vocabulary")
+        raise ValueError(BAD_LAYER_IDS)
     if not (np.abs(weights) <= MAX_WEIGHT).all():
-        raise ValueError(f"the layer's weights must be numbers from -{MAX_WEIGHT:g} to {MAX_WEIGHT:g}")
+        raise ValueError(BAD_LAYER_WEIGHTS)
     return Layer(ids, weights, [float(x) for x in d["bias"]], [float(x) for x in d["den"]],
                  [float(x) for x in d["den_not"]], float(d["alpha"]), float(d["strength"]), d["min_count"])
 
@@ -407,6 +492,8 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
             sparse[1] = sparse[1].astype(class_dtype(len(classes)))  # (a copy of the file's: counts change)
             counts = None
         last_seen = None
+        if "last_seen" in header["sections"] and "last_seen_day" in header:
+            raise ValueError("last_seen is both a section and the header's last_seen_day")
         if "last_seen" in header["sections"]:
             last_seen = np.asarray(section(header, payload, "last_seen"), dtype=np.uint16)
         elif "last_seen_day" in header:
@@ -420,7 +507,9 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
             raise ValueError("an idf model without document frequencies")
         for name, a in (("counts", counts), ("document frequencies", doc_freq)):
             if a is not None and not ((a >= 0).all() and (a <= MAX_COUNT).all()):
-                raise ValueError(f"{name} must be numbers from 0 to 2**53")
+                raise ValueError(BAD_COUNTS.format(name))
+        if doc_freq is not None and len(doc_freq) and doc_freq.max() > documents_most(class_count):
+            raise ValueError(BAD_DOC_FREQ)
         ledger = Ledger.from_bytes(section(header, payload, "ledger"))
         if sparse is None:
             held = Counts.of_arrays(classes, counts, class_count, doc_freq, last_seen)
@@ -431,6 +520,8 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
                                         last_seen)
         model = Model(tokenizer, settings, Vocabulary.from_encoded(blob), held, decision,
                       ledger, pruning(header), decode_layer(header, payload, len(classes), n_tokens))
+        if n_tokens:
+            check_summary(summary(header), model.estimator.summary())
     except VocabularyError as e:
         raise ModelFileError(f"{path}: corrupt model file ({e})") from None
     except (KeyError, TypeError, ValueError) as e:

@@ -24,7 +24,7 @@ import struct
 import sys
 import zlib
 
-from ..errors import ModelFileError
+from ..errors import ModelFileError, shown
 
 MAGIC = b"NBTEXT\x1a\n"
 # 7: a text model's decision layer (layer_ids, layer_weights and the header's "layer":
@@ -69,6 +69,26 @@ def describe_foreign(head: bytes) -> str:
     if head.startswith(b"# nbtext"):
         return "an nbtext text dump (turn it back into a model with 'nbtext import')"
     return "not an nbtext model file"
+
+
+class KeyTwice(ValueError):
+    """A JSON object that names one key twice."""
+
+
+def _one_of_each(pairs: list) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise KeyTwice(f"holds the key {shown(twice)[:40]!r} twice in one object")
+    return d
+
+
+def json_object(text):
+    """JSON text as the model file's header and a dump's settings line are written, checked:
+    KeyTwice (a ValueError) for a key given twice in one object (Python's json keeps the
+    last, other readers the first: one file would say two things)."""
+    return json.loads(text, object_pairs_hook=_one_of_each)
 
 
 MAX_HEADER = 1 << 24  # a header holds settings, classes and per-class sums: 16 MiB is absurdly many
@@ -120,7 +140,9 @@ def _read(f, size: int, path: str, header_only: bool = False) -> tuple[dict, mem
     if zlib.crc32(raw_header) != hcrc:
         raise ModelFileError(f"{path}: corrupt model file (header checksum mismatch)")
     try:
-        header = json.loads(raw_header)
+        header = json_object(raw_header)
+    except KeyTwice as e:
+        raise ModelFileError(f"{path}: corrupt model file (the header {e})") from None
     except (ValueError, RecursionError):
         raise ModelFileError(f"{path}: corrupt model file (header is not JSON)") from None
     if not isinstance(header, dict):

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import NbtextError, shown
 from ..ledger import DIGEST_SIZE, Ledger
+from .container import json_object
 
 DUMP_MAGIC = "# nbtext dump 1"
 PER_TOKEN = "per token"  # "last_seen_day" where the tokens' days differ: each token line ends with its day
@@ -113,7 +114,7 @@ def import_lines(lines: Iterable[str], source: str):
     if first != DUMP_MAGIC:
         raise NbtextError(f"{source}: not an nbtext dump (first line should be {DUMP_MAGIC!r})")
     try:
-        settings_line = json.loads(next(it))
+        settings_line = json_object(next(it))
         if not isinstance(settings_line, dict):
             raise ValueError("the settings line is not a JSON object")
         tokenizer, settings, classes, class_count, decision = meta(settings_line)

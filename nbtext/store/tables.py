@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ModelFileError, NbtextError
 from .fields import MAX_COUNT, names, whole_counts
-from .container import frame, section
+from .container import frame, json_object, section
 
 TABLE_DUMP_MAGIC = "# nbtext table dump 1"
 KINDS = ("categorical", "numeric")
@@ -231,7 +231,7 @@ def export_table(model):
 
 def import_table(first: str, it, source: str):
     try:
-        fields = json.loads(next(it))
+        fields = json_object(next(it))
         if not isinstance(fields, dict):
             raise ValueError("the settings line is not a JSON object")
         unknown = sorted(set(fields) - set(FIELDS))
