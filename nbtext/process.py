@@ -137,7 +137,7 @@ class Terminated(KeyboardInterrupt):
 def interrupts_to_main_thread() -> None:
     """Import numpy with Ctrl-C blocked, so that the threads its BLAS library starts (one per
     core, at import) keep it blocked and a Ctrl-C always reaches the main thread. While train
-    starts its workers, the main thread holds Ctrl-C back (nbtext.batch.chunks.sigint_ignored):
+    starts its workers, the main thread holds Ctrl-C back (nbtext.batch.chunks.interrupts_held):
     a BLAS thread could take it meanwhile, and, ignored then, it would be lost and train run on.
     The commands that start workers call this first (they import numpy anyway); classify, which
     must start fast without numpy, never does."""
