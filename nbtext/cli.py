@@ -358,11 +358,12 @@ def read_labelled(sources: Sources, unread: Unread | None = None):
 
 def read_labelled_args(sources: Sources) -> tuple:
     """(sources, --label pairs, line options) of a command's labelled inputs."""
-    from .read import check_distinct
+    from .read import check_distinct, check_openable
 
     if not sources.paths and not sources.labelled:
         raise click.UsageError("give at least one SOURCE or --label LABEL PATH")
     check_distinct(sources.all)
+    check_openable(sources.all)
     return list(sources.paths), list(sources.labelled), sources.line
 
 
