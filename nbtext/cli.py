@@ -406,7 +406,7 @@ class Progress:
         if isinstance(k, int):
             self.n += k
             if self.on:
-                self.draw(f"{self.what}: {self.n} documents")
+                self.draw(f"{self.what}: {self.n:,} documents")
             return
         if not self.on:
             return

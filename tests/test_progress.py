@@ -157,3 +157,12 @@ def test_an_interrupt_on_a_pipe_is_one_line(capsys, monkeypatch):
 
     assert finish(body) == 130
     assert capsys.readouterr().err == "nbtext: interrupted\n"
+
+
+def test_predict_counts_documents_as_train_does(tmp_path, sample_model):
+    """predict's line said "predicting: 1200 documents" where train's says "counting: 1,200
+    documents": both group thousands."""
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"word{i % 7} other{i % 3}\n" for i in range(1200)))
+    status, shown = on_terminal(["predict", "-m", sample_model, "--lines", lines])
+    assert status == 0 and shown.endswith("\rpredicting: 1,200 documents\r\n"), shown
