@@ -60,6 +60,8 @@ class Group(click.Group):
                                              obj=edge, **extra)
             except click.exceptions.Abort as e:  # (click's word for Ctrl-C, or our SIGTERM)
                 raise (e.__cause__ if isinstance(e.__cause__, KeyboardInterrupt) else KeyboardInterrupt()) from None
+            except Interrupted as e:
+                raise e.interrupt from None
             except click.ClickException as e:
                 e.show()
                 return e.exit_code
@@ -74,6 +76,15 @@ class Group(click.Group):
             return super().invoke(ctx)
         except BrokenPipeError:
             raise ReaderLeft() from None
+        except KeyboardInterrupt as e:  # (past click, which would end a line of its own: the edge ends it)
+            raise Interrupted(e) from None
+
+
+class Interrupted(Exception):
+    """A Ctrl-C or SIGTERM (``interrupt``) carried past click to the process edge, as ReaderLeft is."""
+
+    def __init__(self, interrupt: KeyboardInterrupt):
+        self.interrupt = interrupt
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
@@ -358,11 +369,12 @@ def read_labelled(sources: Sources, unread: Unread | None = None):
 
 def read_labelled_args(sources: Sources) -> tuple:
     """(sources, --label pairs, line options) of a command's labelled inputs."""
-    from .read import check_distinct
+    from .read import check_distinct, check_openable
 
     if not sources.paths and not sources.labelled:
         raise click.UsageError("give at least one SOURCE or --label LABEL PATH")
     check_distinct(sources.all)
+    check_openable(sources.all)
     return list(sources.paths), list(sources.labelled), sources.line
 
 
@@ -394,7 +406,7 @@ class Progress:
         if isinstance(k, int):
             self.n += k
             if self.on:
-                self.draw(f"{self.what}: {self.n} documents")
+                self.draw(f"{self.what}: {self.n:,} documents")
             return
         if not self.on:
             return
@@ -433,32 +445,38 @@ class Progress:
         return f"{step.phase}: {step.done}" + (f" of {step.total}" if step.total else "")
 
     def draw(self, text: str) -> None:
+        from .process import Stderr
+
         click.echo("\r" + text + " " * max(0, self.width - len(text)), err=True, nl=False)
-        self.width = len(text)
+        self.width, Stderr.mid_line = len(text), True
+
+    def newline(self) -> None:
+        from .process import line_start
+
+        click.echo(line_start(), err=True, nl=False)
 
     def end(self) -> None:
         """The current line ended: a phase's drawn once more with its time; then a newline."""
         if self.on and self.step is not None:
             self.draw(self.line(self.step, time.monotonic() - self.began, ended=True))
         if self.on and (self.step is not None or self.n):
-            click.echo(err=True)
+            self.newline()
         self.step, self.width, self.n = None, 0, 0
 
     @contextlib.contextmanager
     def saving(self, path: str):
-        """A "saving" line while the model is written, ended with its size and time."""
+        """A "saving" line while the model is written, ended with its size and time once it is
+        written (a save that fails leaves the line as it is, for the error to end)."""
         self.done()
         began = time.monotonic()
         if self.on:
             self.draw(f"saving: {path}")
-        try:
-            yield
-        finally:
-            if self.on:
-                size = os.path.getsize(path) if os.path.isfile(path) else 0
-                self.draw(f"saving: {path}, {size / MIB:,.1f} MiB in {time.monotonic() - began:.1f} s")
-                click.echo(err=True)
-                self.width = 0
+        yield
+        if self.on:
+            size = os.path.getsize(path) if os.path.isfile(path) else 0
+            self.draw(f"saving: {path}, {size / MIB:,.1f} MiB in {time.monotonic() - began:.1f} s")
+            self.newline()
+            self.width = 0
 
     def done(self):
         self.end()
@@ -486,8 +504,10 @@ def answer(text: str) -> None:
 
 
 def info_line(quiet: bool, msg: str):
+    from .process import line_start
+
     if not quiet and sys.stderr is not None:
-        click.echo(msg, err=True)
+        click.echo(line_start() + msg, err=True)
 
 
 # -- commands ---------------------------------------------------------------------------

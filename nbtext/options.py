@@ -32,7 +32,7 @@ def parse_size(value: str) -> int:
     except ValueError:
         raise ValueError(f"{value!r} is not a size (bytes, or a number with K, M, G or T: 2G, 500M)") from None
     if not LEAST_MEMORY <= size < 2**63:
-        raise ValueError(f"{value!r} is out of range: from 1M")
+        raise ValueError(f"{value!r} is out of range: from 1M, less than {2**63 // SIZE_UNITS['T']}T")
     return int(size)
 
 

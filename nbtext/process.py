@@ -13,12 +13,33 @@ import sys
 from .errors import NbtextError, SettingError, shown
 
 
+class Stderr:
+    """Whether stderr's last line is a progress line not ended yet (``mid_line``: nbtext.cli.Progress
+    draws it, in place, without a newline): a line written meanwhile (an error, a note, the end
+    of a run) begins with a newline (line_start), else it would be appended to the progress line."""
+
+    mid_line = False
+
+
+def line_start() -> str:
+    """What a line written to stderr now begins with: a newline where a progress line is open."""
+    was, Stderr.mid_line = Stderr.mid_line, False
+    return "\n" if was else ""
+
+
+def _on_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def error_line(message: str) -> None:
     """The one line of a failure, on stderr (nowhere when stderr is closed: never on stdout),
     with whatever in it came from a file made visible (``shown``)."""
     if sys.stderr is not None:
         try:
-            print(f"nbtext: error: {shown(message)}", file=sys.stderr, flush=True)
+            print(f"{line_start()}nbtext: error: {shown(message)}", file=sys.stderr, flush=True)
         except (OSError, ValueError):
             pass
 
@@ -90,11 +111,12 @@ def finish(body, error_status: int = 1, name_of=flag_of) -> int:
         return 0 if status() == 1 else status()
     except Terminated:
         if sys.stderr is not None:
-            print("\nnbtext: terminated", file=sys.stderr)
+            print(f"{line_start()}nbtext: terminated", file=sys.stderr)
         return 143
     except KeyboardInterrupt:
-        if sys.stderr is not None:
-            print("\nnbtext: interrupted", file=sys.stderr)
+        if sys.stderr is not None:  # (a terminal shows ^C where its cursor was: that line is ended)
+            print((line_start() or ("\n" if _on_terminal(sys.stderr) else "")) + "nbtext: interrupted",
+                  file=sys.stderr)
         return 130
     except MemoryError:
         error_line("out of memory")
@@ -137,7 +159,7 @@ class Terminated(KeyboardInterrupt):
 def interrupts_to_main_thread() -> None:
     """Import numpy with Ctrl-C blocked, so that the threads its BLAS library starts (one per
     core, at import) keep it blocked and a Ctrl-C always reaches the main thread. While train
-    starts its workers, the main thread holds Ctrl-C back (nbtext.batch.chunks.sigint_ignored):
+    starts its workers, the main thread holds Ctrl-C back (nbtext.batch.chunks.interrupts_held):
     a BLAS thread could take it meanwhile, and, ignored then, it would be lost and train run on.
     The commands that start workers call this first (they import numpy anyway); classify, which
     must start fast without numpy, never does."""

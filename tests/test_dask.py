@@ -137,6 +137,28 @@ def test_a_line_file_in_byte_ranges_trains_as_locally(cluster, tsv):
     assert n_parts > 10 and remote == local
 
 
+
+@pytest.mark.parametrize("source", ["label directories", "line file"])
+def test_training_on_the_cluster_tells_progress_the_bytes_counted(cluster, tsv, source):
+    """On --engine dask the counting line said "training: N documents", without the bytes of the
+    inputs' total, the rate and the ETA that local training shows (README): each partition
+    reduced now tells the bytes it read and the documents reduced so far, as local chunks do."""
+    from nbtext.progress import COUNTING
+    from nbtext.read import labelled_size
+
+    sources = [CORPUS] if source == "label directories" else [tsv]
+    size = SMALL if source == "label directories" else LINES
+    parts = C.labelled_parts(sources, [], LineOptions(), None, part_bytes=size)
+    C.number_lines(cluster[0], parts)
+    told = []
+    C.train_on_cluster(cluster[0], parts, TokenizerSettings(), ModelSettings(variant="multinomial"), FeatureOptions(),
+                       DecisionOptions(calibrate=False, layer=False), progress=told.append)
+    counting = [s for s in told if not isinstance(s, int) and s.phase == COUNTING]
+    assert len(counting) == len(parts) > 10 and len(counting) == len(told)
+    done = [s.done for s in counting]
+    assert done == sorted(set(done)) and done[-1] == labelled_size(sources, [])
+    assert counting[-1].documents == len(list(labelled_documents(sources, [], LineOptions())))
+
 def test_byte_ranges_start_at_lines_and_number_them_as_the_file(cluster, tsv):
     parts = C.labelled_parts([tsv], [], LineOptions(), None, part_bytes=LINES)
     C.number_lines(cluster[0], parts)

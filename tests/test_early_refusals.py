@@ -1,6 +1,7 @@
 """Refusals come before the work: what train and calibrate would refuse once they knew the
 classes is refused before any document is read, when the classes are known up front (label
-directories and --label paths; a model being recalibrated).
+directories and --label paths; a model being recalibrated); so are an output that cannot be
+written and an input that cannot be opened.
 
 Each test gives, among the inputs, a FIFO that nobody writes: opening it to read would wait
 forever, so a command that ends, with the refusal, refused before reading. (The timeout only
@@ -109,3 +110,44 @@ def test_label_directories_classes_are_known_from_each_ones_first_file(tmp_path)
         (str(corpus / "a" / "1.txt"), False, "a"), (str(corpus / "b" / "x" / "y.txt"), False, "b")]
     assert [label for *_, label in label_directory_files(str(corpus))] == ["a", "a", "a", "b", "b"]
     assert labelled_classes([str(corpus)], []) == ["a", "b"]
+
+
+@pytest.mark.parametrize("where", ["read-only directory", "/proc"])
+def test_train_refuses_an_output_it_cannot_write_before_reading(tmp_path, fifo, doc, where):
+    """A model whose directory cannot take a new file (read-only, not the user's, or a
+    filesystem such as /proc) was refused only when it was saved, after all the work (a
+    train of 2 MB with `-o /proc/x.nbm`: 10 s, then "directory /proc does not exist"). A
+    temporary is made there and removed first (store.atomic.check_target)."""
+    if where == "/proc":
+        if not os.path.isdir("/proc/self"):
+            pytest.skip("no /proc")
+        out = "/proc/nbtext-test.nbm"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a read-only directory")
+        (tmp_path / "ro").mkdir(mode=0o555)
+        out = tmp_path / "ro" / "m.nbm"
+    r = nbtext("train", "--label", "spam", doc, "--label", "ham", fifo, "-o", out)
+    assert r.returncode == 1 and r.stderr.startswith(f"nbtext: error: {out}: cannot write: "), r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_train_refuses_an_input_it_cannot_open_before_reading(tmp_path, fifo, doc):
+    """An input named on the command line that is missing was reported when reading came to
+    it, and the command failed after all the work on the inputs before it (a train of 2 MB
+    given a missing second file: 10 s, calibration included). Every input is opened (a
+    directory listed) before any is read (read.check_openable); a FIFO is not opened."""
+    r = nbtext("train", "--label", "spam", doc, "--label", "ham", fifo, tmp_path / "missing.ft",
+               "-o", tmp_path / "m.nbm")
+    assert (r.returncode, r.stderr) == (1, f"nbtext: error: {tmp_path / 'missing.ft'}: no such file or directory\n")
+    assert not (tmp_path / "m.nbm").exists()
+
+
+@pytest.mark.parametrize("command", ["eval", "cv", "calibrate"])
+def test_the_other_labelled_commands_refuse_an_input_they_cannot_open_before_reading(tmp_path, fifo,
+                                                                                       sample_copy, command):
+    before = sample_copy.read_bytes()
+    model = ["-m", sample_copy] if command in ("eval", "calibrate") else []
+    r = nbtext(command, *model, "--label", "ham", fifo, tmp_path / "gone")
+    assert (r.returncode, r.stderr) == (1, f"nbtext: error: {tmp_path / 'gone'}: no such file or directory\n")
+    assert sample_copy.read_bytes() == before

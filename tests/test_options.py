@@ -3,6 +3,8 @@ once, as records, by either command line; click stays in nbtext/cli.py."""
 import pathlib
 import re
 
+import pytest
+
 from nbtext.options import Classify, Overrides, Sources
 from nbtext.quick import CLASSIFY_OPTIONS, parse
 from nbtext.read import LineOptions
@@ -38,3 +40,13 @@ def test_click_is_imported_by_the_click_command_line_alone():
     importers = sorted(str(p.relative_to(NBTEXT)) for p in NBTEXT.rglob("*.py")
                        if re.search(r"^\s*(import click|from click)", p.read_text(), re.M))
     assert importers == ["cli.py"]
+
+
+def test_a_size_out_of_range_says_which_end():
+    """--max-memory 1000000000000T was refused as "out of range: from 1M", the one end it is above."""
+    from nbtext.options import parse_size
+
+    assert parse_size("1.5G") == 3 << 29 and parse_size("500mb") == 500 << 20
+    for value in ("1K", "1000000000000T", "1e30"):
+        with pytest.raises(ValueError, match=rf"^'{value}' is out of range: from 1M, less than 8388608T$"):
+            parse_size(value)

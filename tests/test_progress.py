@@ -5,8 +5,11 @@ The terminal is a real pseudo-terminal (the pty module) given to a real `nbtext 
 as its stderr, as a user's shell would."""
 import os
 import pty
+import signal
 import subprocess
 import sys
+
+import pytest
 
 from conftest import DATA
 
@@ -82,3 +85,84 @@ def test_calibrate_ends_its_documents_line_before_its_folds(sample_copy):
     assert lines[0].split("\r")[-1] == "calibrating: 432 documents"
     assert lines[1].startswith("\rcalibrating: 5 internal folds\rcalibrating: fold 1 of 5")
     assert lines[2].startswith("nbtext: calibrated on 432 documents")
+
+
+def test_an_error_after_counting_begins_a_line_of_its_own(tmp_path):
+    """A refusal that comes once counting is done (--min-df keeping no token) was written at
+    the end of the counting line ("... 2.0 MiB (98%)nbtext: error: --min-df ..."): the progress
+    line is ended first (process.line_start), and the error is the terminal's last line."""
+    status, shown = on_terminal(["train", DATA / "corpus", "--min-df", "100000", "-o", tmp_path / "m.nbm"])
+    lines = shown.replace("\r\n", "\n").split("\n")
+    assert status == 1 and lines[0].startswith("\rcounting: ") and len(lines) == 3 and lines[2] == "", shown
+    assert lines[1].startswith("nbtext: error: --min-df 100000 and --max-df 1.0 keep no token")
+
+
+def test_a_save_that_fails_is_not_shown_as_saved(tmp_path, capsys, monkeypatch):
+    """The saving line was ended with a size and time whether or not the model was written: a
+    save that failed showed the old file's size, as if saved, before its error."""
+    from nbtext.cli import Progress
+    from nbtext.process import Stderr
+
+    monkeypatch.setattr(Stderr, "mid_line", False)  # (this process's: restored after)
+
+    old = tmp_path / "m.nbm"
+    old.write_bytes(b"an old model" * 100000)
+    progress = Progress("training", quiet=False)
+    progress.on = True  # (as on a terminal)
+    with pytest.raises(OSError):
+        with progress.saving(str(old)):
+            raise OSError(28, "No space left on device")
+    assert capsys.readouterr().err == f"\rsaving: {old}"
+
+
+def test_ctrl_c_while_counting_ends_the_line_once(tmp_path):
+    """Ctrl-C while counting left a blank line above `nbtext: interrupted` (click ended the line,
+    then the edge ended it again). train reads a pipe this test holds open, so the interrupt
+    comes while it waits for more (an event, not a time)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(NBTEXT + ["train", "-", "--format", "tsv", "-j", "1", "-o", str(tmp_path / "m.nbm")],
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=slave, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    os.close(slave)
+    p.stdin.write(b"".join(b"%s\tword%d other%d words\n" % (b"ab"[i % 2:][:1], i, i % 7) for i in range(1000)))
+    p.stdin.flush()
+    shown = bytearray()
+    while b"counting: " not in shown:
+        shown += os.read(master, 65536)
+    os.killpg(p.pid, signal.SIGINT)
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        shown += data
+    os.close(master)
+    assert p.wait(timeout=60) == 130
+    text = shown.decode()
+    assert text.endswith("\r\nnbtext: interrupted\r\n") and "\r\n\r\n" not in text, text
+    assert not (tmp_path / "m.nbm").exists()
+
+
+def test_an_interrupt_on_a_pipe_is_one_line(capsys, monkeypatch):
+    """With no progress line and no terminal, `nbtext: interrupted` is the only line: it began
+    with a blank one (and click's own newline made two: tests/test_hostile.py's SIGTERM)."""
+    from nbtext.process import Stderr, finish
+
+    monkeypatch.setattr(Stderr, "mid_line", False)
+
+    def body():
+        raise KeyboardInterrupt
+
+    assert finish(body) == 130
+    assert capsys.readouterr().err == "nbtext: interrupted\n"
+
+
+def test_predict_counts_documents_as_train_does(tmp_path, sample_model):
+    """predict's line said "predicting: 1200 documents" where train's says "counting: 1,200
+    documents": both group thousands."""
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"word{i % 7} other{i % 3}\n" for i in range(1200)))
+    status, shown = on_terminal(["predict", "-m", sample_model, "--lines", lines])
+    assert status == 0 and shown.endswith("\rpredicting: 1,200 documents\r\n"), shown

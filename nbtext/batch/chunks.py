@@ -131,7 +131,7 @@ def counted(docs: Iterable[Document | FileRef], settings: TokenizerSettings, n_j
                 yield task
 
         parent = os.getpid()
-        with sigint_ignored(loky=False):  # (the workers are forked with Ctrl-C ignored)
+        with interrupts_held(loky=False):  # (the workers are forked with Ctrl-C ignored)
             # (a worker keeps what a chunk frees for the next: each chunk's arrays, megabytes,
             # were else new pages to map and fault in: docs/bench.md)
             pool = ForkedWorkers(worker, n_jobs, on_fork=lambda: (watch_parent(parent), hold_freed_memory()))
@@ -181,7 +181,7 @@ def _loky_counted(rest: Iterator[tuple[list, object]], settings: TokenizerSettin
             yield delayed(count_in_worker)([d.data for d in chunk], settings)
 
     with contextlib.ExitStack() as stack:
-        with sigint_ignored():  # (the workers start here: they begin with Ctrl-C ignored)
+        with interrupts_held():  # (the workers start here: they begin with Ctrl-C ignored)
             # Each worker watches its parent from its start, not from its first task: under load a
             # kill -9 can come before any task, and the workers would live on holding train's stderr.
             with parallel_config(backend="loky", initializer=watch_parent, initargs=(os.getpid(),)):
@@ -199,14 +199,20 @@ def _loky_counted(rest: Iterator[tuple[list, object]], settings: TokenizerSettin
 
 
 @contextlib.contextmanager
-def sigint_ignored(loky: bool = True):
-    """Ctrl-C ignored while worker processes are started: an ignored signal, unlike a
+def interrupts_held(loky: bool = True):
+    """Ctrl-C ignored and SIGTERM held while worker processes are started.
+
+    Ctrl-C: an ignored signal, unlike a
     handler, is kept across exec, and Python leaves it ignored, so a worker never has a Ctrl-C of
     its own (one while workers are still importing would print their tracebacks); the parent
     stops the pool. The main thread also blocks it meanwhile (Linux keeps a blocked signal
     pending rather than drop it as ignored), so that a Ctrl-C in the window is handled after it,
     mostly: one pressed in the window is sometimes still lost (traced as far as a pending Ctrl-C
     at the window's end that no handler then sees); a second press works.
+    SIGTERM: where its handler is Python's (the command's, nbtext.process.terminate_cleanly,
+    which raises), one that comes in the window is noted and handed to that handler at the
+    window's end: raised meanwhile, it could be raised inside a fork's at-fork hooks, where
+    Python prints it as an ignored exception and goes on, and the run would end as if never stopped.
     Only in the main thread (elsewhere signals are not ours)."""
     import threading
 
@@ -225,11 +231,18 @@ def sigint_ignored(loky: bool = True):
         loky_tracker.ensure_running()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    terminate, held = signal.getsignal(signal.SIGTERM), []
+    if callable(terminate):
+        signal.signal(signal.SIGTERM, lambda signum, frame: held.append(frame))
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        if callable(terminate):
+            signal.signal(signal.SIGTERM, terminate)
+            if held:
+                terminate(signal.SIGTERM, held[0])
 
 
 def count_in_worker(datas: list, settings: TokenizerSettings) -> Batch:

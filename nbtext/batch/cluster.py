@@ -195,6 +195,12 @@ class Part:
         self.whole, self.label, self.mbox = whole, label, mbox
         self.lines = None  # (a line range's, once number_lines counted them)
 
+    def bytes(self) -> int:
+        """The input bytes it reads (for progress: a byte range's size, else its files' sizes)."""
+        if self.files is None and self.size is not None:
+            return self.size
+        return sum(_file_size(f[0]) for f in self.files) if self.files is not None else _file_size(self.path)
+
     def documents(self, on_error) -> Iterator[Document]:
         from .. import read
 
@@ -501,6 +507,7 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     ``max_memory``: the peak memory the reduce here is held to, as local training's (None:
     MAX_MEMORY)."""
     from ..features.rows import Rows
+    from ..progress import COUNTING, Step
     from .train import CALIBRATION_SAMPLE, Reduction, Reservoir, state_budget
 
     if settings.tf or settings.length_norm:
@@ -516,13 +523,14 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     keep_rows = needs_sample and not resample
     reduction = Reduction(Reservoir(size, decisions.seed) if keep_rows else None,
                           budget=state_budget(max_memory))
-    sizes = []
-    for part, errors in cluster.ordered(count_part, parts, tokenizer, settings, keep_rows):
+    sizes, read = [], 0
+    for given, (part, errors) in zip(parts, cluster.ordered(count_part, parts, tokenizer, settings, keep_rows)):
         _report(errors, on_error)
         reduction.add(part)
         sizes.append(len(part.labels))
-        if progress:
-            progress(len(part.labels))
+        if progress:  # (as local training tells it: the bytes counted, the documents reduced)
+            read += given.bytes()
+            progress(Step(COUNTING, read, documents=reduction.n_documents))
         del part
     if needs_sample and not keep_rows and reduction.n_documents:
         chosen = sample_positions(reduction.n_documents, size, decisions.seed)

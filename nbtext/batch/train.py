@@ -558,7 +558,7 @@ class FoldWorkers:
                 tell(len(results) + 1)
                 results.append(fn(t))
             return results
-        from .chunks import sigint_ignored, watch_parent
+        from .chunks import interrupts_held, watch_parent
         from .memory import hold_freed_memory
         from .pool import ForkedWorkers
 
@@ -567,7 +567,7 @@ class FoldWorkers:
             return task[1](*task[2]) if isinstance(task, tuple) else fn(tasks[task])
 
         parent = os.getpid()
-        with sigint_ignored(loky=False), withheld_from_forks(self.unread() if self.unread else []):
+        with interrupts_held(loky=False), withheld_from_forks(self.unread() if self.unread else []):
             self.pool = ForkedWorkers(taken, min(self.n_jobs, len(tasks)),
                                       on_fork=lambda: (watch_parent(parent), hold_freed_memory()))
         results = []

@@ -27,8 +27,8 @@ _LAZY = {
                      "line_documents", "line_file_format", "line_format", "line_range_documents"), "lines"),
     **dict.fromkeys(("file_documents", "is_mbox", "mbox_range_documents", "mbox_starts"), "mail"),
     **dict.fromkeys(("MAX_DOCUMENT_BYTES", "read_bytes"), "opening"),
-    **dict.fromkeys(("check_distinct", "input_documents", "labelled_classes", "labelled_documents",
-                     "labelled_size", "line_files_named"), "sources"),
+    **dict.fromkeys(("check_distinct", "check_openable", "input_documents", "labelled_classes",
+                     "labelled_documents", "labelled_size", "line_files_named"), "sources"),
     **dict.fromkeys(("FileRef", "is_maildir", "is_mh", "label_directory", "label_directory_files",
                      "mail_folder_documents", "mail_folder_files"), "walk"),
     # (the reading machinery that nbtext.table.read and nbtext.batch.cluster share)

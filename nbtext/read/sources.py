@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from ..errors import NbtextError
 from .document import Document, _guarded, _label_chars, _report
 from .lines import EXTENSIONS, LineOptions, line_documents
-from .opening import _one_document
+from .opening import _one_document, _open, _os_error
 from .walk import FileRef, label_directory, label_directory_files, mail_folder_documents, mail_folder_files
 
 TYPE_CHECKING = False  # (typing is not imported: `nbtext classify` imports this module)
@@ -40,6 +40,24 @@ def check_distinct(paths: list[str]) -> None:
                 raise NbtextError(f"{path}: inside {given[up]}, also given; its documents would be "
                                   "counted twice (and a model's ledger lists each once)")
             real, up = up, os.path.dirname(up)
+
+
+def check_openable(paths: list[str]) -> None:
+    """Refuse an input that cannot be opened (missing, or not readable): reading would report it
+    only when it came to it, after the work on every input before it, and then fail the command
+    all the same. A regular file is opened and a directory listed; standard input, a FIFO or a
+    device is left to the reading (opening a FIFO here would take a writer's data, or wait)."""
+    for path in paths:
+        if path == "-":
+            continue
+        try:
+            st = os.stat(path)
+            if stat.S_ISDIR(st.st_mode):
+                os.scandir(path).close()
+            elif stat.S_ISREG(st.st_mode):
+                os.close(_open(path)[0])
+        except OSError as e:
+            raise _os_error(path, e) from None
 
 
 def labelled_documents(sources: list[str], labelled: list[tuple[str, str]], opts: LineOptions,

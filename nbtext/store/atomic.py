@@ -47,9 +47,11 @@ def check_target(path: str, inputs: list[str] = ()) -> str:
         if real == source or real.startswith(source.rstrip(os.sep) + os.sep):
             where = "is" if real == source else "is inside"
             raise NbtextError(f"{path}: {where} the input {given}; write the model elsewhere")
-    directory = os.path.dirname(real)
-    if not os.path.isdir(directory):
-        raise NbtextError(f"{path}: directory {directory} does not exist")
+    # (a temporary made and removed: a directory that cannot take the new file, read-only or
+    # not ours, is refused here, not after the work when the model is saved)
+    tmp, fd = _new_temporary(path, real, 0o600)
+    os.close(fd)
+    _unlink_quietly(tmp)
     return real
 
 
@@ -97,6 +99,18 @@ def _temporary(directory: str, base: str, mode: int) -> tuple[str, int]:
             _unlink_quietly(tmp)
             raise
         os.close(fd)
+
+
+def _new_temporary(path: str, real: str, mode: int) -> tuple[str, int]:
+    """_temporary beside ``real``, the target of ``path``; a directory that cannot take it is
+    refused, naming ``path``."""
+    directory = os.path.dirname(real)
+    try:
+        return _temporary(directory, os.path.basename(real), mode)
+    except OSError as e:
+        if not os.path.isdir(directory):
+            raise NbtextError(f"{path}: directory {directory} does not exist") from None
+        raise NbtextError(f"{path}: cannot write: {e.strerror}") from None
 
 
 def _remove_stale_temporaries(directory: str, base: str) -> None:
@@ -165,12 +179,7 @@ def write_atomically(pieces: list, path: str) -> None:
     except FileNotFoundError:
         old = None
     _remove_stale_temporaries(directory, base)
-    try:
-        tmp, fd = _temporary(directory, base, 0o666 if old is None else 0o600)
-    except FileNotFoundError:
-        raise NbtextError(f"{path}: directory {directory} does not exist") from None
-    except OSError as e:
-        raise NbtextError(f"{path}: cannot write: {e.strerror}") from None
+    tmp, fd = _new_temporary(path, real, 0o666 if old is None else 0o600)
     try:  # (open, so locked, until renamed: an open temporary is never taken for a stale one)
         with os.fdopen(fd, "wb") as f:
             if old is not None:
