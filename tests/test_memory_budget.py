@@ -246,3 +246,20 @@ def test_the_budget_reads_what_a_fold_of_sparse_counts_allocates_while_they_are_
         tracemalloc.stop()
     assert peak > 0.5 * (before - without_fold)  # (the fold's output, about what it is counted as)
     assert without_fold + peak <= 1.01 * before  # (1%: the fold's small Python objects)
+
+
+def test_a_large_budget_prunes_before_the_counts_reach_the_numbers_they_refuse(monkeypatch):
+    """Under a --max-memory large enough that the counts' bytes never reach it, the counts
+    would reach the numbers nb.counts refuses past (MAX_NUMBERS, here made small) and train
+    would stop mid-corpus: the reduce prunes before them as at its budget, and says so."""
+    from nbtext.nb import counts
+
+    rng = np.random.default_rng(0)
+    docs = [Document(str(i), " ".join([f"r{x:x}" for x in rng.integers(0, 1 << 40, size=10)]
+                                      + [f"c{x}" for x in rng.integers(0, 20, size=5)]).encode(), "abc"[i % 3])
+            for i in range(6000)]
+    monkeypatch.setattr(counts, "MAX_NUMBERS", 100_000)
+    model, _ = train_model(iter(docs), WORDS, max_memory=1 << 40)
+    assert model.pruned is not None and model.pruned["documents"] == 6000
+    assert model.counts.held() <= 100_000
+    assert {f"c{x}" for x in range(20)} <= set(model.vocab.tokens)  # (the frequent words kept)

@@ -18,6 +18,7 @@ from ..features.selection import select
 from ..features.vocabulary import Vocabulary
 from ..ledger import Ledger
 from ..model import Model
+from ..nb import counts as C
 from ..nb.counts import Counts
 from ..nb.decision import Decision, default_positive
 from ..nb.estimators import make_estimator
@@ -40,6 +41,10 @@ MAX_MEMORY = 1 << 30  # train's peak memory at most (--max-memory): a laptop's s
 STATE_SHARE = 0.4
 INDEX_BYTES = 16      # the key -> id index's bytes a token, about (a 64-bit key and its id)
 PRUNED_TO = 3 / 4     # of the budget, what a pruning leaves at most: room for the next chunks
+# Of the numbers counts may hold (nb.counts.MAX_NUMBERS, refused past it), what a reduce holds
+# before it prunes, as it does at its budget: a large --max-memory would otherwise let the counts
+# reach that refusal mid-corpus; the rest is room for a chunk's entries before the pruning.
+NUMBERS_SHARE = 7 / 8
 
 
 def state_budget(max_memory: int | None) -> int:
@@ -211,7 +216,8 @@ class Reduction:
     the Dask engine adds each partition's, a Reduction of its chunks on its worker. Whole-number
     counts add exactly in float64 in any grouping, so every way gives the same bits.
 
-    ``budget``: bytes the vocabulary, counts and ledger may hold (held()). Past it, as fastText's
+    ``budget``: bytes the vocabulary, counts and ledger may hold (held()); with it, NUMBERS_SHARE
+    of the numbers counts may hold (nb.counts.MAX_NUMBERS). Past either, as fastText's
     dictionary raises its min-count and SpamAssassin expires hapaxes, the tokens in at most t
     documents so far are dropped (t = 1, then higher while that is not enough), to PRUNED_TO of
     the budget, and counting goes on: the tokens that matter, those seen often, keep exact
@@ -242,7 +248,8 @@ class Reduction:
             # (the rows of the documents that may be in the sample, on their ids)
             self.sample.add(part.rows, part.labels, move=lambda X: X.moved(ids, width, distinct=part.distinct),
                             drawn=part.drawn)
-        if self.budget is not None and self.held() > self.budget:
+        if self.budget is not None and (self.held() > self.budget
+                                        or self.counts.held() > NUMBERS_SHARE * C.MAX_NUMBERS):
             self.prune()
 
     def held(self) -> int:
@@ -255,7 +262,7 @@ class Reduction:
     def prune(self, threshold: int | None = None) -> None:
         """Drop the tokens in at most t documents: ``threshold``, else the least t (and no less
         than the last pruning's) that leaves at most PRUNED_TO of the budget, estimated at
-        held()'s bytes a token."""
+        held()'s bytes a token, and of the numbers counts may hold."""
         width, df = len(self.vocab), self.counts.doc_freq
         going_on = threshold is None  # (else model()'s last pruning: counting is done)
         if going_on:
@@ -266,6 +273,8 @@ class Reduction:
                                    f"documents: its digests alone hold {ledger} bytes, more than the "
                                    f"{int(room)} that {{max_memory}} leaves them; give a larger one")
             most = int((room - ledger) / ((self.held() - ledger) / max(width, 1)))
+            # (and the counts' numbers to PRUNED_TO of what they may hold, at theirs a token)
+            most = min(most, int(PRUNED_TO * C.MAX_NUMBERS / (self.counts.held() / max(width, 1))))
             # (the least t that keeps at most `most`: the (most+1)-th largest document frequency)
             least = _nth_smallest(df, width - most - 1) if most < width else 0
             threshold = max(self.pruning["threshold"] if self.pruning else 1, int(least))
