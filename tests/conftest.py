@@ -5,8 +5,8 @@ import shutil
 import subprocess
 import tempfile
 
+import click.testing
 import pytest
-from click.testing import CliRunner
 
 from nbtext.cli import cli
 from nbtext.features.implementation import use
@@ -14,6 +14,15 @@ from nbtext.features.implementation import use
 # The suite is an entry point of its own: the library it runs in-process takes the
 # implementation NBTEXT_KERNEL names, as `nbtext` does (CI runs the suite with c, then python).
 use(os.environ.get("NBTEXT_KERNEL", ""))
+
+
+def CliRunner() -> click.testing.CliRunner:
+    """click's test runner with the command's standard error apart from its output, as click 8.2
+    and later always keep it (click 8.1, the last for Python 3.9, mixes them unless told)."""
+    try:
+        return click.testing.CliRunner(mix_stderr=False)
+    except TypeError:  # (click 8.2 and later: no mix_stderr)
+        return click.testing.CliRunner()
 
 
 @contextlib.contextmanager

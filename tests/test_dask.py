@@ -435,7 +435,7 @@ def test_table_predict_and_cv_on_the_cluster_are_local(cluster, run, table_csv, 
     lines = open(table_csv, newline="").read().split("\n")
     cells = lines[2700].split(",")
     lines[2700] = ",".join([cells[0], "1e300", *cells[2:]])  # (x: its square overflows)
-    (tmp_path / "huge.csv").write_text("\n".join(lines), newline="")
+    (tmp_path / "huge.csv").write_bytes("\n".join(lines).encode())
     err = [run("predict", "-m", tmp_path / "l.nbm", tmp_path / "huge.csv", *extra).stderr for extra in ((), dask)]
     assert err[0].endswith("nbtext: error: row 2699 (line 2701): a value too large to score (its square overflows)\n")
     assert err[1].endswith(err[0].splitlines()[-1] + "\n")
@@ -444,7 +444,7 @@ def test_table_predict_and_cv_on_the_cluster_are_local(cluster, run, table_csv, 
 def test_a_csv_table_with_quotes_is_read_whole_and_errors_name_the_line(cluster, table_csv, tmp_path):
     quoted = tmp_path / "q.csv"
     text = open(table_csv, newline="").read()
-    quoted.write_text(text.replace("teal", '"te\nal"'), newline="")
+    quoted.write_bytes(text.replace("teal", '"te\nal"').encode())
     engine = C.ClusterTables(cluster[0], [str(quoted)], None, part_bytes=TABLE_PART)
     assert len(engine.parts) == 1  # (a quoted field may hold a line break)
     assert list(export_lines(_table_model([str(quoted)], "diagonal", engine))) == \
@@ -452,7 +452,7 @@ def test_a_csv_table_with_quotes_is_read_whole_and_errors_name_the_line(cluster,
     bad = tmp_path / "bad.csv"
     lines = text.split("\n")
     lines[2600] = lines[2600].replace(",k", ",7,k")  # (a ragged row far into the file)
-    bad.write_text("\n".join(lines), newline="")
+    bad.write_bytes("\n".join(lines).encode())
     engine = C.ClusterTables(cluster[0], [str(bad)], None, part_bytes=TABLE_PART)
     with pytest.raises(C.NbtextError) as local:
         _table_model([str(bad)], "diagonal")
@@ -472,7 +472,7 @@ def test_columns_retyped_after_the_first_block_are_typed_as_locally(cluster, tab
             lines[i] = f"{head},{'NA' if i < 150 else i % 7},{label}"
     lines[2800] = lines[2800].replace(",", ",big", 2).replace(",big", ",", 1)  # (size: text)
     path = tmp_path / "retype.csv"
-    path.write_text("\n".join(lines), newline="")
+    path.write_bytes("\n".join(lines).encode())
     engine = C.ClusterTables(cluster[0], [str(path)], None, part_bytes=TABLE_PART)
     local = list(export_lines(_table_model([str(path)], "shared", chunk_rows=100)))
     assert '"kinds": ["categorical", "numeric", "categorical", "categorical", "numeric", "numeric"]' in local[1]

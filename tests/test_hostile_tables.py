@@ -17,7 +17,7 @@ GOLF = FIXTURES / "play_golf.csv"
 
 @pytest.fixture(scope="module")
 def golf_dump(tmp_path_factory):
-    from click.testing import CliRunner
+    from conftest import CliRunner
 
     from nbtext.cli import cli
 
@@ -75,7 +75,7 @@ def test_an_untouched_table_dump_imports(golf_dump):
 def test_a_text_model_class_with_a_tab_is_refused(tmp_path):
     from nbtext.store.dump import export_lines
     from nbtext.model import Model  # noqa: F401  (the text model's dump, as export writes it)
-    from click.testing import CliRunner
+    from conftest import CliRunner
 
     from nbtext.cli import cli
     from nbtext import store
@@ -371,7 +371,7 @@ def test_exact_sums_that_disagree_with_the_stored_floats_are_refused(tmp_path, n
     .exact); a dump edited in one and not the other was imported, predicted by its floats, and
     after one learn predicted by its sums: a sum of squares of -2**900 called a setosa row
     versicolor at 1.000000."""
-    from click.testing import CliRunner
+    from conftest import CliRunner
 
     from nbtext.cli import cli
 

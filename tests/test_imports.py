@@ -1,7 +1,10 @@
 """nbtext's modules import one another without cycles: each module's imports (those inside
 functions too) are read from its source with ast, relative ones resolved, and the module graph
 searched for strongly connected components. A cycle hides which layer is below which, and a
-function-level import that closes one is a cycle all the same."""
+function-level import that closes one is a cycle all the same. And every source compiles on each
+Python that pyproject.toml's requires-python admits (a docstring's characters)."""
+from __future__ import annotations
+
 import ast
 import pathlib
 
@@ -103,3 +106,21 @@ def test_imports_are_read_inside_functions_and_relative_ones_resolved():
 def test_no_module_imports_itself_through_others():
     found = [sorted(c) for c in cycles(import_graph())]
     assert found == [], f"import cycles: {found}"
+
+
+def test_every_docstring_is_text_utf_8_can_encode():
+    """From Python 3.13 the compiler dedents a docstring as UTF-8, and refuses one holding a lone
+    surrogate (an escape such as backslash-udd00 in a docstring that is not raw): the module then
+    fails to import there, though it compiles on 3.12 and before."""
+    tree = ROOT.parent
+    bad = []
+    for path in sorted(p for folder in ("nbtext", "tests", "scripts", "contrib") for p in (tree / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False)
+                if doc is not None and not doc.isascii():
+                    try:
+                        doc.encode("utf-8")
+                    except UnicodeEncodeError:
+                        bad.append(f"{path.relative_to(tree)}:{getattr(node, 'lineno', 1)}")
+    assert bad == []

@@ -215,6 +215,23 @@ def test_leaving_early_stops_the_workers():
     assert all(gone(p) for p in pids)
 
 
+def test_every_worker_is_forked_at_the_start_where_the_executor_forks_them_on_demand(monkeypatch):
+    """CPython 3.9.0-3.9.12 and 3.10.0-3.10.4 fork a pool's worker only when a task finds none
+    idle, as later versions do for any start method but fork: made so here by the context naming
+    another. The pool still has all its workers at the start (their pids are awaited there), and
+    each answers; none is left when it closes."""
+    from nbtext.batch import pool as pool_module
+
+    monkeypatch.setattr(pool_module._Context, "get_start_method", lambda self, allow_none=False: "forkserver",
+                        raising=False)
+    with ForkedWorkers(lambda n: (n, os.getpid()), 3) as pool:
+        assert pool.executor._safe_to_dynamically_spawn_children  # (the on-demand executor)
+        pids = list(pool.pids)
+        assert len(set(pids)) == 3 and set(pool.executor._processes) == set(pids)
+        assert [n for n, _ in pool.map(range(30))] == list(range(30))
+    assert all(gone(p) for p in pids)
+
+
 def test_forked_and_loky_workers_count_the_same_batches(monkeypatch, small_corpus):
     from nbtext.read import label_directory
 

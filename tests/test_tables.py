@@ -28,7 +28,7 @@ GOLF = FIXTURES / "play_golf.csv"
 @pytest.fixture(scope="module")
 def golf(tmp_path_factory):
     path = tmp_path_factory.mktemp("golf") / "golf.nbm"
-    from click.testing import CliRunner
+    from conftest import CliRunner
 
     from nbtext.cli import cli
 

@@ -107,9 +107,11 @@ class Cluster:
             if problem:
                 raise NbtextError(f"{shown(address)}: not a Dask scheduler address ({problem}); "
                                   f"give tcp://HOST:PORT")
+            import asyncio
+
             try:
                 self.client = _bounded_client(distributed)(address, timeout=timeout)
-            except (OSError, TimeoutError, ValueError) as e:
+            except (OSError, TimeoutError, asyncio.TimeoutError, ValueError) as e:  # (asyncio's: its own class before 3.11)
                 raise NbtextError(f"{address}: cannot reach the Dask scheduler within {timeout:g} s "
                                   f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no answer'})"
                                   ) from None

@@ -178,6 +178,16 @@ def _pickles(e: Exception) -> bool:
         return False
 
 
+def _fork_all(executor) -> None:
+    """Every worker forked now, before the executor starts its thread, where the executor would
+    fork them one at a time as tasks find none idle (CPython 3.9.0-3.9.12 and 3.10.0-3.10.4,
+    before gh-90622; they lack _safe_to_dynamically_spawn_children): the pids awaited at the
+    start would then never all come, and later workers would be forked from a parent with threads."""
+    if getattr(executor, "_safe_to_dynamically_spawn_children", True):
+        for _ in range(executor._max_workers):
+            executor._adjust_process_count()  # (none idle yet: each call forks one)
+
+
 class ForkedWorkers:
     """``n_jobs`` worker processes forked at once, each computing fn(task) for the tasks that
     ``map`` sends it; ``on_fork`` runs in each right after it is forked. Closing (or leaving
@@ -193,6 +203,7 @@ class ForkedWorkers:
             self.n_jobs, self.pids = n_jobs, []
             # The fork start method forks every worker at the first task: here, so that they are
             # forked within the caller's window (Ctrl-C ignored, buffers withheld).
+            _fork_all(self.executor)
             self.executor.submit(int).result()
             for _ in range(n_jobs):
                 self.pids.append(int.from_bytes(os.read(out, 4), "little"))

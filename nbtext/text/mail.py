@@ -611,7 +611,7 @@ def readable_header(data: bytes) -> bytes:
 
 def utf8_bytes(text: str) -> bytes:
     """A str as bytes: undecodable bytes (surrogateescape) back as they were, any other lone
-    surrogate (a library caller's str may hold one: '\udd00' raised UnicodeEncodeError) as
+    surrogate (a library caller's str may hold one: '\\udd00' raised UnicodeEncodeError) as
     its UTF-8 form."""
     try:
         return text.encode("utf-8", "surrogateescape")
