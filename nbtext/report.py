@@ -326,7 +326,7 @@ def format_info(d: dict) -> str:
     p = d["pruned"]
     lines += [f"vocabulary     {d['vocabulary']} tokens",
               "counts         " + ("exact: nothing pruned" if not p else
-                                   f"pruned: tokens in at most {p['threshold']} documents before document "
+                                   f"pruned: tokens in at most {p['threshold']} document{'' if p['threshold'] == 1 else 's'} before document "
                                    f"{p['documents']} were dropped ({p['tokens']} tokens), to train within "
                                    f"--max-memory"),
               "model          " + ", ".join(f"{k}={v}" for k, v in d["model"].items()),

@@ -195,7 +195,8 @@ def test_max_memory_on_the_command_line(run, tmp_path):
     info = run("info", "-m", tmp_path / "p.nbm", "--top", "0").stdout
     line = next(x for x in info.splitlines() if x.startswith("counts"))
     m = store.load(str(tmp_path / "p.nbm")).pruned
-    assert line == (f"counts         pruned: tokens in at most {m['threshold']} documents before document "
+    documents = "document" if m["threshold"] == 1 else "documents"
+    assert line == (f"counts         pruned: tokens in at most {m['threshold']} {documents} before document "
                     f"{m['documents']} were dropped ({m['tokens']} tokens), to train within --max-memory")
     r = run("train", corpus, "-o", tmp_path / "e.nbm", "--max-memory", "2G")
     assert r.exit_code == 0
@@ -263,3 +264,16 @@ def test_a_large_budget_prunes_before_the_counts_reach_the_numbers_they_refuse(m
     assert model.pruned is not None and model.pruned["documents"] == 6000
     assert model.counts.held() <= 100_000
     assert {f"c{x}" for x in range(20)} <= set(model.vocab.tokens)  # (the frequent words kept)
+
+
+def test_info_says_one_document_in_the_singular(run, tmp_path):
+    """A pruning of the tokens in at most one document (a budget's first, the hapaxes) reads as
+    English in `info`."""
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text("".join(f"{d.label}\t{d.data.decode()}\n" for d in growing(40)))
+    assert run("train", corpus, "-o", tmp_path / "m.nbm", "-q").exit_code == 0
+    model = store.load(str(tmp_path / "m.nbm"))
+    model.pruned = {"tokens": 7, "threshold": 1, "documents": 9}
+    store.save(model, str(tmp_path / "m.nbm"))
+    assert ("counts         pruned: tokens in at most 1 document before document 9 were dropped (7 tokens), "
+            "to train within --max-memory\n") in run("info", "-m", tmp_path / "m.nbm", "--top", "0").stdout
