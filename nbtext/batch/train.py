@@ -161,7 +161,8 @@ class Reservoir:
         matrices = [X for X, *_ in parts]
         del parts
         X = Rows.stack(matrices, len(mapping), consume=True)
-        self.parts = [(X.moved(mapping, width), labels, keys)]
+        # (a pruning keeps each column or drops it: no two land on one, so the kernel moves the rows)
+        self.parts = [(X.moved(mapping, width, distinct=True), labels, keys)]
 
     def sample(self, width: int) -> tuple[Rows, np.ndarray]:
         """The sample as one matrix, each part let go as it is copied (so that the parts and the

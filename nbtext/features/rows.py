@@ -167,10 +167,11 @@ class Rows:
         return Rows(data, indices, out_indptr, len(cols)), cols
 
     def columns(self, keep: np.ndarray) -> "Rows":
-        """The columns ``keep`` (sorted column numbers), renumbered 0, 1, ..."""
+        """The columns ``keep`` (sorted column numbers), renumbered 0, 1, ... (no two columns
+        land on one: moved by the kernel where it applies)."""
         mapping = np.full(self.shape[1], -1, dtype=np.int64)
         mapping[keep] = np.arange(len(keep))
-        return self.moved(mapping, len(keep))
+        return self.moved(mapping, len(keep), distinct=True)
 
     def moved(self, mapping: np.ndarray, n_cols: int, distinct: bool = False) -> "Rows":
         """Column j moved to ``mapping[j]`` (-1: dropped); entries that land on one column of a
