@@ -570,10 +570,12 @@ def train(**kw):
 
         with cluster:
             model, fit = train_on_cluster(cluster, cluster_parts(cluster, sources, unread), tok, settings, feats,
-                                          decisions, progress=progress, on_error=unread, max_memory=engine.max_memory)
+                                          decisions, progress=progress, on_error=unread, max_memory=engine.max_memory,
+                                          sources=sources.all)
     else:
         model, fit = train_model(read_labelled(sources, unread), tok, settings, feats, decisions,
-                                 n_jobs=n_jobs(engine), progress=progress, max_memory=engine.max_memory)
+                                 n_jobs=n_jobs(engine), progress=progress, max_memory=engine.max_memory,
+                                 sources=sources.all)
     progress.done()
     unread.check()
     with progress.saving(output):

@@ -6,12 +6,12 @@ Also what builds on training: the whole corpus as one matrix, and k-fold cross-v
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import NbtextError, SettingError
+from ..errors import NbtextError, SettingError, shown
 from ..features.counting import Batch
 from ..features.rows import Rows
 from ..features.selection import select
@@ -300,10 +300,13 @@ class Reduction:
                     True, self.labels, self.ledger.tobytes(), rows)
 
     def model(self, tokenizer, settings, features, decisions, n_jobs: int = 1,
-              progress=None) -> tuple[Model, ThresholdFit | None]:
-        """The model of what was reduced (model_from_counts), and max_fpr's fit."""
+              progress=None, sources: Sequence[str] = ()) -> tuple[Model, ThresholdFit | None]:
+        """The model of what was reduced (model_from_counts), and max_fpr's fit; ``sources``
+        names what was read, for the refusals."""
         if not self.n_documents:
             raise NbtextError("no documents found in the training sources")
+        if not len(self.vocab) and self.pruning is None:  # (a pruning drops tokens that were counted)
+            refuse_tokenless(self.n_documents, sources)
         if self.pruning:  # (the last threshold over every token: see the class's docstring)
             self.prune(self.pruning["threshold"])
         vocab, counts = self.vocab, self.counts
@@ -315,6 +318,16 @@ class Reduction:
                                            n_jobs=n_jobs, progress=progress)
         model.ledger, model.pruned = self.ledger, self.pruning
         return model, fit
+
+
+def refuse_tokenless(n_documents: int, sources: Sequence[str] = ()) -> None:
+    """Refuse documents none of which holds a token (each empty, or nothing the tokenizer keeps,
+    as a fastText file of bare labels): their model would score every document by the classes'
+    shares alone, and say nothing of it. fastText ("Empty vocabulary") and scikit-learn's
+    vectorizers ("empty vocabulary") refuse them too."""
+    where = f"{', '.join(map(shown, sources))}: " if sources else ""
+    raise NbtextError(f"{where}none of the {n_documents} document{'' if n_documents == 1 else 's'} "
+                      "read has a token: nothing to train on")
 
 
 def _nth_smallest(a: np.ndarray, n: int):
@@ -331,13 +344,14 @@ def _nth_smallest(a: np.ndarray, n: int):
 def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = TokenizerSettings(),
                 settings: ModelSettings = ModelSettings(), features: FeatureOptions = FeatureOptions(),
                 decisions: DecisionOptions = DecisionOptions(), n_jobs: int = 1, progress=None,
-                calibration_sample: int = CALIBRATION_SAMPLE, max_memory: int | None = None
-                ) -> tuple[Model, ThresholdFit | None]:
+                calibration_sample: int = CALIBRATION_SAMPLE, max_memory: int | None = None,
+                sources: Sequence[str] = ()) -> tuple[Model, ThresholdFit | None]:
     """Count every document into a new model, then keep the features the options select and
     fit the decisions; returns the model and, for max_fpr, what its threshold costs.
     ``max_memory``: the bytes training may take at its peak (None: MAX_MEMORY), of which the
     vocabulary, counts and ledger hold at most state_budget() (Reduction).
     ``progress`` (nbtext.progress) is told the bytes read as counting goes, then the folds.
+    ``sources``: the paths the documents were read from, which a refusal names.
 
     Counts stream chunk by chunk (the map: batch.chunks.counted, then chunk_sums, here or in
     forked workers), reduced in input order (Reduction): nothing per document is kept but its
@@ -365,7 +379,8 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         reduction.add(part)
         if progress:
             progress(Step(COUNTING, read[0], documents=reduction.n_documents))
-    return reduction.model(tokenizer, settings, features, decisions, n_jobs=n_jobs, progress=progress)
+    return reduction.model(tokenizer, settings, features, decisions, n_jobs=n_jobs, progress=progress,
+                           sources=sources)
 
 
 def _digests(docs: list[Document]) -> bytes:
