@@ -868,7 +868,7 @@ def cv(folds, seed, fmt, predictions_path, quiet, **kw):
     progress.done()
     predictions: list | None = [None] * len(y) if predictions_path is not None else None
     results = cross_validate(X, y, vocab, tok, settings, feats, build_decisions(kw), folds, seed,
-                             predictions=predictions)
+                             predictions=predictions, sources=sources.all)
     if predictions_path is not None:
         write_cv_predictions(predictions_path, ids, y, predictions)
     r = aggregate(results, seed)

@@ -433,3 +433,13 @@ def test_documents_without_a_token_are_refused_and_no_model_is_written(run, iir_
     assert model.read_bytes() == before
     r = run("learn", "-m", model, "--label", "yes", tmp_path / "corpus" / "spam" / "1.txt")
     assert (r.exit_code, r.stderr) == (0, "nbtext: learned 1 document as yes\n")
+
+
+def test_cv_refuses_documents_without_a_token_as_train_does(run, tmp_path):
+    """cv of a fastText file of bare labels ended in an internal error (a log of 0 in a fold's
+    decision layer), or printed the figures of models that had no token."""
+    bare = tmp_path / "bare.txt"
+    bare.write_text("__label__a\n__label__b\n" * 30)
+    r = run("cv", bare, "--input-format", "fasttext", "--folds", "3")
+    assert (r.exit_code, r.stdout, r.stderr) == (
+        1, "", f"nbtext: error: {bare}: none of the 60 documents read has a token: nothing to train on\n")

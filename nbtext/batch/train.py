@@ -679,14 +679,17 @@ def count_corpus(docs: Iterable[Document], tokenizer: TokenizerSettings, n_jobs:
 
 def cross_validate(X, y, vocab: Vocabulary, tokenizer: TokenizerSettings, settings: ModelSettings,
                    features: FeatureOptions, decisions: DecisionOptions, k: int, seed: int,
-                   predictions: list | None = None) -> list[dict]:
+                   predictions: list | None = None, sources: Sequence[str] = ()) -> list[dict]:
     """Eval figures of each of k stratified folds, each scored by a model trained (with the
     same options, calibration included) on the other k-1. With ``predictions`` (a list as long
-    as y), each document's out-of-fold (label, probability of it, fold 1..k) is put at its row."""
+    as y), each document's out-of-fold (label, probability of it, fold 1..k) is put at its row.
+    ``sources``: the paths the documents were read from, which a refusal names."""
     from ..nb.calibrate import check_folds, stratified_folds
     from ..report import evaluate
 
     check_folds(y, k)
+    if not len(vocab):  # (as train refuses them: no fold's model would have a token)
+        refuse_tokenless(len(y), sources)
     folds = stratified_folds(y, k, seed)
     results = []
     for f in range(k):
