@@ -423,7 +423,7 @@ class Progress:
         self.draw(self.line(k, now - self.began))
 
     def line(self, step, took: float, ended: bool = False) -> str:
-        from .progress import CALIBRATING, COUNTING
+        from .progress import COUNTING, FOLDS
 
         if step.phase == COUNTING:
             text = f"counting: {step.documents:,} documents, {step.done / MIB:,.1f} MiB"
@@ -437,11 +437,11 @@ class Progress:
                 left = int((self.total - step.done) / (step.done / took))
                 text += f", ETA {left // 60}:{left % 60:02d}"
             return text
-        if step.phase == CALIBRATING:
+        if step.phase in FOLDS:
             if ended:
-                return f"calibrating: {step.total} internal folds in {took:.1f} s"
-            return f"calibrating: fold {step.done} of {step.total}" if step.done else \
-                f"calibrating: {step.total} internal folds"
+                return f"{step.phase}: {step.total} internal folds in {took:.1f} s"
+            return f"{step.phase}: fold {step.done} of {step.total}" if step.done else \
+                f"{step.phase}: {step.total} internal folds"
         return f"{step.phase}: {step.done}" + (f" of {step.total}" if step.total else "")
 
     def draw(self, text: str) -> None:

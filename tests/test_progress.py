@@ -60,6 +60,23 @@ def test_one_core_shows_every_fold(tmp_path):
         assert f"\rcalibrating: fold {i} of 5" in shown
 
 
+@pytest.mark.parametrize("options,phase", [
+    (["--no-calibrate"], "choosing the variant"),
+    (["--no-calibrate", "--max-fpr", "0.05", "--variant", "multinomial"], "choosing the threshold"),
+    (["--no-calibrate", "--max-fpr", "0.05"], "choosing the variant and the threshold"),
+    (["--variant", "multinomial"], "calibrating"),
+])
+def test_folds_that_calibrate_nothing_say_what_they_choose(tmp_path, options, phase):
+    """With --no-calibrate, auto's folds said "calibrating: 5 internal folds": they choose the
+    variant (or a --max-fpr threshold), and calibrate nothing."""
+    status, shown = on_terminal(["train", DATA / "corpus", "-o", tmp_path / "m.nbm", "-j", "1", *options])
+    assert status == 0, shown
+    folds = shown.replace("\r\n", "\n").split("\n")[1]
+    assert folds.startswith(f"\r{phase}: 5 internal folds\r{phase}: fold 1 of 5"), folds
+    assert folds.split("\r")[-1].startswith(f"{phase}: 5 internal folds in ")
+    assert ("calibrating" in shown) == (phase == "calibrating")
+
+
 def test_stdin_has_no_total_and_no_eta(tmp_path):
     lines = tmp_path / "in.tsv"
     lines.write_text("".join(f"{'spam' if i % 2 else 'ham'}\tword{i % 7} other{i % 3} w{i}\n" for i in range(200)))

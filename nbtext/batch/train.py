@@ -23,7 +23,7 @@ from ..nb.counts import Counts
 from ..nb.decision import Decision, default_positive
 from ..nb.estimators import make_estimator
 from ..operations import digest
-from ..progress import CALIBRATING, COUNTING, Step
+from ..progress import CALIBRATING, CHOOSING_BOTH, CHOOSING_THRESHOLD, CHOOSING_VARIANT, COUNTING, Step
 from ..read import Document
 from ..record import Record
 from ..settings import AUTO_CANDIDATES, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
@@ -454,7 +454,8 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1, pro
         from ..nb.calibrate import can_split
 
         if can_split(y, d.folds):
-            mapper = fold_mapper(n_jobs, unread=lambda: _unread_by_folds(model, X), progress=progress)
+            mapper = fold_mapper(n_jobs, unread=lambda: _unread_by_folds(model, X), progress=progress,
+                                 phase=folds_phase(d, model.settings.choosing))
             try:
                 fit = _fit_on_folds(model, d, X, y, mapper)
             finally:
@@ -462,6 +463,15 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1, pro
         elif d.max_fpr is not None:
             raise SettingError("max_fpr", None, f"needs at least {d.folds} documents of each class")
     return fit  # (auto with too few documents to choose by: the Model's first candidate)
+
+
+def folds_phase(d: DecisionOptions, choosing: bool) -> str:
+    """What the internal folds do, as progress names their phase: calibrating when they fit the
+    calibration map (choosing the variant or a threshold too); else what they choose."""
+    if d.calibrate:
+        return CALIBRATING
+    threshold = d.max_fpr is not None
+    return CHOOSING_BOTH if choosing and threshold else CHOOSING_THRESHOLD if threshold else CHOOSING_VARIANT
 
 
 def _is_whole(model: Model, X) -> bool:
@@ -545,7 +555,7 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, mapper=map) -> Thresho
                         float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
 
 
-def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None, progress=None):
+def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None, progress=None, phase: str = CALIBRATING):
     """A mapper for calibration's folds (nbtext.nb.calibrate.out_of_fold_jlls: mapper(fn, folds)
     gives fn(fold) for each, in order) that uses ``n_jobs`` cores: as many worker processes
     (at most one a fold) forked (batch.pool.ForkedWorkers) when fn is called, so that they hold
@@ -558,8 +568,8 @@ def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None, progress=
     fold's temporaries then live in a worker, not in the parent's peak. ``unread`` gives the
     buffers the workers never read, which they are forked without (memory.withheld_from_forks);
     ``progress`` is told each fold as it is taken here, or comes back from a worker (a Step of
-    CALIBRATING)."""
-    return FoldWorkers(n_jobs, unread, progress)
+    ``phase``: folds_phase's)."""
+    return FoldWorkers(n_jobs, unread, progress, phase)
 
 
 class FoldWorkers:
@@ -567,14 +577,15 @@ class FoldWorkers:
     (one core, one fold, or where forking is not safe); then the workers are kept for starmap
     (calibration's fits of tied candidates, one a core), until close()."""
 
-    def __init__(self, n_jobs: int, unread: Callable[[], list] | None = None, progress=None):
-        self.n_jobs, self.unread, self.pool, self.progress = n_jobs, unread, None, progress
+    def __init__(self, n_jobs: int, unread: Callable[[], list] | None = None, progress=None,
+                 phase: str = CALIBRATING):
+        self.n_jobs, self.unread, self.pool, self.progress, self.phase = n_jobs, unread, None, progress, phase
         self.meanwhile: Callable[[], object] | None = None  # run here once while workers take the folds
 
     def __call__(self, fn, tasks) -> list:
         """[fn(t) for t in tasks]."""
         tasks = list(tasks)
-        tell = (lambda i: self.progress(Step(CALIBRATING, i, len(tasks)))) if self.progress else (lambda i: None)
+        tell = (lambda i: self.progress(Step(self.phase, i, len(tasks)))) if self.progress else (lambda i: None)
         tell(0)
         if self.n_jobs < 2 or len(tasks) < 2 or not fork_safe():
             results = []
