@@ -386,7 +386,8 @@ def n_jobs(engine: Engine) -> int:
 
 class Progress:
     """Long work's progress on stderr, one line rewritten in place, only when stderr is a
-    terminal and not --quiet.
+    terminal and not --quiet; with ``rows_on_stdout`` (a command that writes rows as it goes),
+    only when they go elsewhere than that terminal (process.progress_shown).
 
     Called with a number (that many more documents: "training: N documents"), or with a
     nbtext.progress.Step (train's and calibrate's phases): each phase its own line, redrawn at
@@ -396,8 +397,11 @@ class Progress:
 
     REDRAW = 0.1
 
-    def __init__(self, what: str, quiet: bool, total: Callable[[], int | None] | None = None):
-        self.on = not quiet and sys.stderr is not None and sys.stderr.isatty()
+    def __init__(self, what: str, quiet: bool, total: Callable[[], int | None] | None = None,
+                 rows_on_stdout: bool = False):
+        from .process import progress_shown
+
+        self.on = not quiet and progress_shown(rows_on_stdout)
         self.what, self.n = what, 0
         self.total = total() if self.on and total else None
         self.step, self.began, self.drawn, self.width = None, 0.0, 0.0, 0
@@ -669,7 +673,7 @@ def predict(model_path, inputs, quiet, **kw):
     unread = Unread()
     streaming = source.line_files and "-" in source.paths  # a pipe: answer per line
     out = stdout()
-    progress = Progress("predicting", quiet)
+    progress = Progress("predicting", quiet, rows_on_stdout=True)
     cluster = dask_cluster(engine, quiet, list(source.paths))
     with cluster or contextlib.nullcontext():
         if cluster is not None:
