@@ -972,3 +972,49 @@ def test_last_seen_both_as_a_section_and_a_day_is_refused(tmp_path, layered):
     path.write_bytes(resectioned(good, change))
     with pytest.raises(ModelFileError, match="last_seen is both a section and the header's last_seen_day"):
         store.load(str(path))
+
+
+@pytest.mark.parametrize("which", ["two classes", "three classes"])
+def test_a_class_of_no_documents_with_counts_is_refused(tmp_path, good_model, layered, which):
+    """A class whose document count is 0 while its counts are not (checksums intact) was read
+    by every command: its prior, log 0, printed as -Infinity in predict's JSON, and Complement
+    NB weighed the other classes by counts that came from no document. store.load refuses it,
+    and classify where it reads a token's counts, as it does the other inconsistent counts."""
+    good = good_model if which == "two classes" else layered[0]
+    path = tmp_path / "m.nbm"
+    path.write_bytes(reframed(good, lambda h: h["class_count"].__setitem__(0, 0)))
+    first = store.load(_saved(tmp_path, good)).classes[0]
+    match = f"the counts of class {first!r} must be 0: it has 0 documents"
+    with pytest.raises(ModelFileError, match=re.escape(match)):
+        store.load(str(path))
+    r = nb("predict", "-m", path, DATA / "example-ham.eml")
+    assert r.returncode == 1 and r.stderr.decode() == f"nbtext: error: {path}: corrupt model file (ValueError: {match})\n"
+    words = " ".join(t for t in store.load(_saved(tmp_path, good)).vocab.tokens if t.isalpha())
+    r = nb("classify", "-m", path, "-", input=words.encode())
+    assert r.returncode == 1 and r.stderr.decode() == f"nbtext: error: {path}: corrupt model file ({match})\n"
+
+
+def test_a_class_that_forget_emptied_still_loads(run, tmp_path):
+    """A class that `learn --forget` took every document out of has 0 documents and counts of
+    0: a model as it should be, loaded and scored (and learned into again), as is the daemon's
+    empty model of a new user."""
+    from nbtext.serve.models import empty_like
+
+    corpus = tmp_path / "c"
+    for label, texts in (("spam", ["cheap pills buy now", "buy cheap watches"]),
+                         ("ham", ["meeting notes lunch", "lunch tomorrow notes"])):
+        (corpus / label).mkdir(parents=True)
+        for i, text in enumerate(texts):
+            (corpus / label / str(i)).write_text(text + "\n")
+    model = tmp_path / "m.nbm"
+    assert run("train", corpus, "-q", "--no-calibrate", "-o", model).exit_code == 0
+    r = run("learn", "-m", model, "--forget", "--label", "ham", corpus / "ham" / "0", corpus / "ham" / "1")
+    assert (r.exit_code, r.stderr) == (0, "nbtext: forgot 2 documents as ham\n")
+    loaded = store.load(str(model))
+    assert list(loaded.class_count) == [0, 2] and loaded.counts.class_totals()[0] == 0
+    r = nb("classify", "-m", model, "-", input=b"lunch cheap notes")
+    assert r.returncode == 0 and r.stdout == b"spam\t1.000000\n", r.stderr
+    assert run("learn", "-m", model, "--label", "ham", corpus / "ham" / "0").exit_code == 0
+    empty = tmp_path / "empty.nbm"
+    store.save(empty_like(str(model)), str(empty))
+    assert list(store.load(str(empty)).class_count) == [0, 0]

@@ -165,6 +165,17 @@ def documents_most(class_count) -> float:
     return float(sum(class_count)) * (1 + 1e-12)
 
 
+def check_empty_classes(classes, class_count, totals) -> None:
+    """ValueError unless a class of 0 documents has counts of 0 (``totals``: the class's counts,
+    summed over the tokens, or one token's): its counts came from no document. Such a file
+    (checksums intact) was scored by every command, its class's prior log 0 printed as
+    -Infinity in predict's JSON, and Complement NB weighed the other classes by those counts.
+    A class that `learn --forget` took every document out of has counts of 0 as well."""
+    for c, n, total in zip(classes, class_count, totals):
+        if n == 0 and total > 0:
+            raise ValueError(f"the counts of class {c!r} must be 0: it has 0 documents")
+
+
 def check_layer_ids_in_place(ids, n_tokens: int) -> None:
     """layer_of's check of a layer's ids as stored (a memoryview: classify imports no numpy),
     in one pass, at load: classify finds a token's weights by a binary search of the ids,
@@ -520,6 +531,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
                                         last_seen)
         model = Model(tokenizer, settings, Vocabulary.from_encoded(blob), held, decision,
                       ledger, pruning(header), decode_layer(header, payload, len(classes), n_tokens))
+        check_empty_classes(classes, class_count, held.class_totals())
         if n_tokens:
             check_summary(summary(header), model.estimator.summary())
     except VocabularyError as e:
