@@ -1018,3 +1018,23 @@ def test_a_class_that_forget_emptied_still_loads(run, tmp_path):
     empty = tmp_path / "empty.nbm"
     store.save(empty_like(str(model)), str(empty))
     assert list(store.load(str(empty)).class_count) == [0, 0]
+
+
+def test_import_refuses_the_counts_load_would_refuse(tmp_path, good_model, tsv):
+    """import took a dump whose class of 0 documents has counts, or whose token is in more
+    documents than were learned, and wrote a model file that every command then refused as
+    corrupt. It refuses the dump, with the model file's checks (store.codec.check_documents)."""
+    lines = dump_with(good_model, tmp_path, lambda meta: meta.__setitem__("class_count", ["0", "2"]))
+    classes = json.loads(lines[1])["classes"]
+    with pytest.raises(NbtextError, match=re.escape(
+            f"d: malformed dump (ValueError: the counts of class {classes[0]!r} must be 0: it has 0 documents)")):
+        import_lines(iter(lines), "d")
+    path = tmp_path / "idf.nbm"
+    assert nb("train", tsv, "-q", "--no-calibrate", "--ngrams", "1", "--variant", "complement", "--idf",
+              "-o", path).returncode == 0
+    lines = list(export_lines(store.load(str(path))))
+    token, *counts = lines[2].split("\t")
+    lines[2] = "\t".join([token, *counts[:-1], "5"])  # (in 5 documents of 4)
+    with pytest.raises(NbtextError, match=re.escape(
+            "d: malformed dump (ValueError: document frequencies must be at most the documents learned)")):
+        import_lines(iter(lines), "d")

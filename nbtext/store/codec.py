@@ -165,6 +165,16 @@ def documents_most(class_count) -> float:
     return float(sum(class_count)) * (1 + 1e-12)
 
 
+def check_documents(classes, class_count, counts) -> None:
+    """ValueError unless ``counts`` (nb.counts.Counts: a model file's or a dump's) agree with
+    the documents learned (``class_count``): no token in more documents (BAD_DOC_FREQ), no
+    class of 0 documents with counts (check_empty_classes)."""
+    doc_freq = counts.doc_freq  # (zeros where the file holds none)
+    if len(doc_freq) and doc_freq.max() > documents_most(class_count):
+        raise ValueError(BAD_DOC_FREQ)
+    check_empty_classes(classes, class_count, counts.class_totals())
+
+
 def check_empty_classes(classes, class_count, totals) -> None:
     """ValueError unless a class of 0 documents has counts of 0 (``totals``: the class's counts,
     summed over the tokens, or one token's): its counts came from no document. Such a file
@@ -519,8 +529,6 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
         for name, a in (("counts", counts), ("document frequencies", doc_freq)):
             if a is not None and not ((a >= 0).all() and (a <= MAX_COUNT).all()):
                 raise ValueError(BAD_COUNTS.format(name))
-        if doc_freq is not None and len(doc_freq) and doc_freq.max() > documents_most(class_count):
-            raise ValueError(BAD_DOC_FREQ)
         ledger = Ledger.from_bytes(section(header, payload, "ledger"))
         if sparse is None:
             held = Counts.of_arrays(classes, counts, class_count, doc_freq, last_seen)
@@ -531,7 +539,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
                                         last_seen)
         model = Model(tokenizer, settings, Vocabulary.from_encoded(blob), held, decision,
                       ledger, pruning(header), decode_layer(header, payload, len(classes), n_tokens))
-        check_empty_classes(classes, class_count, held.class_totals())
+        check_documents(classes, class_count, held)
         if n_tokens:
             check_summary(summary(header), model.estimator.summary())
     except VocabularyError as e:
