@@ -1038,3 +1038,36 @@ def test_import_refuses_the_counts_load_would_refuse(tmp_path, good_model, tsv):
     with pytest.raises(NbtextError, match=re.escape(
             "d: malformed dump (ValueError: document frequencies must be at most the documents learned)")):
         import_lines(iter(lines), "d")
+
+
+def test_pruning_records_past_2_53_are_refused_and_merge_never_sums_past_it(run, tmp_path, good_model):
+    """The pruning record's numbers were bounded by 2**63 only: merge sums its models' pruned
+    tokens, and two records near that bound made a file that every command then refused (a
+    merge that wrote a corrupt model). They are counts, bounded as the others at 2**53, and a
+    merge whose sum would pass it is refused, writing nothing."""
+    other = tmp_path / "other.tsv"
+    other.write_text("spam\tfree money offer\nham\tproject status report\n")
+    assert nb("train", other, "-q", "--no-calibrate", "--ngrams", "1", "-o", tmp_path / "o.nbm").returncode == 0
+
+    def with_record(data: bytes, name: str, tokens: int) -> pathlib.Path:
+        path = tmp_path / name
+        path.write_bytes(reframed(data, set_path("pruned", {"tokens": tokens, "threshold": 1, "documents": 4})))
+        return path
+    out = tmp_path / "merged.nbm"
+    for tokens in (2**53 + 1, 2**63 - 1):
+        path = with_record(good_model, "far.nbm", tokens)
+        match = "pruned must be {tokens, threshold, documents}, whole numbers from 0 to 2**53"
+        with pytest.raises(ModelFileError, match=re.escape(match)):
+            store.load(str(path))
+        r = run("merge", "-o", out, path, with_record((tmp_path / "o.nbm").read_bytes(), "far2.nbm", tokens))
+        assert (r.exit_code, r.stderr) == (1, f"nbtext: error: {path}: corrupt model file (ValueError: {match})\n")
+    a = with_record(good_model, "a.nbm", 2**53)
+    assert store.load(str(a)).pruned["tokens"] == 2**53
+    b = with_record((tmp_path / "o.nbm").read_bytes(), "b.nbm", 1)
+    r = run("merge", "-o", out, a, b)
+    assert (r.exit_code, r.stderr) == (1, f"nbtext: error: {a}, {b}: merged, their pruned tokens would number "
+                                          f"{2**53 + 1}, past 2**53, more than a model file holds\n")
+    assert not out.exists()
+    b = with_record((tmp_path / "o.nbm").read_bytes(), "b.nbm", 0)
+    assert run("merge", "-o", out, a, b).exit_code == 0
+    assert store.load(str(out)).pruned == {"tokens": 2**53, "threshold": 1, "documents": 4}

@@ -570,13 +570,15 @@ def last_seen_day(day) -> int:
 
 
 def pruning(header: dict) -> dict | None:
-    """The header's record of what train's memory budget dropped (None: exact counts)."""
+    """The header's record of what train's memory budget dropped (None: exact counts), its
+    numbers counts as the others are, at most 2**53: merge sums the tokens of its models'
+    records, and two near 2**63 made a file this refused."""
     pruned = header.get("pruned")
     if pruned is None:
         return None
     if not (isinstance(pruned, dict) and set(pruned) == {"tokens", "threshold", "documents"}
-            and all(type(v) is int and 0 <= v < 2**63 for v in pruned.values())):
-        raise ValueError("pruned must be {tokens, threshold, documents}, whole numbers")
+            and all(type(v) is int and 0 <= v <= MAX_COUNT for v in pruned.values())):
+        raise ValueError("pruned must be {tokens, threshold, documents}, whole numbers from 0 to 2**53")
     return pruned
 
 
