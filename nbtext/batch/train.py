@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import NbtextError, SettingError, shown
+from ..errors import InputError, NbtextError, SettingError, shown
 from ..features.counting import Batch
 from ..features.rows import Rows
 from ..features.selection import select
@@ -324,9 +324,9 @@ def refuse_tokenless(n_documents: int, sources: Sequence[str] = ()) -> None:
     """Refuse documents none of which holds a token (each empty, or nothing the tokenizer keeps,
     as a fastText file of bare labels): their model would score every document by the classes'
     shares alone, and say nothing of it. fastText ("Empty vocabulary") and scikit-learn's
-    vectorizers ("empty vocabulary") refuse them too."""
+    vectorizers ("empty vocabulary", a ValueError: so is InputError) refuse them too."""
     where = f"{', '.join(map(shown, sources))}: " if sources else ""
-    raise NbtextError(f"{where}none of the {n_documents} document{'' if n_documents == 1 else 's'} "
+    raise InputError(f"{where}none of the {n_documents} document{'' if n_documents == 1 else 's'} "
                       "read has a token: nothing to train on")
 
 
