@@ -386,7 +386,8 @@ def n_jobs(engine: Engine) -> int:
 
 class Progress:
     """Long work's progress on stderr, one line rewritten in place, only when stderr is a
-    terminal and not --quiet.
+    terminal and not --quiet; with ``rows_on_stdout`` (a command that writes rows as it goes),
+    only when they go elsewhere than that terminal (process.progress_shown).
 
     Called with a number (that many more documents: "training: N documents"), or with a
     nbtext.progress.Step (train's and calibrate's phases): each phase its own line, redrawn at
@@ -396,8 +397,11 @@ class Progress:
 
     REDRAW = 0.1
 
-    def __init__(self, what: str, quiet: bool, total: Callable[[], int | None] | None = None):
-        self.on = not quiet and sys.stderr is not None and sys.stderr.isatty()
+    def __init__(self, what: str, quiet: bool, total: Callable[[], int | None] | None = None,
+                 rows_on_stdout: bool = False):
+        from .process import progress_shown
+
+        self.on = not quiet and progress_shown(rows_on_stdout)
         self.what, self.n = what, 0
         self.total = total() if self.on and total else None
         self.step, self.began, self.drawn, self.width = None, 0.0, 0.0, 0
@@ -423,7 +427,7 @@ class Progress:
         self.draw(self.line(k, now - self.began))
 
     def line(self, step, took: float, ended: bool = False) -> str:
-        from .progress import CALIBRATING, COUNTING
+        from .progress import COUNTING, FOLDS
 
         if step.phase == COUNTING:
             text = f"counting: {step.documents:,} documents, {step.done / MIB:,.1f} MiB"
@@ -437,11 +441,11 @@ class Progress:
                 left = int((self.total - step.done) / (step.done / took))
                 text += f", ETA {left // 60}:{left % 60:02d}"
             return text
-        if step.phase == CALIBRATING:
+        if step.phase in FOLDS:
             if ended:
-                return f"calibrating: {step.total} internal folds in {took:.1f} s"
-            return f"calibrating: fold {step.done} of {step.total}" if step.done else \
-                f"calibrating: {step.total} internal folds"
+                return f"{step.phase}: {step.total} internal folds in {took:.1f} s"
+            return f"{step.phase}: fold {step.done} of {step.total}" if step.done else \
+                f"{step.phase}: {step.total} internal folds"
         return f"{step.phase}: {step.done}" + (f" of {step.total}" if step.total else "")
 
     def draw(self, text: str) -> None:
@@ -570,10 +574,12 @@ def train(**kw):
 
         with cluster:
             model, fit = train_on_cluster(cluster, cluster_parts(cluster, sources, unread), tok, settings, feats,
-                                          decisions, progress=progress, on_error=unread, max_memory=engine.max_memory)
+                                          decisions, progress=progress, on_error=unread, max_memory=engine.max_memory,
+                                          sources=sources.all)
     else:
         model, fit = train_model(read_labelled(sources, unread), tok, settings, feats, decisions,
-                                 n_jobs=n_jobs(engine), progress=progress, max_memory=engine.max_memory)
+                                 n_jobs=n_jobs(engine), progress=progress, max_memory=engine.max_memory,
+                                 sources=sources.all)
     progress.done()
     unread.check()
     with progress.saving(output):
@@ -667,7 +673,7 @@ def predict(model_path, inputs, quiet, **kw):
     unread = Unread()
     streaming = source.line_files and "-" in source.paths  # a pipe: answer per line
     out = stdout()
-    progress = Progress("predicting", quiet)
+    progress = Progress("predicting", quiet, rows_on_stdout=True)
     cluster = dask_cluster(engine, quiet, list(source.paths))
     with cluster or contextlib.nullcontext():
         if cluster is not None:
@@ -866,7 +872,7 @@ def cv(folds, seed, fmt, predictions_path, quiet, **kw):
     progress.done()
     predictions: list | None = [None] * len(y) if predictions_path is not None else None
     results = cross_validate(X, y, vocab, tok, settings, feats, build_decisions(kw), folds, seed,
-                             predictions=predictions)
+                             predictions=predictions, sources=sources.all)
     if predictions_path is not None:
         write_cv_predictions(predictions_path, ids, y, predictions)
     r = aggregate(results, seed)

@@ -24,8 +24,9 @@ from .errors import ModelFileError, NbtextError
 from .nb import weights as F
 from .nb.decision import calibrated, decide
 from .nb.layer import Layer
-from .store.codec import (BAD_DOC_FREQ, ESCAPE, SPARSE_SECTIONS, check_header, check_layer_ids_in_place, count_read,
-                          decode, documents_most, layer_header, meta, sparse_row, summary, weights_read)
+from .store.codec import (BAD_DOC_FREQ, ESCAPE, SPARSE_SECTIONS, check_empty_classes, check_header,
+                          check_layer_ids_in_place, count_read, decode, documents_most, layer_header, meta,
+                          sparse_row, summary, weights_read)
 from .store.container import read_container, section
 from .store.fields import MAX_COUNT
 from .store.vocabfile import VocabularyError, vocabulary_index
@@ -87,13 +88,15 @@ class FastScorer:
         V, k = self.n_features, len(self.classes)
         try:
             if self.sparse is None:
-                return [count_read(self.counts[c * V + tid]) for c in range(k)]
-            indptr, classes, values = self.sparse
-            col = [0.0] * k
-            entries, row = sparse_row(indptr, classes, values, tid, k)
-            for j, c in zip(entries, row):
-                col[c] = count_read(values[j] if values[j] != ESCAPE or self.over is None else self._over(j),
-                                    sparse=True)
+                col = [count_read(self.counts[c * V + tid]) for c in range(k)]
+            else:
+                indptr, classes, values = self.sparse
+                col = [0.0] * k
+                entries, row = sparse_row(indptr, classes, values, tid, k)
+                for j, c in zip(entries, row):
+                    col[c] = count_read(values[j] if values[j] != ESCAPE or self.over is None else self._over(j),
+                                        sparse=True)
+            check_empty_classes(self.classes, self.class_count, col)
             return col
         except ValueError as e:
             raise ModelFileError(f"{self.path}: corrupt model file ({e})") from None

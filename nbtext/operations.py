@@ -102,10 +102,16 @@ def merge(models: list[tuple[str, Model]], disjoint: bool = False) -> Model:
     counts.compact()
     out = Model(first.tokenizer_settings, first.settings, vocab, counts,
                 Decision.from_dict(first.decision.to_dict()), ledger)
-    pruned = [m.pruned for _, m in models if m.pruned]
+    pruned = [(path, m.pruned) for path, m in models if m.pruned]
     if pruned:  # (counts pruned anywhere are pruned here: the largest threshold, the tokens of all)
-        out.pruned = {"tokens": sum(p["tokens"] for p in pruned), "threshold": max(p["threshold"] for p in pruned),
-                      "documents": max(p["documents"] for p in pruned)}
+        from .store.fields import MAX_COUNT
+
+        tokens = sum(p["tokens"] for _, p in pruned)
+        if tokens > MAX_COUNT:  # (each is at most that, store.codec.pruning; no real model comes near)
+            raise NbtextError(f"{', '.join(path for path, _ in pruned)}: merged, their pruned tokens would number "
+                              f"{tokens}, past 2**53, more than a model file holds")
+        out.pruned = {"tokens": tokens, "threshold": max(p["threshold"] for _, p in pruned),
+                      "documents": max(p["documents"] for _, p in pruned)}
     if out.decision.positive not in out.classes:
         out.decision.positive = None
     return out

@@ -34,6 +34,21 @@ def _on_terminal(stream) -> bool:
         return False
 
 
+def progress_shown(rows_on_stdout: bool = False) -> bool:
+    """Whether a progress line may be drawn on stderr: only on a terminal, and for a command
+    that writes rows to stdout as it goes (``rows_on_stdout``: predict), only where they are not
+    written to that very terminal, as curl shows its meter only when the output goes elsewhere:
+    the line would be drawn between the rows and break them."""
+    if not _on_terminal(sys.stderr):
+        return False
+    if not rows_on_stdout or not _on_terminal(sys.stdout):
+        return True
+    try:
+        return not os.path.samestat(os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno()))
+    except (AttributeError, ValueError, OSError):  # (a stream that is not a file: no terminal of its own)
+        return True
+
+
 def error_line(message: str) -> None:
     """The one line of a failure, on stderr (nowhere when stderr is closed: never on stdout),
     with whatever in it came from a file made visible (``shown``)."""

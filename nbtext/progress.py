@@ -10,12 +10,18 @@ from __future__ import annotations
 from .record import Record
 
 COUNTING, CALIBRATING, SAVING = "counting", "calibrating", "saving"
+# Internal folds that fit no calibration map (--no-calibrate) only choose: auto's variant, a
+# --max-fpr threshold, or both. Their phase says which (batch.train.folds_phase), not "calibrating".
+CHOOSING_VARIANT = "choosing the variant"
+CHOOSING_THRESHOLD = "choosing the threshold"
+CHOOSING_BOTH = "choosing the variant and the threshold"
+FOLDS = (CALIBRATING, CHOOSING_VARIANT, CHOOSING_THRESHOLD, CHOOSING_BOTH)  # the phases of internal folds
 
 
 class Step(Record):
     """Where a long task is: in ``phase``, ``done`` of ``total`` (None: not known), counted in the
-    phase's unit: counting, bytes of documents read (``documents`` of them); calibrating, the
-    internal fold being scored (1..total); saving, none."""
+    phase's unit: counting, bytes of documents read (``documents`` of them); calibrating (and
+    the other FOLDS), the internal fold being scored (1..total); saving, none."""
 
     phase: str
     done: int = 0

@@ -402,3 +402,44 @@ def test_trains_summary_line_names_at_most_ten_classes(run, tmp_path):
     r = run("train", few, "--format", "fasttext", "-o", model, "--no-calibrate")
     assert "trained on 20 documents (" + ", ".join(f"2 c{c:02d}" for c in range(10)) + "), " in r.stderr
     assert sum(line.startswith("  c") for line in run("info", "-m", model).stdout.splitlines()) == 10
+
+
+def test_documents_without_a_token_are_refused_and_no_model_is_written(run, iir_tsv, tmp_path):
+    """A fastText file of bare labels, or label folders of empty files, trained a model of 0
+    tokens and said nothing (and with enough documents for calibration's folds, an internal
+    error); fastText and scikit-learn refuse an empty vocabulary. A model that has tokens
+    still learns an empty document, as bogofilter registers an empty message."""
+    bare = tmp_path / "bare.txt"
+    bare.write_text("__label__a\n__label__b\n" * 6)
+    model = tmp_path / "m.nbm"
+    for variant in ("auto", "multinomial"):
+        r = run("train", bare, "--format", "fasttext", "--variant", variant, "-o", model)
+        assert (r.exit_code, r.stderr) == (
+            1, f"nbtext: error: {bare}: none of the 12 documents read has a token: nothing to train on\n")
+        assert not model.exists()
+    for label in ("spam", "ham"):
+        (tmp_path / "corpus" / label).mkdir(parents=True)
+        (tmp_path / "corpus" / label / "1.txt").write_bytes(b"")
+    r = run("train", "--label", "spam", tmp_path / "corpus" / "spam", "--label", "ham", tmp_path / "corpus" / "ham",
+            "-o", model)
+    assert (r.exit_code, r.stderr) == (1, f"nbtext: error: {tmp_path / 'corpus' / 'spam'}, "
+                                          f"{tmp_path / 'corpus' / 'ham'}: none of the 2 documents read has a "
+                                          f"token: nothing to train on\n")
+    run("train", iir_tsv, "-o", model, "-q")
+    before = model.read_bytes()
+    r = run("train", tmp_path / "corpus", "-o", model)
+    assert (r.exit_code, r.stderr) == (
+        1, f"nbtext: error: {tmp_path / 'corpus'}: none of the 2 documents read has a token: nothing to train on\n")
+    assert model.read_bytes() == before
+    r = run("learn", "-m", model, "--label", "yes", tmp_path / "corpus" / "spam" / "1.txt")
+    assert (r.exit_code, r.stderr) == (0, "nbtext: learned 1 document as yes\n")
+
+
+def test_cv_refuses_documents_without_a_token_as_train_does(run, tmp_path):
+    """cv of a fastText file of bare labels ended in an internal error (a log of 0 in a fold's
+    decision layer), or printed the figures of models that had no token."""
+    bare = tmp_path / "bare.txt"
+    bare.write_text("__label__a\n__label__b\n" * 30)
+    r = run("cv", bare, "--input-format", "fasttext", "--folds", "3")
+    assert (r.exit_code, r.stdout, r.stderr) == (
+        1, "", f"nbtext: error: {bare}: none of the 60 documents read has a token: nothing to train on\n")

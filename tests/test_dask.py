@@ -196,6 +196,19 @@ def test_cli_train_predict_and_cv_with_a_scheduler(cluster, run, tmp_path, sampl
     assert cv[0] == cv[1] and "accuracy" in cv[0]
 
 
+def test_documents_without_a_token_are_refused_on_the_cluster_as_locally(cluster, run, tmp_path):
+    """Documents none of which holds a token are refused by local training's reduce, which the
+    cluster's partitions end in too: no model of 0 tokens, and no internal error in its folds."""
+    bare = tmp_path / "bare.txt"
+    bare.write_text("__label__a\n__label__b\n" * 6)
+    model = tmp_path / "m.nbm"
+    r = run("train", bare, "--format", "fasttext", "-o", model, "--engine", "dask",
+            "--scheduler", cluster[1].scheduler_address)
+    assert (r.exit_code, r.stderr) == (
+        1, f"nbtext: error: {bare}: none of the 12 documents read has a token: nothing to train on\n")
+    assert not model.exists()
+
+
 def test_predict_lines_in_byte_ranges_as_locally(cluster, run, sample_model, tsv):
     address = cluster[1].scheduler_address
     local = run("predict", "-m", sample_model, "--lines", tsv)

@@ -427,9 +427,9 @@ def test_documents_with_no_tokens_learn_train_and_classify(run, sample_copy, tmp
     for label in ("spam", "ham"):
         (corpus / label).mkdir(parents=True)
         (corpus / label / "1").write_bytes(b"")
-    assert run("train", corpus, "-q", "-o", tmp_path / "e.nbm").exit_code == 0
-    r = nb("classify", "-m", tmp_path / "e.nbm", empty)  # (a tie: P(spam) 0.5 is at the threshold)
-    assert r.returncode == 0 and r.stdout == b"spam\t0.500000\n"
+    r = run("train", corpus, "-q", "-o", tmp_path / "e.nbm")  # (a model of no token: refused, as fastText does)
+    assert (r.exit_code, r.stderr) == (
+        1, f"nbtext: error: {corpus}: none of the 2 documents read has a token: nothing to train on\n")
 
 
 # -- a long message from procmail -----------------------------------------------------------------
@@ -972,3 +972,102 @@ def test_last_seen_both_as_a_section_and_a_day_is_refused(tmp_path, layered):
     path.write_bytes(resectioned(good, change))
     with pytest.raises(ModelFileError, match="last_seen is both a section and the header's last_seen_day"):
         store.load(str(path))
+
+
+@pytest.mark.parametrize("which", ["two classes", "three classes"])
+def test_a_class_of_no_documents_with_counts_is_refused(tmp_path, good_model, layered, which):
+    """A class whose document count is 0 while its counts are not (checksums intact) was read
+    by every command: its prior, log 0, printed as -Infinity in predict's JSON, and Complement
+    NB weighed the other classes by counts that came from no document. store.load refuses it,
+    and classify where it reads a token's counts, as it does the other inconsistent counts."""
+    good = good_model if which == "two classes" else layered[0]
+    path = tmp_path / "m.nbm"
+    path.write_bytes(reframed(good, lambda h: h["class_count"].__setitem__(0, 0)))
+    first = store.load(_saved(tmp_path, good)).classes[0]
+    match = f"the counts of class {first!r} must be 0: it has 0 documents"
+    with pytest.raises(ModelFileError, match=re.escape(match)):
+        store.load(str(path))
+    r = nb("predict", "-m", path, DATA / "example-ham.eml")
+    assert r.returncode == 1 and r.stderr.decode() == f"nbtext: error: {path}: corrupt model file (ValueError: {match})\n"
+    words = " ".join(t for t in store.load(_saved(tmp_path, good)).vocab.tokens if t.isalpha())
+    r = nb("classify", "-m", path, "-", input=words.encode())
+    assert r.returncode == 1 and r.stderr.decode() == f"nbtext: error: {path}: corrupt model file ({match})\n"
+
+
+def test_a_class_that_forget_emptied_still_loads(run, tmp_path):
+    """A class that `learn --forget` took every document out of has 0 documents and counts of
+    0: a model as it should be, loaded and scored (and learned into again), as is the daemon's
+    empty model of a new user."""
+    from nbtext.serve.models import empty_like
+
+    corpus = tmp_path / "c"
+    for label, texts in (("spam", ["cheap pills buy now", "buy cheap watches"]),
+                         ("ham", ["meeting notes lunch", "lunch tomorrow notes"])):
+        (corpus / label).mkdir(parents=True)
+        for i, text in enumerate(texts):
+            (corpus / label / str(i)).write_text(text + "\n")
+    model = tmp_path / "m.nbm"
+    assert run("train", corpus, "-q", "--no-calibrate", "-o", model).exit_code == 0
+    r = run("learn", "-m", model, "--forget", "--label", "ham", corpus / "ham" / "0", corpus / "ham" / "1")
+    assert (r.exit_code, r.stderr) == (0, "nbtext: forgot 2 documents as ham\n")
+    loaded = store.load(str(model))
+    assert list(loaded.class_count) == [0, 2] and loaded.counts.class_totals()[0] == 0
+    r = nb("classify", "-m", model, "-", input=b"lunch cheap notes")
+    assert r.returncode == 0 and r.stdout == b"spam\t1.000000\n", r.stderr
+    assert run("learn", "-m", model, "--label", "ham", corpus / "ham" / "0").exit_code == 0
+    empty = tmp_path / "empty.nbm"
+    store.save(empty_like(str(model)), str(empty))
+    assert list(store.load(str(empty)).class_count) == [0, 0]
+
+
+def test_import_refuses_the_counts_load_would_refuse(tmp_path, good_model, tsv):
+    """import took a dump whose class of 0 documents has counts, or whose token is in more
+    documents than were learned, and wrote a model file that every command then refused as
+    corrupt. It refuses the dump, with the model file's checks (store.codec.check_documents)."""
+    lines = dump_with(good_model, tmp_path, lambda meta: meta.__setitem__("class_count", ["0", "2"]))
+    classes = json.loads(lines[1])["classes"]
+    with pytest.raises(NbtextError, match=re.escape(
+            f"d: malformed dump (ValueError: the counts of class {classes[0]!r} must be 0: it has 0 documents)")):
+        import_lines(iter(lines), "d")
+    path = tmp_path / "idf.nbm"
+    assert nb("train", tsv, "-q", "--no-calibrate", "--ngrams", "1", "--variant", "complement", "--idf",
+              "-o", path).returncode == 0
+    lines = list(export_lines(store.load(str(path))))
+    token, *counts = lines[2].split("\t")
+    lines[2] = "\t".join([token, *counts[:-1], "5"])  # (in 5 documents of 4)
+    with pytest.raises(NbtextError, match=re.escape(
+            "d: malformed dump (ValueError: document frequencies must be at most the documents learned)")):
+        import_lines(iter(lines), "d")
+
+
+def test_pruning_records_past_2_53_are_refused_and_merge_never_sums_past_it(run, tmp_path, good_model):
+    """The pruning record's numbers were bounded by 2**63 only: merge sums its models' pruned
+    tokens, and two records near that bound made a file that every command then refused (a
+    merge that wrote a corrupt model). They are counts, bounded as the others at 2**53, and a
+    merge whose sum would pass it is refused, writing nothing."""
+    other = tmp_path / "other.tsv"
+    other.write_text("spam\tfree money offer\nham\tproject status report\n")
+    assert nb("train", other, "-q", "--no-calibrate", "--ngrams", "1", "-o", tmp_path / "o.nbm").returncode == 0
+
+    def with_record(data: bytes, name: str, tokens: int) -> pathlib.Path:
+        path = tmp_path / name
+        path.write_bytes(reframed(data, set_path("pruned", {"tokens": tokens, "threshold": 1, "documents": 4})))
+        return path
+    out = tmp_path / "merged.nbm"
+    for tokens in (2**53 + 1, 2**63 - 1):
+        path = with_record(good_model, "far.nbm", tokens)
+        match = "pruned must be {tokens, threshold, documents}, whole numbers from 0 to 2**53"
+        with pytest.raises(ModelFileError, match=re.escape(match)):
+            store.load(str(path))
+        r = run("merge", "-o", out, path, with_record((tmp_path / "o.nbm").read_bytes(), "far2.nbm", tokens))
+        assert (r.exit_code, r.stderr) == (1, f"nbtext: error: {path}: corrupt model file (ValueError: {match})\n")
+    a = with_record(good_model, "a.nbm", 2**53)
+    assert store.load(str(a)).pruned["tokens"] == 2**53
+    b = with_record((tmp_path / "o.nbm").read_bytes(), "b.nbm", 1)
+    r = run("merge", "-o", out, a, b)
+    assert (r.exit_code, r.stderr) == (1, f"nbtext: error: {a}, {b}: merged, their pruned tokens would number "
+                                          f"{2**53 + 1}, past 2**53, more than a model file holds\n")
+    assert not out.exists()
+    b = with_record((tmp_path / "o.nbm").read_bytes(), "b.nbm", 0)
+    assert run("merge", "-o", out, a, b).exit_code == 0
+    assert store.load(str(out)).pruned == {"tokens": 2**53, "threshold": 1, "documents": 4}

@@ -16,10 +16,12 @@ from conftest import DATA
 NBTEXT = [sys.executable, "-m", "nbtext"]
 
 
-def on_terminal(args, stdin=subprocess.DEVNULL) -> tuple[int, str]:
-    """(status, what the terminal showed) of nbtext with stderr on a pseudo-terminal."""
+def on_terminal(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL) -> tuple[int, str]:
+    """(status, what the terminal showed) of nbtext with stderr on a pseudo-terminal (stdout
+    too, with stdout="terminal")."""
     master, slave = pty.openpty()
-    p = subprocess.Popen(NBTEXT + [str(a) for a in args], stdin=stdin, stdout=subprocess.DEVNULL, stderr=slave)
+    p = subprocess.Popen(NBTEXT + [str(a) for a in args], stdin=stdin, stderr=slave,
+                         stdout=slave if stdout == "terminal" else stdout)
     os.close(slave)
     shown = bytearray()
     while True:
@@ -58,6 +60,23 @@ def test_one_core_shows_every_fold(tmp_path):
     assert status == 0, shown
     for i in range(1, 6):
         assert f"\rcalibrating: fold {i} of 5" in shown
+
+
+@pytest.mark.parametrize("options,phase", [
+    (["--no-calibrate"], "choosing the variant"),
+    (["--no-calibrate", "--max-fpr", "0.05", "--variant", "multinomial"], "choosing the threshold"),
+    (["--no-calibrate", "--max-fpr", "0.05"], "choosing the variant and the threshold"),
+    (["--variant", "multinomial"], "calibrating"),
+])
+def test_folds_that_calibrate_nothing_say_what_they_choose(tmp_path, options, phase):
+    """With --no-calibrate, auto's folds said "calibrating: 5 internal folds": they choose the
+    variant (or a --max-fpr threshold), and calibrate nothing."""
+    status, shown = on_terminal(["train", DATA / "corpus", "-o", tmp_path / "m.nbm", "-j", "1", *options])
+    assert status == 0, shown
+    folds = shown.replace("\r\n", "\n").split("\n")[1]
+    assert folds.startswith(f"\r{phase}: 5 internal folds\r{phase}: fold 1 of 5"), folds
+    assert folds.split("\r")[-1].startswith(f"{phase}: 5 internal folds in ")
+    assert ("calibrating" in shown) == (phase == "calibrating")
 
 
 def test_stdin_has_no_total_and_no_eta(tmp_path):
@@ -166,3 +185,27 @@ def test_predict_counts_documents_as_train_does(tmp_path, sample_model):
     lines.write_text("".join(f"word{i % 7} other{i % 3}\n" for i in range(1200)))
     status, shown = on_terminal(["predict", "-m", sample_model, "--lines", lines])
     assert status == 0 and shown.endswith("\rpredicting: 1,200 documents\r\n"), shown
+
+
+def test_predict_shows_no_progress_on_the_terminal_its_rows_go_to(tmp_path, sample_model):
+    """predict's progress line was drawn between its rows when both went to one terminal
+    ("predicting: 63 documents/corpus/spam/..."): as curl's meter, it is shown only when the
+    rows go elsewhere (a file, a pipe, another terminal); train's, whose stdout is empty, stays."""
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"word{i % 7} other{i % 3}\n" for i in range(50)))
+    status, shown = on_terminal(["predict", "-m", sample_model, "--lines", lines], stdout="terminal")
+    rows = shown.replace("\r\n", "\n").splitlines()
+    assert status == 0 and "predicting" not in shown and "\r" not in shown.replace("\r\n", ""), shown
+    assert [row.split("\t")[0] for row in rows] == [f"{lines}:{i}" for i in range(1, 51)]
+    with open(tmp_path / "rows.tsv", "wb") as out:
+        status, shown = on_terminal(["predict", "-m", sample_model, "--lines", lines], stdout=out)
+    assert status == 0 and shown == "\rpredicting: 50 documents\r\n"
+    assert (tmp_path / "rows.tsv").read_text().count("\n") == 50
+    other, other_slave = pty.openpty()  # (another terminal: the rows never meet the line)
+    try:
+        status, shown = on_terminal(["predict", "-m", sample_model, "--lines", lines], stdout=other_slave)
+        assert status == 0 and shown == "\rpredicting: 50 documents\r\n"
+        assert os.read(other, 65536).decode().startswith(f"{lines}:1\t")
+    finally:
+        os.close(other_slave)
+        os.close(other)

@@ -89,3 +89,13 @@ def test_the_readmes_library_examples_run_as_written(tmp_path, monkeypatch, caps
     assert (tmp_path / "model.nbm").is_file()
     assert namespace["search"].predict(["cheap pills"]).tolist() == [1]
     assert namespace["model"].classes == ["ham", "spam"]
+
+
+def test_documents_without_a_token_are_a_value_error_as_in_scikit_learn():
+    """TextClassifier.fit on texts none of which holds a token fitted a model of no token (or,
+    with enough of them for calibration's folds, ended in a math domain error); scikit-learn's
+    vectorizers raise a ValueError ("empty vocabulary")."""
+    with pytest.raises(ValueError, match="^none of the 20 documents read has a token: nothing to train on$"):
+        nbtext.TextClassifier().fit(["", "..."] * 10, ["a", "b"] * 10)
+    with pytest.raises(InputError, match="^none of the 2 documents read has a token"):
+        nbtext.TextClassifier().fit(["", "!"], ["a", "b"])

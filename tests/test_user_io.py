@@ -258,15 +258,30 @@ def test_predict_says_when_a_line_file_is_scored_as_one_document(run, sample_mod
 @pytest.mark.parametrize("variant", ["multinomial", "complement", "bernoulli"])
 def test_a_model_of_no_token_scores_without_warnings(variant, tmp_path):
     """Documents without a token made a model of an empty vocabulary: numpy's RuntimeWarning
-    (log of 0) reached the user, and classify of a Bernoulli one failed with an internal error."""
+    (log of 0) reached the user, and classify of a Bernoulli one failed with an internal error.
+    train now refuses such documents (tests/test_cli.py); a model that --forget left with no
+    token (its documents with one forgotten, its empty ones kept) still scores without warnings."""
     tsv = tmp_path / "e.tsv"
     tsv.write_text("a\t!!!\nb\t???\na\t...\nb\t,,,\n")
     model = tmp_path / "e.nbm"
-    for args, out in [(("train", tsv, "-o", model, "--variant", variant, "-q"), b""),
+    r = nbtext_process("train", tsv, "-o", model, "--variant", variant)
+    assert (r.returncode, r.stderr) == (1, f"nbtext: error: {tsv}: none of the 4 documents read has a token: "
+                                           f"nothing to train on\n".encode())
+    corpus = tmp_path / "c"
+    for label, text in (("a", "apple"), ("b", "banana")):
+        (corpus / label).mkdir(parents=True)
+        (corpus / label / "1").write_text(text)
+        (corpus / label / "empty").write_bytes(b"")
+    for args, out in [(("train", corpus, "-o", model, "--variant", variant, "-q"), b""),
+                      (("learn", "-m", model, "--forget", "--label", "a", corpus / "a" / "1", "-q"), b""),
+                      (("learn", "-m", model, "--forget", "--label", "b", corpus / "b" / "1", "-q"), b""),
                       (("predict", "-m", model, "-"), b"-\ta\t0.500000\n"),
                       (("classify", "-m", model), b"a\t0.500000\n"),
                       (("classify", "-m", model, "--explain", "2"), b"a\t0.500000\nprior\t+0.0000\nunknown tokens\t16\n"),
-                      (("eval", "-m", model, tsv), None), (("cv", tsv, "--folds", "2", "--variant", variant), None)]:
+                      (("eval", "-m", model, tsv), None)]:
         r = nbtext_process(*args, input=b"hello")
         assert r.returncode == 0 and r.stderr == b"", (args, r.stderr)
         assert out is None or r.stdout == out
+    from nbtext import store
+
+    assert len(store.load(str(model)).vocab) == 0

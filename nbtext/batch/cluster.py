@@ -32,7 +32,7 @@ import os
 import stat
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -500,14 +500,14 @@ def estimated_documents(parts: list[Part]) -> int:
 
 def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, features, decisions,
                      progress=None, calibration_sample: int | None = None, on_error=None,
-                     resample: bool | None = None, max_memory: int | None = None):
+                     resample: bool | None = None, max_memory: int | None = None, sources: Sequence[str] = ()):
     """train_model's model (and max_fpr's fit), from partitions counted on the cluster: each
     partition's Sums (count_part) added in input order by local training's reduce
     (batch.train.Reduction) here. ``resample``: whether calibration's sample is counted again by
     a second map (None: when the input holds more than RESAMPLE_SHARE times as many documents)
     rather than sent with the counts and kept by a Reservoir here, as local training keeps it.
     ``max_memory``: the peak memory the reduce here is held to, as local training's (None:
-    MAX_MEMORY)."""
+    MAX_MEMORY). ``sources``: the paths the partitions were read from, which a refusal names."""
     from ..features.rows import Rows
     from ..progress import COUNTING, Step
     from .train import CALIBRATION_SAMPLE, Reduction, Reservoir, state_budget
@@ -537,7 +537,7 @@ def train_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, settings, f
     if needs_sample and not keep_rows and reduction.n_documents:
         chosen = sample_positions(reduction.n_documents, size, decisions.seed)
         reduction.sample = _FixedSample(*_sample_rows(cluster, parts, sizes, chosen, tokenizer, reduction.vocab, Rows))
-    return reduction.model(tokenizer, settings, features, decisions, progress=progress)
+    return reduction.model(tokenizer, settings, features, decisions, progress=progress, sources=sources)
 
 
 class _FixedSample:

@@ -6,12 +6,12 @@ Also what builds on training: the whole corpus as one matrix, and k-fold cross-v
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import NbtextError, SettingError
+from ..errors import InputError, NbtextError, SettingError, shown
 from ..features.counting import Batch
 from ..features.rows import Rows
 from ..features.selection import select
@@ -23,7 +23,7 @@ from ..nb.counts import Counts
 from ..nb.decision import Decision, default_positive
 from ..nb.estimators import make_estimator
 from ..operations import digest
-from ..progress import CALIBRATING, COUNTING, Step
+from ..progress import CALIBRATING, CHOOSING_BOTH, CHOOSING_THRESHOLD, CHOOSING_VARIANT, COUNTING, Step
 from ..read import Document
 from ..record import Record
 from ..settings import AUTO_CANDIDATES, DecisionOptions, FeatureOptions, ModelSettings, TokenizerSettings
@@ -301,10 +301,13 @@ class Reduction:
                     True, self.labels, self.ledger.tobytes(), rows)
 
     def model(self, tokenizer, settings, features, decisions, n_jobs: int = 1,
-              progress=None) -> tuple[Model, ThresholdFit | None]:
-        """The model of what was reduced (model_from_counts), and max_fpr's fit."""
+              progress=None, sources: Sequence[str] = ()) -> tuple[Model, ThresholdFit | None]:
+        """The model of what was reduced (model_from_counts), and max_fpr's fit; ``sources``
+        names what was read, for the refusals."""
         if not self.n_documents:
             raise NbtextError("no documents found in the training sources")
+        if not len(self.vocab) and self.pruning is None:  # (a pruning drops tokens that were counted)
+            refuse_tokenless(self.n_documents, sources)
         if self.pruning:  # (the last threshold over every token: see the class's docstring)
             self.prune(self.pruning["threshold"])
         vocab, counts = self.vocab, self.counts
@@ -316,6 +319,16 @@ class Reduction:
                                            n_jobs=n_jobs, progress=progress)
         model.ledger, model.pruned = self.ledger, self.pruning
         return model, fit
+
+
+def refuse_tokenless(n_documents: int, sources: Sequence[str] = ()) -> None:
+    """Refuse documents none of which holds a token (each empty, or nothing the tokenizer keeps,
+    as a fastText file of bare labels): their model would score every document by the classes'
+    shares alone, and say nothing of it. fastText ("Empty vocabulary") and scikit-learn's
+    vectorizers ("empty vocabulary", a ValueError: so is InputError) refuse them too."""
+    where = f"{', '.join(map(shown, sources))}: " if sources else ""
+    raise InputError(f"{where}none of the {n_documents} document{'' if n_documents == 1 else 's'} "
+                      "read has a token: nothing to train on")
 
 
 def _nth_smallest(a: np.ndarray, n: int):
@@ -332,13 +345,14 @@ def _nth_smallest(a: np.ndarray, n: int):
 def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = TokenizerSettings(),
                 settings: ModelSettings = ModelSettings(), features: FeatureOptions = FeatureOptions(),
                 decisions: DecisionOptions = DecisionOptions(), n_jobs: int = 1, progress=None,
-                calibration_sample: int = CALIBRATION_SAMPLE, max_memory: int | None = None
-                ) -> tuple[Model, ThresholdFit | None]:
+                calibration_sample: int = CALIBRATION_SAMPLE, max_memory: int | None = None,
+                sources: Sequence[str] = ()) -> tuple[Model, ThresholdFit | None]:
     """Count every document into a new model, then keep the features the options select and
     fit the decisions; returns the model and, for max_fpr, what its threshold costs.
     ``max_memory``: the bytes training may take at its peak (None: MAX_MEMORY), of which the
     vocabulary, counts and ledger hold at most state_budget() (Reduction).
     ``progress`` (nbtext.progress) is told the bytes read as counting goes, then the folds.
+    ``sources``: the paths the documents were read from, which a refusal names.
 
     Counts stream chunk by chunk (the map: batch.chunks.counted, then chunk_sums, here or in
     forked workers), reduced in input order (Reduction): nothing per document is kept but its
@@ -366,7 +380,8 @@ def train_model(docs: Iterable[Document], tokenizer: TokenizerSettings = Tokeniz
         reduction.add(part)
         if progress:
             progress(Step(COUNTING, read[0], documents=reduction.n_documents))
-    return reduction.model(tokenizer, settings, features, decisions, n_jobs=n_jobs, progress=progress)
+    return reduction.model(tokenizer, settings, features, decisions, n_jobs=n_jobs, progress=progress,
+                           sources=sources)
 
 
 def _digests(docs: list[Document]) -> bytes:
@@ -440,7 +455,8 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1, pro
         from ..nb.calibrate import can_split
 
         if can_split(y, d.folds):
-            mapper = fold_mapper(n_jobs, unread=lambda: _unread_by_folds(model, X), progress=progress)
+            mapper = fold_mapper(n_jobs, unread=lambda: _unread_by_folds(model, X), progress=progress,
+                                 phase=folds_phase(d, model.settings.choosing))
             try:
                 fit = _fit_on_folds(model, d, X, y, mapper)
             finally:
@@ -448,6 +464,15 @@ def apply_decisions(model: Model, d: DecisionOptions, X, y, n_jobs: int = 1, pro
         elif d.max_fpr is not None:
             raise SettingError("max_fpr", None, f"needs at least {d.folds} documents of each class")
     return fit  # (auto with too few documents to choose by: the Model's first candidate)
+
+
+def folds_phase(d: DecisionOptions, choosing: bool) -> str:
+    """What the internal folds do, as progress names their phase: calibrating when they fit the
+    calibration map (choosing the variant or a threshold too); else what they choose."""
+    if d.calibrate:
+        return CALIBRATING
+    threshold = d.max_fpr is not None
+    return CHOOSING_BOTH if choosing and threshold else CHOOSING_THRESHOLD if threshold else CHOOSING_VARIANT
 
 
 def _is_whole(model: Model, X) -> bool:
@@ -531,7 +556,7 @@ def _fit_on_folds(model: Model, d: DecisionOptions, X, y, mapper=map) -> Thresho
                         float((p[y == pos] < t).mean()) if (y == pos).any() else 0.0)
 
 
-def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None, progress=None):
+def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None, progress=None, phase: str = CALIBRATING):
     """A mapper for calibration's folds (nbtext.nb.calibrate.out_of_fold_jlls: mapper(fn, folds)
     gives fn(fold) for each, in order) that uses ``n_jobs`` cores: as many worker processes
     (at most one a fold) forked (batch.pool.ForkedWorkers) when fn is called, so that they hold
@@ -544,8 +569,8 @@ def fold_mapper(n_jobs: int, unread: Callable[[], list] | None = None, progress=
     fold's temporaries then live in a worker, not in the parent's peak. ``unread`` gives the
     buffers the workers never read, which they are forked without (memory.withheld_from_forks);
     ``progress`` is told each fold as it is taken here, or comes back from a worker (a Step of
-    CALIBRATING)."""
-    return FoldWorkers(n_jobs, unread, progress)
+    ``phase``: folds_phase's)."""
+    return FoldWorkers(n_jobs, unread, progress, phase)
 
 
 class FoldWorkers:
@@ -553,14 +578,15 @@ class FoldWorkers:
     (one core, one fold, or where forking is not safe); then the workers are kept for starmap
     (calibration's fits of tied candidates, one a core), until close()."""
 
-    def __init__(self, n_jobs: int, unread: Callable[[], list] | None = None, progress=None):
-        self.n_jobs, self.unread, self.pool, self.progress = n_jobs, unread, None, progress
+    def __init__(self, n_jobs: int, unread: Callable[[], list] | None = None, progress=None,
+                 phase: str = CALIBRATING):
+        self.n_jobs, self.unread, self.pool, self.progress, self.phase = n_jobs, unread, None, progress, phase
         self.meanwhile: Callable[[], object] | None = None  # run here once while workers take the folds
 
     def __call__(self, fn, tasks) -> list:
         """[fn(t) for t in tasks]."""
         tasks = list(tasks)
-        tell = (lambda i: self.progress(Step(CALIBRATING, i, len(tasks)))) if self.progress else (lambda i: None)
+        tell = (lambda i: self.progress(Step(self.phase, i, len(tasks)))) if self.progress else (lambda i: None)
         tell(0)
         if self.n_jobs < 2 or len(tasks) < 2 or not fork_safe():
             results = []
@@ -665,14 +691,17 @@ def count_corpus(docs: Iterable[Document], tokenizer: TokenizerSettings, n_jobs:
 
 def cross_validate(X, y, vocab: Vocabulary, tokenizer: TokenizerSettings, settings: ModelSettings,
                    features: FeatureOptions, decisions: DecisionOptions, k: int, seed: int,
-                   predictions: list | None = None) -> list[dict]:
+                   predictions: list | None = None, sources: Sequence[str] = ()) -> list[dict]:
     """Eval figures of each of k stratified folds, each scored by a model trained (with the
     same options, calibration included) on the other k-1. With ``predictions`` (a list as long
-    as y), each document's out-of-fold (label, probability of it, fold 1..k) is put at its row."""
+    as y), each document's out-of-fold (label, probability of it, fold 1..k) is put at its row.
+    ``sources``: the paths the documents were read from, which a refusal names."""
     from ..nb.calibrate import check_folds, stratified_folds
     from ..report import evaluate
 
     check_folds(y, k)
+    if not len(vocab):  # (as train refuses them: no fold's model would have a token)
+        refuse_tokenless(len(y), sources)
     folds = stratified_folds(y, k, seed)
     results = []
     for f in range(k):

@@ -165,6 +165,27 @@ def documents_most(class_count) -> float:
     return float(sum(class_count)) * (1 + 1e-12)
 
 
+def check_documents(classes, class_count, counts) -> None:
+    """ValueError unless ``counts`` (nb.counts.Counts: a model file's or a dump's) agree with
+    the documents learned (``class_count``): no token in more documents (BAD_DOC_FREQ), no
+    class of 0 documents with counts (check_empty_classes)."""
+    doc_freq = counts.doc_freq  # (zeros where the file holds none)
+    if len(doc_freq) and doc_freq.max() > documents_most(class_count):
+        raise ValueError(BAD_DOC_FREQ)
+    check_empty_classes(classes, class_count, counts.class_totals())
+
+
+def check_empty_classes(classes, class_count, totals) -> None:
+    """ValueError unless a class of 0 documents has counts of 0 (``totals``: the class's counts,
+    summed over the tokens, or one token's): its counts came from no document. Such a file
+    (checksums intact) was scored by every command, its class's prior log 0 printed as
+    -Infinity in predict's JSON, and Complement NB weighed the other classes by those counts.
+    A class that `learn --forget` took every document out of has counts of 0 as well."""
+    for c, n, total in zip(classes, class_count, totals):
+        if n == 0 and total > 0:
+            raise ValueError(f"the counts of class {c!r} must be 0: it has 0 documents")
+
+
 def check_layer_ids_in_place(ids, n_tokens: int) -> None:
     """layer_of's check of a layer's ids as stored (a memoryview: classify imports no numpy),
     in one pass, at load: classify finds a token's weights by a binary search of the ids,
@@ -508,8 +529,6 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
         for name, a in (("counts", counts), ("document frequencies", doc_freq)):
             if a is not None and not ((a >= 0).all() and (a <= MAX_COUNT).all()):
                 raise ValueError(BAD_COUNTS.format(name))
-        if doc_freq is not None and len(doc_freq) and doc_freq.max() > documents_most(class_count):
-            raise ValueError(BAD_DOC_FREQ)
         ledger = Ledger.from_bytes(section(header, payload, "ledger"))
         if sparse is None:
             held = Counts.of_arrays(classes, counts, class_count, doc_freq, last_seen)
@@ -520,6 +539,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
                                         last_seen)
         model = Model(tokenizer, settings, Vocabulary.from_encoded(blob), held, decision,
                       ledger, pruning(header), decode_layer(header, payload, len(classes), n_tokens))
+        check_documents(classes, class_count, held)
         if n_tokens:
             check_summary(summary(header), model.estimator.summary())
     except VocabularyError as e:
@@ -550,13 +570,15 @@ def last_seen_day(day) -> int:
 
 
 def pruning(header: dict) -> dict | None:
-    """The header's record of what train's memory budget dropped (None: exact counts)."""
+    """The header's record of what train's memory budget dropped (None: exact counts), its
+    numbers counts as the others are, at most 2**53: merge sums the tokens of its models'
+    records, and two near 2**63 made a file this refused."""
     pruned = header.get("pruned")
     if pruned is None:
         return None
     if not (isinstance(pruned, dict) and set(pruned) == {"tokens", "threshold", "documents"}
-            and all(type(v) is int and 0 <= v < 2**63 for v in pruned.values())):
-        raise ValueError("pruned must be {tokens, threshold, documents}, whole numbers")
+            and all(type(v) is int and 0 <= v <= MAX_COUNT for v in pruned.values())):
+        raise ValueError("pruned must be {tokens, threshold, documents}, whole numbers from 0 to 2**53")
     return pruned
 
 

@@ -99,7 +99,7 @@ def import_lines(lines: Iterable[str], source: str):
     from ..model import Model
     from ..nb.counts import Counts
     from ..nb.sparse import TokenSums
-    from .codec import last_seen_day, meta, pruning
+    from .codec import check_documents, last_seen_day, meta, pruning
     from .fields import COUNT_TEXT, MAX_COUNT, count_of
 
     count_text, day_text = re.compile(COUNT_TEXT), re.compile(DAY_TEXT)
@@ -179,6 +179,7 @@ def import_lines(lines: Iterable[str], source: str):
                                 np.frombuffer(values, dtype=np.float64), k)
         counts = Counts.of_token_sums(classes, sums, np.asarray(class_count, dtype=np.float64),
                                       np.frombuffer(doc_freq, dtype=np.float64) if settings.idf else None)
+        check_documents(classes, class_count, counts)  # (as a model file's: import writes no file load refuses)
         # (an older nbtext's dump holds no days: its tokens are counted as of the import)
         counts.last_seen[:] = days if per_token else counts.today if day is None else day
         model = Model(tokenizer, settings, Vocabulary(tokens), counts, decision, ledger, pruned,
