@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..features.rows import ranges
+from ..features.rows import distinct, ranges
 
 MERGE_SHARE = 2  # appended entries are folded in once they reach 1/MERGE_SHARE of those held
 MIN_MERGE = 1 << 18  # ...and at least this many (small models: one sort now and then)
@@ -208,7 +208,7 @@ class TokenSums:
         pages for every entry, faulted in and zeroed)."""
         self.settle()
         starts = np.searchsorted(self.indptr, np.arange(0, self.nnz, PIECE), side="right") - 1
-        cuts = np.unique(np.concatenate([[0], starts[starts < self.width], [self.width]]))
+        cuts = distinct(np.concatenate([[0], starts[starts < self.width], [self.width]]))
         for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
             at = slice(int(self.indptr[lo]), int(self.indptr[hi]))
             tok = np.repeat(np.arange(lo, hi), np.diff(self.indptr[lo:hi + 1]))
