@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -61,7 +62,9 @@ def prediction_row(fmt: str, doc_id: str, label: str, prob: float,
         row = {"id": text_id(doc_id), "label": label, "probability": printed(prob),
                "scores": {c: printed(p) for c, p in zip(classes, probs)}}
         if log_scores is not None:  # unrounded: documents printed alike still sort
-            row["log_scores"] = {c: float(v) for c, v in zip(classes, log_scores)}
+            # (a class of no documents, after learn --forget or in a new user's model, has
+            # probability 0: its log is null, as JSON has no -Infinity that parsers all read)
+            row["log_scores"] = {c: float(v) if math.isfinite(v) else None for c, v in zip(classes, log_scores)}
         if extra:
             row.update(extra)
         return json.dumps(row, ensure_ascii=False)

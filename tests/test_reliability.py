@@ -137,3 +137,24 @@ def test_predict_jsonl_log_scores_sort_documents_printed_alike(run, tmp_path):
         assert row["scores"] == {c: printed(np.exp(v)) for c, v in zip(m.classes, logs)}
     tsv = run("predict", "-m", model, *docs).stdout
     assert tsv == "".join(f"{p}\tspam\t1.000000\n" for p in docs)  # TSV as before: no log scores
+
+
+def test_predict_jsonl_stays_json_for_a_class_of_no_documents(run, tmp_path):
+    """A class that learn --forget took every document out of has probability 0: its log score
+    was written as -Infinity, which strict JSON parsers (jq, JavaScript's JSON.parse) refuse."""
+    corpus = tmp_path / "c"
+    for label, texts in (("a", ["apple banana cherry", "apple pie"]), ("b", ["dog cat mouse", "cat food"])):
+        (corpus / label).mkdir(parents=True)
+        for i, text in enumerate(texts):
+            (corpus / label / f"{i}.txt").write_text(text)
+    model = tmp_path / "m.nbm"
+    run("train", corpus, "-o", model, "-q")
+    run("learn", "-m", model, "--forget", "--label", "b", *sorted((corpus / "b").iterdir()), "-q")
+
+    def strict(name):
+        raise ValueError(f"not JSON: {name}")
+
+    out = run("predict", "-m", model, "--format", "jsonl", corpus / "b" / "0.txt").stdout
+    row = json.loads(out, parse_constant=strict)
+    assert (row["label"], row["scores"]["b"], row["log_scores"]["b"]) == ("a", 0.0, None)
+    assert row["log_scores"]["a"] == pytest.approx(0.0, abs=1e-12)
