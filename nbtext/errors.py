@@ -12,6 +12,12 @@ class InputError(NbtextError, ValueError):
     well, as scikit-learn's tools expect of a bad input."""
 
 
+class DenseOnlyError(InputError, TypeError):
+    """Sparse X given to an estimator that takes dense X alone: a TypeError as well, as
+    scikit-learn's own estimators raise it (check_array), and as its 1.6 check of sample
+    weights on sparse data takes a dense-only estimator's refusal to be."""
+
+
 class NotFittedError(InputError, AttributeError):
     """An estimator used before it was fitted (scikit-learn's NotFittedError is both too)."""
 

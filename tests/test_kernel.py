@@ -922,6 +922,47 @@ def test_the_kernels_settle_folds_held_tokens_that_are_not_folded_yet():
     assert got.values.tolist() == want.values.tolist() == [1.0, 2.0, 4.0, 3.5, 1.0, 3.0]
 
 
+def test_the_kernels_sums_hold_the_entries_written_and_no_room_past_them():
+    """The kernel writes a fold's and a chunk's sums into room for every entry it is given, then
+    cuts that room to the entries written, in place (nbtext/_c/block.h): the arrays are views of
+    exactly their entries' bytes, writable, and the cut never holds a second buffer (train's
+    budget counts one: tracemalloc's peak is the room's, whatever numpy's own resize counts)."""
+    import tracemalloc
+
+    from nbtext.features.rows import Rows
+    from nbtext.nb.sparse import TokenSums, group_sums
+
+    kernel = compiled()
+    s = TokenSums.of_csr(np.array([0, 2, 3], np.int64), np.array([0, 2, 1], np.uint8), np.array([1.0, 2.0, 3.0]),
+                         3, folded=True)
+    with implementation("c"):
+        s.append(np.array([0, 0, 1, 2]), np.array([0, 2, 1, 0]), np.array([1.0, -2.0, -3.0, 5.0]))
+        s.settle()  # (7 entries in, 2 written: two repeats, two sums of 0)
+        summed, df = group_sums(Rows.of(np.array([[1.0, 2.0], [3.0, 0.0], [1.0, 0.0]])), np.array([0, 1, 0]), 3)
+    assert s.indptr.tolist() == [0, 1, 1, 2] and s.classes.tolist() == [0, 0] and s.values.tolist() == [2.0, 5.0]
+    assert summed.indptr.tolist() == [0, 2, 3] and summed.values.tolist() == [2.0, 3.0, 2.0] and df.tolist() == [3, 1]
+    for a in (s.classes, s.values, summed.classes, summed.values):
+        assert a.flags.writeable and a.base.nbytes == a.nbytes  # (no room past the entries held)
+    tracemalloc.start()  # (before the block: tracemalloc counts a cut of memory it traces)
+    try:
+        block = kernel.Block(8 << 20)
+        view = np.frombuffer(block, np.float64)
+        view[:] = np.arange(1 << 20)
+        with pytest.raises(BufferError, match="a view of the block is held"):
+            block.shrink(8)  # (a cut under a view would leave it pointing past the block)
+        del view
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        block.shrink(3 << 20)
+        after, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert block.nbytes == 3 << 20 and abs(before - after - (5 << 20)) < 4096 and peak - before < 4096  # (never both)
+    assert np.frombuffer(block, np.float64).tolist() == list(range(3 << 17))
+    with pytest.raises(ValueError, match="past the block"):
+        block.shrink(4 << 20)
+
+
 def test_held_sums_not_known_to_be_a_folds_are_checked_token_by_token_however_they_came():
     """settle_sums copies a fold's own output in whole runs, unchecked (TokenSums knows which
     arrays a fold wrote): arrays made elsewhere, and those taken or copied from them, or whose

@@ -23,7 +23,7 @@ def test_scikit_learns_check_estimator_passes(name):
     est = getattr(nbtext, name)()
     warnings.simplefilter("ignore")  # (scikit-learn's notes: not its BaseEstimator; pandas checks skipped)
     try:
-        results = check_estimator(est, on_fail=None)
+        results = check_estimator(est, on_fail=None, expected_failed_checks=_failing_in_scikit_learn(est))
     except TypeError:  # (releases before 1.6: the checks one by one)
         results = []
         for e, check in check_estimator(est, generate_only=True):
@@ -36,6 +36,21 @@ def test_scikit_learns_check_estimator_passes(name):
     failed = [(r["check_name"], repr(r["exception"])[:200]) for r in results if r["status"] == "failed"]
     assert failed == []
     assert len(results) > 45
+
+
+def _failing_in_scikit_learn(est) -> dict:
+    """{check: why} of the checks that fail in the installed scikit-learn itself, not in nbtext
+    (check_estimator reports them as expected failures)."""
+    import sklearn
+
+    version = tuple(int(p) for p in re.findall(r"\d+", sklearn.__version__)[:3])
+    failing = {}
+    if (1, 6) <= version < (1, 7, 1) and est.__sklearn_tags__().input_tags.categorical:
+        failing["check_positive_only_tag_during_fit"] = (
+            "scikit-learn 1.6.0-1.7.0's check subtracts X's float mean from it in place, which numpy refuses for "
+            "the integer X it makes for categorical estimators (UFuncTypeError), before fit is called; fixed in "
+            "1.7.1 by https://github.com/scikit-learn/scikit-learn/pull/31556")
+    return failing
 
 
 def _outcomes(directory, files, python=sys.executable) -> dict:
@@ -121,6 +136,24 @@ def test_bad_input_is_a_value_error_naming_what_is_wrong():
     with pytest.raises(ValueError, match="X has 3 features, but MultinomialNB is expecting 2"):
         fitted.predict(np.ones((1, 3)))
     assert fitted.score(X, [0, 1]) == 1.0
+
+
+@pytest.mark.parametrize("name", ["GaussianNB", "CategoricalNB", "TableNB"])
+def test_sparse_x_to_a_dense_only_estimator_is_the_type_error_scikit_learns_raise(name):
+    """A dense-only estimator refuses sparse X as scikit-learn's own do (check_array's
+    TypeError, which scikit-learn 1.6's checks require), an InputError and a ValueError too;
+    fitted or not, and nothing is learned."""
+    sparse = pytest.importorskip("scipy.sparse")
+    X = sparse.csr_matrix(np.array([[1.0, 0.0], [0.0, 2.0]]))
+    est = getattr(nbtext, name)()
+    for call in (lambda: est.fit(X, [0, 1]), lambda: est.fit(X.toarray(), [0, 1]).predict(X)):
+        with pytest.raises(TypeError, match=f"Sparse data was passed for {name}, but dense data is required") as e:
+            call()
+        assert isinstance(e.value, InputError) and isinstance(e.value, ValueError)
+    assert est.predict(X.toarray()).tolist() == [0, 1]
+    sk = pytest.importorskip("sklearn.naive_bayes")
+    with pytest.raises(TypeError, match="dense data is required"):
+        sk.GaussianNB().fit(X, [0, 1])
 
 
 def test_categorical_codes_are_numbers_and_count_up_to_the_largest():

@@ -6,6 +6,7 @@
  *   frontcode.h  the model file's vocabulary sorted by bytes, front-coded and decoded
  *   rows.h       sparse rows: moved onto ids, a fold's own columns, rows times W, group sums
  *   sums.h       sums held by token: appended sums folded in (nb.sparse.TokenSums.settle)
+ *   block.h      Block, memory a kernel writes a bound's room of, then cut in place to what it wrote
  *   score.h      one counted message's sums over a model's cached token weights (nbtext serve)
  *   layer.h      the decision layer's loops: a pass of its SVMs' fit, its scores beside NB's
  *   mail_api.h   the mail rules of the common message (mail.c; mail.h for what mail_*.c share)
@@ -19,6 +20,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "block.h"
 #include "frontcode.h"
 #include "keyindex.h"
 #include "layer.h"
@@ -94,7 +96,8 @@ PyMODINIT_FUNC PyInit__kernel(void)
         Py_DECREF(m);
         return NULL;
     }
-    if (PyType_Ready(&KeyIndexType) < 0 || PyModule_AddType(m, &KeyIndexType) < 0) {
+    if (PyType_Ready(&KeyIndexType) < 0 || PyModule_AddType(m, &KeyIndexType) < 0
+        || PyType_Ready(&BlockType) < 0 || PyModule_AddType(m, &BlockType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError, NotFittedError
+from ..errors import DenseOnlyError, InputError, NotFittedError
 
 
 @dataclass(frozen=True)
@@ -166,11 +166,12 @@ def check_X(X, name: str, *, sparse: bool = False, allow_nan: bool = False, dtyp
     """X as scikit-learn's check_array makes it: a 2-d float array (its own float type kept when
     ``dtype`` is None, else cast), or with ``sparse`` a scipy sparse matrix as CSR; refused
     (InputError, scikit-learn's wording) when it is 1-d, empty, complex, not numeric, or holds
-    NaN (unless ``allow_nan``) or infinity."""
+    NaN (unless ``allow_nan``) or infinity, and when sparse without ``sparse`` (DenseOnlyError:
+    a TypeError too, as check_array's)."""
     if _is_sparse(X):
         if not sparse:
-            raise InputError(f"Sparse data was passed for {name}, but dense data is required. Use "
-                             "'.toarray()' to convert to a dense numpy array.")
+            raise DenseOnlyError(f"Sparse data was passed for {name}, but dense data is required. Use "
+                                 "'.toarray()' to convert to a dense numpy array.")
         X = X.tocsr()
         if X.dtype.kind == "c":
             raise InputError("Complex data not supported\n{}\n".format(X))

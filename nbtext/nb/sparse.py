@@ -181,8 +181,8 @@ class TokenSums:
         if kernel is None:
             return False
         dtype = class_dtype(self.k)
-        total = len(self.values) + self._pending_n
-        indptr, classes, values = np.empty(width + 1, dtype=np.int64), np.empty(total, dtype=dtype), np.empty(total)
+        indptr = np.empty(width + 1, dtype=np.int64)
+        classes, values = rooms(kernel, len(self.values) + self._pending_n, dtype)
         n = kernel.settle_sums(np.ascontiguousarray(self.indptr, dtype=np.int64),
                                np.ascontiguousarray(self.classes, dtype=dtype),
                                np.ascontiguousarray(self.values, dtype=np.float64),
@@ -190,8 +190,7 @@ class TokenSums:
                                max(self.k, 1), indptr, classes, values, self._folded)
         if n < 0:
             raise ValueError("TokenSums: a class or token out of range")
-        classes.resize(n, refcheck=False)
-        values.resize(n, refcheck=False)
+        classes, values = cut(classes, n, dtype), cut(values, n, np.float64)
         self.indptr, self.classes, self.values, self._width = indptr, classes, values, width
         self._pending, self._pending_n, self._folded = [], 0, True
         return True
@@ -357,13 +356,26 @@ def _token_sums_by_kernel(X, group: np.ndarray, k: int) -> tuple | None:
     width, nnz = X.shape[1], len(X.data)
     if kernel is None or width >= 2**31 or nnz >= 2**32:
         return None
-    indptr, classes = np.empty(width + 1, dtype=np.int64), np.empty(nnz, dtype=class_dtype(k))
-    values, df = np.empty(nnz), np.zeros(width, dtype=np.int64)
+    indptr, df = np.empty(width + 1, dtype=np.int64), np.zeros(width, dtype=np.int64)
+    classes, values = rooms(kernel, nnz, class_dtype(k))
     rows = (np.ascontiguousarray(X.data, dtype=np.float64), np.ascontiguousarray(X.indices, dtype=np.int32),
             np.ascontiguousarray(X.indptr, dtype=np.int64))
     n = kernel.token_sums(*rows, np.ascontiguousarray(group, dtype=np.int64), max(k, 1), indptr, classes, values, df)
     if n < 0:
         raise ValueError("group_sums: a column or group out of range")
-    classes.resize(n, refcheck=False)
-    values.resize(n, refcheck=False)
+    classes, values = cut(classes, n, class_dtype(k)), cut(values, n, np.float64)
     return TokenSums.of_csr(indptr, classes, values, k, folded=True), df
+
+
+def rooms(kernel, total: int, dtype) -> tuple:
+    """Room for ``total`` entries' classes (``dtype``) and values, which a kernel writes and
+    cut() then cuts to the entries written: the kernel's Blocks (nbtext/_c/block.h), cut in place,
+    so that the fold never holds a second buffer of them (ndarray.resize: block.h says why not)."""
+    return kernel.Block(total * np.dtype(dtype).itemsize), kernel.Block(total * 8)
+
+
+def cut(block, n: int, dtype) -> np.ndarray:
+    """The first n entries (``dtype``) of a Block of rooms(), which is cut to them in place."""
+    size = np.dtype(dtype).itemsize
+    block.shrink(n * size)
+    return np.frombuffer(block, dtype=dtype) if n else np.zeros(0, dtype=dtype)
