@@ -112,7 +112,8 @@ def test_info_json(run, sample_model):
 @pytest.mark.parametrize("args,message", [
     (["train", "/no/such/dir", "-o", "{tmp}/m.nbm"], "nbtext: error: /no/such/dir: no such file or directory\n"),
     (["train", "{tmp}/empty", "-o", "{tmp}/m.nbm"], "nbtext: error: {tmp}/empty: no label directories in it"),
-    (["train", "--label", "spam", "{tmp}/empty", "-o", "{tmp}/m.nbm"], "nbtext: error: no documents found"),
+    (["train", "--label", "spam", "{tmp}/empty", "-o", "{tmp}/m.nbm"],
+     "nbtext: error: {tmp}/empty: no documents found in the training sources\n"),
     (["train", "--label", "spam", "{data}/example-spam.eml", "-o", "{tmp}/m.nbm"],
      "nbtext: error: need documents of at least two classes to train, got ['spam']"),
     (["classify", "-m", "{tmp}/none.nbm"], "nbtext: error: {tmp}/none.nbm: no such model file\n"),

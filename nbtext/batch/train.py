@@ -305,7 +305,7 @@ class Reduction:
         """The model of what was reduced (model_from_counts), and max_fpr's fit; ``sources``
         names what was read, for the refusals."""
         if not self.n_documents:
-            raise NbtextError("no documents found in the training sources")
+            raise InputError(f"{where(sources)}no documents found in the training sources")
         if not len(self.vocab) and self.pruning is None:  # (a pruning drops tokens that were counted)
             refuse_tokenless(self.n_documents, sources)
         if self.pruning:  # (the last threshold over every token: see the class's docstring)
@@ -321,13 +321,17 @@ class Reduction:
         return model, fit
 
 
+def where(sources: Sequence[str]) -> str:
+    """A refusal's start that names what was read (none: nothing)."""
+    return f"{', '.join(map(shown, sources))}: " if sources else ""
+
+
 def refuse_tokenless(n_documents: int, sources: Sequence[str] = ()) -> None:
     """Refuse documents none of which holds a token (each empty, or nothing the tokenizer keeps,
     as a fastText file of bare labels): their model would score every document by the classes'
     shares alone, and say nothing of it. fastText ("Empty vocabulary") and scikit-learn's
     vectorizers ("empty vocabulary", a ValueError: so is InputError) refuse them too."""
-    where = f"{', '.join(map(shown, sources))}: " if sources else ""
-    raise InputError(f"{where}none of the {n_documents} document{'' if n_documents == 1 else 's'} "
+    raise InputError(f"{where(sources)}none of the {n_documents} document{'' if n_documents == 1 else 's'} "
                       "read has a token: nothing to train on")
 
 
