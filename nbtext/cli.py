@@ -723,8 +723,11 @@ def write_predictions(out, model, output: PredictOutput, ids: list, batch, proba
 
 
 def rounded(e: dict) -> dict:
+    """An explanation as predict's JSONL rows hold it (its prior null where infinite: json_number)."""
+    from .report import json_number
+
     r = lambda v: round(v, 4)
-    return {"prior": r(e["prior"]), "unknown_tokens": e["unknown_tokens"],
+    return {"prior": json_number(r(e["prior"])), "unknown_tokens": e["unknown_tokens"],
             "for": [[t, r(v)] for t, v in e["for"]], "against": [[t, r(v)] for t, v in e["against"]]}
 
 

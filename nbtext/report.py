@@ -50,6 +50,13 @@ def text_id(doc_id: str) -> str:
 TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
+def json_number(v: float) -> float | None:
+    """A log in a JSON row: null where it is infinite (a class of no documents, after learn
+    --forget or in a new user's model, has probability 0 and a prior of 0), as JSON has no
+    -Infinity that parsers all read (Python's json writes it; jq and JSON.parse refuse it)."""
+    return float(v) if math.isfinite(v) else None
+
+
 def prediction_row(fmt: str, doc_id: str, label: str, prob: float,
                    classes: Sequence[str] | None = None, probs: Sequence[float] | None = None,
                    extra: dict | None = None, log_scores: Sequence[float] | None = None,
@@ -62,9 +69,7 @@ def prediction_row(fmt: str, doc_id: str, label: str, prob: float,
         row = {"id": text_id(doc_id), "label": label, "probability": printed(prob),
                "scores": {c: printed(p) for c, p in zip(classes, probs)}}
         if log_scores is not None:  # unrounded: documents printed alike still sort
-            # (a class of no documents, after learn --forget or in a new user's model, has
-            # probability 0: its log is null, as JSON has no -Infinity that parsers all read)
-            row["log_scores"] = {c: float(v) if math.isfinite(v) else None for c, v in zip(classes, log_scores)}
+            row["log_scores"] = {c: json_number(v) for c, v in zip(classes, log_scores)}
         if extra:
             row.update(extra)
         return json.dumps(row, ensure_ascii=False)

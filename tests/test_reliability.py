@@ -158,3 +158,26 @@ def test_predict_jsonl_stays_json_for_a_class_of_no_documents(run, tmp_path):
     row = json.loads(out, parse_constant=strict)
     assert (row["label"], row["scores"]["b"], row["log_scores"]["b"]) == ("a", 0.0, None)
     assert row["log_scores"]["a"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_predict_jsonl_explain_stays_json_for_a_class_of_no_documents(run, tmp_path):
+    """--explain's prior is the called class's prior log less the best other's: against a class
+    that learn --forget emptied it is infinite, which was written as Infinity, not JSON."""
+    corpus = tmp_path / "c"
+    for label, texts in (("a", ["apple banana cherry", "apple pie"]), ("b", ["dog cat mouse", "cat food"])):
+        (corpus / label).mkdir(parents=True)
+        for i, text in enumerate(texts):
+            (corpus / label / f"{i}.txt").write_text(text)
+    model = tmp_path / "m.nbm"
+    run("train", corpus, "-o", model, "-q")
+
+    def strict(name):
+        raise ValueError(f"not JSON: {name}")
+
+    def prior():
+        out = run("predict", "-m", model, "--format", "jsonl", "--explain", "2", corpus / "a" / "1.txt").stdout
+        return json.loads(out, parse_constant=strict)["explain"]["prior"]
+
+    assert prior() == pytest.approx(0.0, abs=1e-4)  # (a finite prior stays a number: two documents each)
+    run("learn", "-m", model, "--forget", "--label", "b", *sorted((corpus / "b").iterdir()), "-q")
+    assert prior() is None
