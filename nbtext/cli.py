@@ -18,6 +18,7 @@ import click
 from . import __version__
 from .errors import NbtextError
 from .nb.decision import Decision
+from .nb.weights import check_scorable
 from .options import Classify, Engine, Inputs, Overrides, PredictOutput, Sources, TableRun, TableTraining
 from .quick import CLASSIFY_OPTIONS, MODEL_OPTION, QUIET_OPTION, THRESHOLD_OPTION, UNSURE_OPTION
 from .read import LineOptions
@@ -660,6 +661,7 @@ def predict(model_path, inputs, quiet, **kw):
             return tablecli.predict(model, source, output, stdout(), cluster, model_path)
     if output.density:
         raise click.UsageError("--density needs a table model")
+    check_scorable(model.class_count, model_path)
     if not source.line_files:
         from .read import line_files_named
 
@@ -794,6 +796,7 @@ def eval_cmd(model_path, fmt, quiet, **kw):
         answer(json.dumps(result, indent=2) if fmt == "json" else
                format_eval(result) + tablecli.format_density(result["density"]))
         return
+    check_scorable(model.class_count, model_path)
     progress = Progress("evaluating", quiet)
     unread = Unread()
     result = evaluate_documents(model, read_labelled(sources, unread), n_jobs=n_jobs(engine_of(kw)),
@@ -981,6 +984,7 @@ def info(model_path, fmt, top, linear):
     elif linear:
         from . import tablecli
 
+        check_scorable(model.class_count, model_path)  # (no documents: no decision function)
         view, text = tablecli.text_linear(model), tablecli.format_linear
     else:
         view, text = describe(model, header, top), format_info

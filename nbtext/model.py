@@ -124,7 +124,9 @@ class Model:
         """Posteriors in log space, through the decision's calibration map (nbtext.nb.calibrate);
         X: the documents' raw token counts over the vocabulary."""
         from .nb.calibrate import calibrated_log, lengths_of
+        from .nb.weights import check_scorable
 
+        check_scorable(self.class_count)  # (the commands name the file, before the work)
         # (as nbtext's Rows: the counts are the model's own, not a library caller's X to check)
         joint = None if self.layer is None else self.layer.joint(self.estimator.linear(), X, self.counts)
         if joint is not None:  # (NB's and the layer's products in one pass of the kernel)

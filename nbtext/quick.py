@@ -73,6 +73,7 @@ def parse(argv: list[str], model_path: str | None = None) -> Classify | None:
 def run_classify(ask: Classify) -> int:
     """Classify one document (or a table model's row) and print the verdict; returns the exit status."""
     from .fastscore import FastScorer, TableFile
+    from .nb.weights import check_scorable
     from .process import stdout
     from .read import MAX_DOCUMENT_BYTES, Document, read_bytes
 
@@ -88,6 +89,7 @@ def run_classify(ask: Classify) -> int:
                               "--spamicity are for text models") from None
         model, label, unsure_row = classify_row(table, ask, out)
         return exit_status(model, label, unsure_row) if ask.exit_code else 0
+    check_scorable(scorer.class_count, ask.model_path)
     if ask.row is not None:
         from .errors import NbtextError
 

@@ -614,6 +614,25 @@ def test_user_models_learn_and_take_over_after_min_learns(daemon, sample_model, 
     assert (users / "alice.nbm").read_bytes() != sample_model.read_bytes()
 
 
+def test_a_user_model_of_no_documents_leaves_the_global_model_scoring(daemon, sample_model, tmp_path, run):
+    """With --min-learns 0 a user's model is used at once; one whose every message was forgotten
+    has no documents, its scores NaN: the global model scores the user's mail then. A global model
+    of no documents is refused at start."""
+    users = tmp_path / "users"
+    users.mkdir()
+    d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "1", "--user-models", users,
+               "--min-learns", "0")
+    d.spamc("-L", "spam", data=SPAM.read_bytes(), user="alice")
+    assert "model user alice)" in d.spamc("-R", data=SPAM.read_bytes(), user="alice").stdout.decode()
+    d.spamc("-L", "forget", data=SPAM.read_bytes(), user="alice")
+    assert list(FastScorer(str(users / "alice.nbm")).class_count) == [0, 0]
+    report = d.spamc("-R", data=SPAM.read_bytes(), user="alice").stdout.decode()
+    assert "model global)" in report and "nan" not in report.lower()
+    r = run("serve", "-m", users / "alice.nbm", "--spamd", "127.0.0.1:0")
+    assert (r.exit_code, r.stderr) == (1, f"nbtext: error: {users / 'alice.nbm'}: the model has learned no "
+                                          "documents (each one was forgotten): nothing to score with; learn some first\n")
+
+
 @pytest.mark.parametrize("user", ["../../etc/passwd", "..", ".hidden", "a/b", "a" * 200])
 def test_user_names_cannot_leave_the_directory(daemon, sample_model, tmp_path, user):
     users = tmp_path / "users"

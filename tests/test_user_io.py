@@ -285,3 +285,29 @@ def test_a_model_of_no_token_scores_without_warnings(variant, tmp_path):
     from nbtext import store
 
     assert len(store.load(str(model)).vocab) == 0
+
+
+def test_a_model_of_no_documents_is_refused_for_scoring_and_still_learns(tmp_path):
+    """Every document forgotten, a model's priors are log(0 / 0): classify printed `a nan`, predict
+    `"probability": NaN` (not JSON), eval numpy's warnings. Scoring commands refuse it, naming
+    the file; info, export and learn still work, and learning brings it back."""
+    corpus = tmp_path / "c"
+    for label, text in (("a", "apple pie"), ("b", "dog food")):
+        (corpus / label).mkdir(parents=True)
+        (corpus / label / "1").write_text(text)
+    model = tmp_path / "m.nbm"
+    for args in (("train", corpus, "-o", model), ("learn", "-m", model, "--forget", "--label", "a", corpus / "a" / "1"),
+                 ("learn", "-m", model, "--forget", "--label", "b", corpus / "b" / "1")):
+        assert nbtext_process(*args, "-q").returncode == 0
+    refusal = (f"nbtext: error: {model}: the model has learned no documents (each one was forgotten): "
+               "nothing to score with; learn some first\n").encode()
+    for args, status in ((("classify", "-m", model), 1), (("classify", "-m", model, "--exit-code"), 3),
+                         (("predict", "-m", model, "-"), 1), (("predict", "-m", model, "--format", "jsonl", "-"), 1),
+                         (("eval", "-m", model, corpus), 1), (("info", "-m", model, "--linear"), 1)):
+        r = nbtext_process(*args, input=b"apple")
+        assert (r.returncode, r.stdout, r.stderr) == (status, b"", refusal), args
+    for args in (("info", "-m", model), ("info", "-m", model, "--format", "json"), ("export", "-m", model)):
+        r = nbtext_process(*args)
+        assert r.returncode == 0 and r.stderr == b"", (args, r.stderr)
+    assert nbtext_process("learn", "-m", model, "--label", "a", corpus / "a" / "1", "-q").stderr == b""
+    assert nbtext_process("classify", "-m", model, input=b"apple").stdout == b"a\t1.000000\n"

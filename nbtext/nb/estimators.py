@@ -106,6 +106,8 @@ def class_log_prior(cc: np.ndarray, fit_prior: bool, class_prior) -> np.ndarray:
             return np.log(prior)
     if not fit_prior:
         return np.full(k, -np.log(k))
+    if not cc.sum():  # (no documents, every one forgotten: each class's is log 0, as fastscore's)
+        return np.full(k, -np.inf)
     with np.errstate(divide="ignore"):
         return F.log_prior(cc, cc.sum(), np.log)
 

@@ -53,6 +53,16 @@ def idf_weight(df_t, n_docs, log):
     return log(n_docs / df_t)
 
 
+def check_scorable(class_count, where: str | None = None) -> None:
+    """NbtextError unless the model has learned a document: with none (every one forgotten),
+    each class's prior is log(0 / 0) and every score NaN. ``where``: the model's file."""
+    if not sum(class_count):
+        from ..errors import NbtextError
+
+        raise NbtextError(f"{where + ': ' if where else ''}the model has learned no documents (each one was "
+                          "forgotten): nothing to score with; learn some first")
+
+
 def log_prior(n_c, total, log):
     """log(N_c / N), the class's share of the documents, as log N_c - log N."""
     return log(n_c) - log(total)

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..errors import NbtextError
+from ..nb.weights import check_scorable
 from .address import user_model_path
 from .scoring import ServedModel
 
@@ -83,6 +84,7 @@ class Models:
     def load(self) -> ServedModel:
         """The global model, read now (at start: NbtextError when it cannot be)."""
         self.main.model = ServedModel(self.main.path)
+        check_scorable(self.main.model.class_count, self.main.path)
         self.main.model.judge(WARM_UP)  # (the tokenizer's modules imported before the workers fork)
         st = os.stat(self.main.path)
         self.main.identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
@@ -120,7 +122,9 @@ class Models:
             if gone.model is not None:
                 self.metrics.add("models_loaded", -1)
         m = w.current()
-        if m is not None and m.classes == main.classes and all(n >= self.min_learns for n in m.class_count):
+        # (a model of no documents, every one forgotten, scores NaN: the global model scores then)
+        if (m is not None and m.classes == main.classes and all(n >= self.min_learns for n in m.class_count)
+                and sum(m.class_count)):
             return m, f"user {user}"
         return main, "global"
 
