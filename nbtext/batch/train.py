@@ -162,7 +162,7 @@ class Reservoir:
         del parts
         X = Rows.stack(matrices, len(mapping), consume=True)
         # (a pruning keeps each column or drops it: no two land on one, so the kernel moves the rows)
-        self.parts = [(X.moved(mapping, width, distinct=True), labels, keys)]
+        self.parts = [(X.moved(mapping, width, distinct=True, own=True), labels, keys)]
 
     def sample(self, width: int) -> tuple[Rows, np.ndarray]:
         """The sample as one matrix, each part let go as it is copied (so that the parts and the

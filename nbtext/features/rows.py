@@ -171,17 +171,19 @@ class Rows:
         land on one: moved by the kernel where it applies)."""
         mapping = np.full(self.shape[1], -1, dtype=np.int64)
         mapping[keep] = np.arange(len(keep))
-        return self.moved(mapping, len(keep), distinct=True)
+        return self.moved(mapping, len(keep), distinct=True, own=True)
 
-    def moved(self, mapping: np.ndarray, n_cols: int, distinct: bool = False) -> "Rows":
+    def moved(self, mapping: np.ndarray, n_cols: int, distinct: bool = False, own: bool = False) -> "Rows":
         """Column j moved to ``mapping[j]`` (-1: dropped); entries that land on one column of a
         row are added up, and each row's columns come out sorted. ``distinct``: the caller
         knows that no two columns land on one (a chunk's columns onto their ids, as train's
         sample takes them, or onto a model's, the tokens it lacks dropped, as predict takes
         them): then the compiled kernel moves each row, to the same arrays
-        (tests/test_kernel.py), without numpy's sort of every entry."""
+        (tests/test_kernel.py), without numpy's sort of every entry. ``own``: rows the caller
+        holds on (a pruned sample, a matrix's selected columns) get arrays of their own length,
+        not the start of the kernel's, as long as the entries before the move."""
         if distinct:
-            out = self._moved_by_kernel(mapping, n_cols)
+            out = self._moved_by_kernel(mapping, n_cols, own)
             if out is not None:
                 return out
         cols = mapping[self.indices]
@@ -207,7 +209,7 @@ class Rows:
         n = int(self.indptr[-1]) if len(self.indptr) else 0
         return np.ascontiguousarray(self.data[:n]), np.ascontiguousarray(self.indices[:n])
 
-    def _moved_by_kernel(self, mapping: np.ndarray, n_cols: int) -> "Rows | None":
+    def _moved_by_kernel(self, mapping: np.ndarray, n_cols: int, own: bool = False) -> "Rows | None":
         """moved, by the compiled kernel's move_rows (columns mapped to -1 dropped there); None
         where it does not apply (no kernel, other dtypes, or columns that meet after all: numpy
         then adds them)."""
@@ -224,6 +226,8 @@ class Rows:
                                 np.ascontiguousarray(mapping, dtype=np.int64), n_cols, data, indices, indptr):
             return None
         kept = int(indptr[-1])
+        if own and kept < len(data):
+            return Rows(data[:kept].copy(), indices[:kept].copy(), indptr, n_cols)
         return Rows(data[:kept], indices[:kept], indptr, n_cols)
 
     def eliminate_zeros(self) -> "Rows":
