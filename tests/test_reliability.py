@@ -139,9 +139,17 @@ def test_predict_jsonl_log_scores_sort_documents_printed_alike(run, tmp_path):
     assert tsv == "".join(f"{p}\tspam\t1.000000\n" for p in docs)  # TSV as before: no log scores
 
 
-def test_predict_jsonl_stays_json_for_a_class_of_no_documents(run, tmp_path):
-    """A class that learn --forget took every document out of has probability 0: its log score
-    was written as -Infinity, which strict JSON parsers (jq, JavaScript's JSON.parse) refuse."""
+def strict_json(text: str):
+    """json.loads that refuses NaN, Infinity and -Infinity, as jq and JSON.parse do."""
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture
+def two_classes(run, tmp_path):
+    """A corpus of two classes of two documents each, and its model (with --forget, a class empties)."""
     corpus = tmp_path / "c"
     for label, texts in (("a", ["apple banana cherry", "apple pie"]), ("b", ["dog cat mouse", "cat food"])):
         (corpus / label).mkdir(parents=True)
@@ -149,34 +157,27 @@ def test_predict_jsonl_stays_json_for_a_class_of_no_documents(run, tmp_path):
             (corpus / label / f"{i}.txt").write_text(text)
     model = tmp_path / "m.nbm"
     run("train", corpus, "-o", model, "-q")
+    return corpus, model
+
+
+def test_predict_jsonl_stays_json_for_a_class_of_no_documents(run, two_classes):
+    """A class that learn --forget took every document out of has probability 0: its log score
+    was written as -Infinity, which strict JSON parsers (jq, JavaScript's JSON.parse) refuse."""
+    corpus, model = two_classes
     run("learn", "-m", model, "--forget", "--label", "b", *sorted((corpus / "b").iterdir()), "-q")
-
-    def strict(name):
-        raise ValueError(f"not JSON: {name}")
-
-    out = run("predict", "-m", model, "--format", "jsonl", corpus / "b" / "0.txt").stdout
-    row = json.loads(out, parse_constant=strict)
+    row = strict_json(run("predict", "-m", model, "--format", "jsonl", corpus / "b" / "0.txt").stdout)
     assert (row["label"], row["scores"]["b"], row["log_scores"]["b"]) == ("a", 0.0, None)
     assert row["log_scores"]["a"] == pytest.approx(0.0, abs=1e-12)
 
 
-def test_predict_jsonl_explain_stays_json_for_a_class_of_no_documents(run, tmp_path):
+def test_predict_jsonl_explain_stays_json_for_a_class_of_no_documents(run, two_classes):
     """--explain's prior is the called class's prior log less the best other's: against a class
     that learn --forget emptied it is infinite, which was written as Infinity, not JSON."""
-    corpus = tmp_path / "c"
-    for label, texts in (("a", ["apple banana cherry", "apple pie"]), ("b", ["dog cat mouse", "cat food"])):
-        (corpus / label).mkdir(parents=True)
-        for i, text in enumerate(texts):
-            (corpus / label / f"{i}.txt").write_text(text)
-    model = tmp_path / "m.nbm"
-    run("train", corpus, "-o", model, "-q")
-
-    def strict(name):
-        raise ValueError(f"not JSON: {name}")
+    corpus, model = two_classes
 
     def prior():
         out = run("predict", "-m", model, "--format", "jsonl", "--explain", "2", corpus / "a" / "1.txt").stdout
-        return json.loads(out, parse_constant=strict)["explain"]["prior"]
+        return strict_json(out)["explain"]["prior"]
 
     assert prior() == pytest.approx(0.0, abs=1e-4)  # (a finite prior stays a number: two documents each)
     run("learn", "-m", model, "--forget", "--label", "b", *sorted((corpus / "b").iterdir()), "-q")
