@@ -220,6 +220,21 @@ def test_a_stale_kernel_is_one_not_built(monkeypatch, abi):
                                  "nbtext to rebuild it")
 
 
+def test_a_model_or_dump_read_on_a_stale_kernel_is_not_called_corrupt(monkeypatch, sample_model):
+    """A model file's or dump's vocabulary is decoded with the kernel: NBTEXT_KERNEL=c's refusal
+    of a stale one was reported as the file's ("corrupt model file (...)", "malformed dump")."""
+    from nbtext import store
+    from nbtext.errors import KernelError
+    from nbtext.store.dump import export_lines, import_lines
+
+    lines = list(export_lines(store.load(str(sample_model))))
+    stale_kernel(monkeypatch, KERNEL_ABI - 1)
+    with implementation("c"):
+        for read in (lambda: store.load(str(sample_model)), lambda: import_lines(lines, "sample.dump")):
+            with pytest.raises(KernelError, match="^NBTEXT_KERNEL=c, but nbtext's compiled kernel is stale: "):
+                read()
+
+
 def test_the_built_kernel_is_built_for_this_nbtext():
     """setup.py compiles KERNEL_ABI in from its one home (nbtext.features.implementation)."""
     k = compiled()
@@ -228,8 +243,9 @@ def test_the_built_kernel_is_built_for_this_nbtext():
 
 def test_nbtext_kernel_c_refuses_a_stale_kernel_in_one_line(tmp_path, small_corpus, monkeypatch):
     """`nbtext train` with NBTEXT_KERNEL=c on a stale kernel: one line that says so, no
-    traceback, no model written. With NBTEXT_KERNEL empty the same kernel is passed over and
-    train trains on the pure-Python path."""
+    traceback, no model written; `nbtext predict` says the same, not that the model it was
+    reading is corrupt. With NBTEXT_KERNEL empty the same kernel is passed over and train
+    trains on the pure-Python path."""
     monkeypatch.chdir(tmp_path)
     code = textwrap.dedent('''
         import sys, types
@@ -245,20 +261,28 @@ def test_nbtext_kernel_c_refuses_a_stale_kernel_in_one_line(tmp_path, small_corp
         from nbtext.__main__ import main
         main(sys.argv[1:])
     ''')
-    for choice, status in (("c", 1), ("", 0)):
-        model = tmp_path / f"m{choice}.nbm"
-        r = subprocess.run([sys.executable, "-c", code, str(KERNEL_ABI - 1), "train", small_corpus, "-q",
-                            "-o", model], env={**os.environ, "NBTEXT_KERNEL": choice},
-                           capture_output=True, text=True, timeout=300)
+    model = tmp_path / "m.nbm"
+
+    def stale(choice, *args):
+        r = subprocess.run([sys.executable, "-c", code, str(KERNEL_ABI - 1), *map(str, args)],
+                           env={**os.environ, "NBTEXT_KERNEL": choice}, capture_output=True, text=True, timeout=300)
         path, _, said = r.stderr.partition("\n")
-        if status:
-            assert (r.returncode, said) == (1, f"nbtext: error: NBTEXT_KERNEL=c, but nbtext's compiled kernel is stale: "
-                                               f"{path} was built from other C sources (kernel ABI {KERNEL_ABI - 1}, "
-                                               f"this nbtext needs {KERNEL_ABI}); reinstall nbtext to rebuild it\n")
-            assert not model.exists()
-        else:
-            assert (r.returncode, said) == (0, "")
-            assert model.exists()
+        return r.returncode, said, path
+
+    def refusal(path):
+        return (f"nbtext: error: NBTEXT_KERNEL=c, but nbtext's compiled kernel is stale: {path} was built from "
+                f"other C sources (kernel ABI {KERNEL_ABI - 1}, this nbtext needs {KERNEL_ABI}); reinstall nbtext "
+                "to rebuild it\n")
+
+    status, said, path = stale("c", "train", small_corpus, "-q", "-o", model)
+    assert (status, said) == (1, refusal(path))
+    assert not model.exists()
+    assert stale("", "train", small_corpus, "-q", "-o", model)[:2] == (0, "")
+    before = model.read_bytes()
+    # (a model file is read with the kernel: the refusal is the kernel's, not a "corrupt model file")
+    status, said, path = stale("c", "predict", "-m", model, DATA / "example-spam.eml")
+    assert (status, said) == (1, refusal(path))
+    assert model.read_bytes() == before
 
 
 @pytest.mark.slow

@@ -60,7 +60,7 @@ def compiled() -> ModuleType | None:
 def _unusable(choice: str, why: str) -> None:
     """None, the pure-Python path, for a kernel that cannot run; an error when "c" asked for it."""
     if choice == "c":
-        from ..errors import NbtextError
+        from ..errors import KernelError
 
-        raise NbtextError(f"NBTEXT_KERNEL=c, but nbtext's compiled kernel {why}") from None
+        raise KernelError(f"NBTEXT_KERNEL=c, but nbtext's compiled kernel {why}") from None
     return None
