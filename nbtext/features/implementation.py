@@ -4,8 +4,8 @@ holds the two paths to identical tokens, keys and rows, and the kernel's Rows.mo
 Rows @ W to numpy's arrays bit for bit; CI runs the suite on each; scripts/export_equality.py
 compares their models), so it is not a setting: an entry point makes it (nbtext.__main__ from
 NBTEXT_KERNEL; the test suite's conftest the same way) and hands it here with ``use``.
-Unchosen, the library runs the kernel when it was built (for this KERNEL_ABI). Forked workers inherit the choice;
-spawned ones (loky, Dask) run the default, which counts the same.
+Unchosen, the library runs the kernel when it was built (for this KERNEL_ABI). Forked workers
+inherit the choice; spawned ones (loky, Dask) run the default, which counts the same.
 """
 from __future__ import annotations
 
