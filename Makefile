@@ -7,8 +7,9 @@ BUILD  := build
 
 .PHONY: demo test check bench bench-scale bench-serve accuracy floor phases clean
 
-# (setup.py builds the optional compiled kernel from nbtext/_c/, in place: docs/kernel.md)
-$(STAMP): pyproject.toml setup.py $(wildcard nbtext/_c/*.c nbtext/_c/*.h)
+# (setup.py builds the optional compiled kernel from nbtext/_c/, in place, with the kernel ABI of
+# nbtext/features/implementation.py compiled in: docs/kernel.md)
+$(STAMP): pyproject.toml setup.py $(wildcard nbtext/_c/*.c nbtext/_c/*.h) nbtext/features/implementation.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' --config-settings editable_mode=compat
 	$(BIN)/python -m compileall -q nbtext

@@ -22,6 +22,12 @@ class NotFittedError(InputError, AttributeError):
     """An estimator used before it was fitted (scikit-learn's NotFittedError is both too)."""
 
 
+class KernelError(NbtextError):
+    """The compiled kernel NBTEXT_KERNEL=c asks for cannot run (not built, or stale): the
+    installation's fault, which a reader of a model file or dump lets through as it is, not
+    the file's (the kernel is first asked for while one is read)."""
+
+
 class ModelFileError(NbtextError):
     """A model file that is truncated, corrupt, foreign or from a newer version."""
 

@@ -20,7 +20,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
 
-from .errors import ModelFileError, NbtextError
+from .errors import KernelError, ModelFileError, NbtextError
 from .nb import weights as F
 from .nb.decision import calibrated, decide
 from .nb.layer import Layer
@@ -76,6 +76,8 @@ class FastScorer:
                 self.layer = None
         except (KeyError, TypeError, ValueError) as e:
             raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
+        except KernelError:
+            raise
         except NbtextError as e:
             raise ModelFileError(f"{path}: corrupt model file ({e})") from None
 

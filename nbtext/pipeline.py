@@ -57,25 +57,31 @@ class TextVectorizer(EstimatorInterface):
 
         return count_documents(_documents(X), self.tokenizer or TokenizerSettings())
 
-    def fit(self, X, y=None):
+    def _fit(self, X, rows: bool):
+        """Fit vocabulary_ on X's documents, and return their rows over it when ``rows``; a
+        vocabulary of no token (no document, or none with a token) is refused as
+        scikit-learn's vectorizers refuse it, with a ValueError, and a fitted one is kept."""
+        from .batch.train import refuse_tokenless
+        from .features.counting import count_documents
         from .features.vocabulary import Vocabulary
 
-        vocab = Vocabulary()
-        self._batch(X).ids_in(vocab, grow=True)
+        docs = _documents(X)
+        vocab, batch = Vocabulary(), count_documents(docs, self.tokenizer or TokenizerSettings())
+        out = batch.onto(vocab, grow=True) if rows else batch.ids_in(vocab, grow=True)
+        if not len(vocab):
+            refuse_tokenless(len(docs), outcome="the vocabulary would be empty")
         self.vocabulary_ = vocab
-        return self
+        return out.tocsr() if rows else self
+
+    def fit(self, X, y=None):
+        return self._fit(X, rows=False)
 
     def transform(self, X):
         self._check_fitted()
         return self._batch(X).onto(self.vocabulary_, grow=False).tocsr()
 
     def fit_transform(self, X, y=None):
-        from .features.vocabulary import Vocabulary
-
-        vocab, batch = Vocabulary(), self._batch(X)
-        rows = batch.onto(vocab, grow=True)
-        self.vocabulary_ = vocab
-        return rows.tocsr()
+        return self._fit(X, rows=True)
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         self._check_fitted()

@@ -26,7 +26,7 @@ import nbtext
 from nbtext import store
 from nbtext.batch.chunks import CHUNK, chunks
 from nbtext.features.counting import count_documents
-from nbtext.features.implementation import compiled
+from nbtext.features.implementation import KERNEL_ABI, compiled
 from nbtext.read import Document
 
 
@@ -36,6 +36,9 @@ def other_kernel(path: str):
     spec = importlib.util.spec_from_file_location("nbtext._kernel", path, loader=loader)
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
+    if getattr(module, "ABI", None) != KERNEL_ABI:  # (nbtext would run the Python path in its place)
+        sys.exit(f"predict_stages_ab: {path} is built for kernel ABI {getattr(module, 'ABI', None)}, this nbtext's "
+                 f"is {KERNEL_ABI}: build the other side from C sources of this ABI")
     return module
 
 

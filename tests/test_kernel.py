@@ -23,6 +23,7 @@ from conftest import DATA, ROOT, implementation, need_shared
 from nbtext.errors import NbtextError
 from nbtext.features import kernel
 from nbtext.features.counting import Batch, count_documents
+from nbtext.features.implementation import KERNEL_ABI
 from nbtext.features.vocabulary import token_keys
 from nbtext.settings import TokenizerSettings
 from nbtext.text.tokenizer import Tokenizer
@@ -174,6 +175,114 @@ def test_the_entry_point_chooses_the_path_and_refuses_other_values(monkeypatch):
     monkeypatch.setenv("NBTEXT_KERNEL", "fast")
     with implementation(""):
         assert kernel.compiled() is _kernel
+
+
+def stale_kernel(monkeypatch, abi):
+    """nbtext._kernel as a build of older C sources leaves it: the built module with another ABI
+    (None: the attribute gone, as in a build from before there was one), or where no kernel is
+    built, a module of no function at all (as a build lacking a newer function or type is)."""
+    import types
+
+    import nbtext
+
+    try:
+        from nbtext import _kernel
+    except ImportError:
+        _kernel = types.ModuleType("nbtext._kernel")
+        _kernel.__file__ = "/nonexistent/nbtext/_kernel.so"
+        monkeypatch.setitem(sys.modules, "nbtext._kernel", _kernel)
+        monkeypatch.setattr(nbtext, "_kernel", _kernel, raising=False)
+    if abi is None:
+        monkeypatch.delattr(_kernel, "ABI", raising=False)
+    else:
+        monkeypatch.setattr(_kernel, "ABI", abi, raising=False)
+    return _kernel
+
+
+@pytest.mark.parametrize("abi", [KERNEL_ABI - 1, KERNEL_ABI + 1, None])
+def test_a_stale_kernel_is_one_not_built(monkeypatch, abi):
+    """A kernel built from other C sources than this nbtext's (say, before Block was added)
+    imported fine and then failed mid-run with an AttributeError: built with another KERNEL_ABI,
+    or with none, it is not run. Unchosen, nbtext runs the pure-Python path, as without a
+    kernel; NBTEXT_KERNEL=c refuses it, saying it is stale and what to do."""
+    stale = stale_kernel(monkeypatch, abi)
+    with implementation(""):
+        assert kernel.compiled() is None
+        got = count_documents(["cheap pills now"], TokenizerSettings())
+        want = Batch.of_tokens([Tokenizer(TokenizerSettings())("cheap pills now")])
+        assert got.blob == want.blob and np.array_equal(got.keys, want.keys)
+    said = "no kernel ABI" if abi is None else f"kernel ABI {abi}"
+    with implementation("c"):
+        with pytest.raises(NbtextError) as caught:
+            kernel.compiled()
+    assert str(caught.value) == (f"NBTEXT_KERNEL=c, but nbtext's compiled kernel is stale: {stale.__file__} was "
+                                 f"built from other C sources ({said}, this nbtext needs {KERNEL_ABI}); reinstall "
+                                 "nbtext to rebuild it")
+
+
+def test_a_model_or_dump_read_on_a_stale_kernel_is_not_called_corrupt(monkeypatch, sample_model):
+    """A model file's or dump's vocabulary is decoded with the kernel: NBTEXT_KERNEL=c's refusal
+    of a stale one was reported as the file's ("corrupt model file (...)", "malformed dump")."""
+    from nbtext import store
+    from nbtext.errors import KernelError
+    from nbtext.store.dump import export_lines, import_lines
+
+    lines = list(export_lines(store.load(str(sample_model))))
+    stale_kernel(monkeypatch, KERNEL_ABI - 1)
+    with implementation("c"):
+        for read in (lambda: store.load(str(sample_model)), lambda: import_lines(lines, "sample.dump")):
+            with pytest.raises(KernelError, match="^NBTEXT_KERNEL=c, but nbtext's compiled kernel is stale: "):
+                read()
+
+
+def test_the_built_kernel_is_built_for_this_nbtext():
+    """setup.py compiles KERNEL_ABI in from its one home (nbtext.features.implementation)."""
+    k = compiled()
+    assert k.ABI == KERNEL_ABI and type(k.ABI) is int
+
+
+def test_nbtext_kernel_c_refuses_a_stale_kernel_in_one_line(tmp_path, small_corpus, monkeypatch):
+    """`nbtext train` with NBTEXT_KERNEL=c on a stale kernel: one line that says so, no
+    traceback, no model written; `nbtext predict` says the same, not that the model it was
+    reading is corrupt. With NBTEXT_KERNEL empty the same kernel is passed over and train
+    trains on the pure-Python path."""
+    monkeypatch.chdir(tmp_path)
+    code = textwrap.dedent('''
+        import sys, types
+        import nbtext
+        try:
+            from nbtext import _kernel
+        except ImportError:  # (not built: a stand-in for an old build's module)
+            _kernel = types.ModuleType("nbtext._kernel")
+            _kernel.__file__ = "/nonexistent/nbtext/_kernel.so"
+            sys.modules["nbtext._kernel"] = nbtext._kernel = _kernel
+        _kernel.ABI = int(sys.argv.pop(1))
+        print(_kernel.__file__, file=sys.stderr)
+        from nbtext.__main__ import main
+        main(sys.argv[1:])
+    ''')
+    model = tmp_path / "m.nbm"
+
+    def stale(choice, *args):
+        r = subprocess.run([sys.executable, "-c", code, str(KERNEL_ABI - 1), *map(str, args)],
+                           env={**os.environ, "NBTEXT_KERNEL": choice}, capture_output=True, text=True, timeout=300)
+        path, _, said = r.stderr.partition("\n")
+        return r.returncode, said, path
+
+    def refusal(path):
+        return (f"nbtext: error: NBTEXT_KERNEL=c, but nbtext's compiled kernel is stale: {path} was built from "
+                f"other C sources (kernel ABI {KERNEL_ABI - 1}, this nbtext needs {KERNEL_ABI}); reinstall nbtext "
+                "to rebuild it\n")
+
+    status, said, path = stale("c", "train", small_corpus, "-q", "-o", model)
+    assert (status, said) == (1, refusal(path))
+    assert not model.exists()
+    assert stale("", "train", small_corpus, "-q", "-o", model)[:2] == (0, "")
+    before = model.read_bytes()
+    # (a model file is read with the kernel: the refusal is the kernel's, not a "corrupt model file")
+    status, said, path = stale("c", "predict", "-m", model, DATA / "example-spam.eml")
+    assert (status, said) == (1, refusal(path))
+    assert model.read_bytes() == before
 
 
 @pytest.mark.slow
@@ -1311,8 +1420,8 @@ def sanitizer_build(tmp_path):
         pytest.skip(f"{cc} has no libasan")
     so = tmp_path / ("_kernel" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run([cc, "-shared", "-fPIC", "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer", "-ffp-contract=off",
-                    f"-I{include}", *sorted(str(p) for p in (ROOT / "nbtext" / "_c").glob("*.c")),
-                    "-o", str(so)], check=True)
+                    f"-I{include}", f"-DNBTEXT_KERNEL_ABI={KERNEL_ABI}",  # (as setup.py passes it)
+                    *sorted(str(p) for p in (ROOT / "nbtext" / "_c").glob("*.c")), "-o", str(so)], check=True)
     return so, asan
 
 

@@ -99,3 +99,73 @@ def test_documents_without_a_token_are_a_value_error_as_in_scikit_learn():
         nbtext.TextClassifier().fit(["", "..."] * 10, ["a", "b"] * 10)
     with pytest.raises(InputError, match="^none of the 2 documents read has a token"):
         nbtext.TextClassifier().fit(["", "!"], ["a", "b"])
+
+
+# Inputs none of whose documents holds a token for nbtext's tokenizer and for scikit-learn's
+# CountVectorizer alike (its default pattern keeps words of two characters or more, nbtext's
+# single letters too: "a" is a document of tokens for one and not the other).
+TOKENLESS = [[""], ["!!!"], ["", "...", " \n\t "], [b""], []]
+
+
+def _raised(call, X):
+    with pytest.raises(Exception) as caught:
+        call(X)
+    return caught.value
+
+
+@pytest.mark.parametrize("X", TOKENLESS, ids=repr)
+def test_a_vectorizer_fitted_on_documents_without_a_token_raises_what_scikit_learns_raises(X):
+    """TextVectorizer().fit([""]) fitted a vocabulary of no token (and fit_transform made a matrix
+    of no column) where scikit-learn's CountVectorizer raises a ValueError ("empty vocabulary"):
+    the same exception type on the same input, in words that say what happened; a fitted
+    vectorizer keeps its vocabulary, as CountVectorizer keeps its vocabulary_."""
+    text = pytest.importorskip("sklearn.feature_extraction.text")
+    said = ("no documents read" if not X else
+            f"none of the {len(X)} document{'' if len(X) == 1 else 's'} read has a token") + \
+        ": the vocabulary would be empty"
+    for method in ("fit", "fit_transform"):
+        theirs = _raised(getattr(text.CountVectorizer(), method), X)
+        assert type(theirs) is ValueError and "empty vocabulary" in str(theirs)
+        ours = _raised(getattr(nbtext.TextVectorizer(), method), X)
+        assert isinstance(ours, type(theirs)) and isinstance(ours, InputError)
+        assert str(ours) == said
+        fitted, reference = nbtext.TextVectorizer().fit(["cheap pills"]), text.CountVectorizer().fit(["cheap pills"])
+        for est in (fitted, reference):
+            with pytest.raises(ValueError):
+                getattr(est, method)(X)
+        assert reference.get_feature_names_out().tolist() == ["cheap", "pills"]
+        assert fitted.get_feature_names_out().tolist()[:2] == ["cheap", "pills"]
+
+
+@pytest.mark.parametrize("X", TOKENLESS[:-1], ids=repr)
+def test_a_classifier_fitted_on_documents_without_a_token_raises_what_a_scikit_learn_pipeline_raises(X):
+    """TextClassifier.fit refuses as a Pipeline of CountVectorizer and MultinomialNB does, in the
+    words train says it in."""
+    pytest.importorskip("sklearn")
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.naive_bayes import MultinomialNB
+    from sklearn.pipeline import make_pipeline
+
+    y = ["a", "b"] * len(X)
+    theirs = _raised(lambda X: make_pipeline(CountVectorizer(), MultinomialNB()).fit(X * 2, y), X)
+    ours = _raised(lambda X: nbtext.TextClassifier().fit(X * 2, y), X)
+    assert type(theirs) is ValueError and isinstance(ours, type(theirs))
+    assert str(ours) == f"none of the {2 * len(X)} documents read has a token: nothing to train on"
+
+
+def test_a_vectorizer_used_before_fit_is_not_fitted_as_in_scikit_learn():
+    """transform and get_feature_names_out before fit raise scikit-learn's NotFittedError (a
+    ValueError and an AttributeError), as CountVectorizer's do, and nbtext's own."""
+    pytest.importorskip("sklearn")
+    from sklearn.exceptions import NotFittedError as TheirNotFitted
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from nbtext.errors import NotFittedError
+
+    for call in (lambda v: v.transform(["cheap pills"]), lambda v: v.get_feature_names_out()):
+        theirs = _raised(call, CountVectorizer())
+        ours = _raised(call, nbtext.TextVectorizer())
+        assert isinstance(theirs, TheirNotFitted) and isinstance(ours, TheirNotFitted)
+        assert isinstance(ours, NotFittedError) and isinstance(ours, (ValueError, AttributeError))
+        assert str(ours) == ("This TextVectorizer instance is not fitted yet. Call 'fit' with appropriate arguments "
+                             "before using this estimator.")

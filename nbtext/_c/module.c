@@ -30,6 +30,11 @@
 #include "sums.h"
 #include "tokenize.h"
 
+/* The interface version, from its one home in Python (nbtext.features.implementation.KERNEL_ABI,
+ * which setup.py passes): the module says it as ABI, and nbtext runs no kernel of another. */
+#ifndef NBTEXT_KERNEL_ABI
+#error "NBTEXT_KERNEL_ABI is not defined: build the kernel with setup.py, which passes KERNEL_ABI"
+#endif
 
 static PyMethodDef kernel_methods[] = {
     {"keys", kernel_keys, METH_O, "keys(blob) -> uint64 keys (bytes) of NUL-terminated tokens"},
@@ -97,7 +102,8 @@ PyMODINIT_FUNC PyInit__kernel(void)
         return NULL;
     }
     if (PyType_Ready(&KeyIndexType) < 0 || PyModule_AddType(m, &KeyIndexType) < 0
-        || PyType_Ready(&BlockType) < 0 || PyModule_AddType(m, &BlockType) < 0) {
+        || PyType_Ready(&BlockType) < 0 || PyModule_AddType(m, &BlockType) < 0
+        || PyModule_AddIntConstant(m, "ABI", NBTEXT_KERNEL_ABI) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -326,13 +326,18 @@ def where(sources: Sequence[str]) -> str:
     return f"{', '.join(map(shown, sources))}: " if sources else ""
 
 
-def refuse_tokenless(n_documents: int, sources: Sequence[str] = ()) -> None:
+def refuse_tokenless(n_documents: int, sources: Sequence[str] = (), outcome: str = "nothing to train on") -> None:
     """Refuse documents none of which holds a token (each empty, or nothing the tokenizer keeps,
-    as a fastText file of bare labels): their model would score every document by the classes'
-    shares alone, and say nothing of it. fastText ("Empty vocabulary") and scikit-learn's
-    vectorizers ("empty vocabulary", a ValueError: so is InputError) refuse them too."""
+    as a fastText file of bare labels), or no documents: their model would score every document
+    by the classes' shares alone, and a vectorizer's matrix would have no column, and say
+    nothing of it. fastText ("Empty vocabulary") and scikit-learn's vectorizers ("empty
+    vocabulary", a ValueError: so is InputError) refuse them too. ``outcome`` says what the
+    caller cannot do without a token (train's, TextClassifier's: train; TextVectorizer's: fit
+    a vocabulary)."""
+    if not n_documents:
+        raise InputError(f"{where(sources)}no documents read: {outcome}")
     raise InputError(f"{where(sources)}none of the {n_documents} document{'' if n_documents == 1 else 's'} "
-                      "read has a token: nothing to train on")
+                     f"read has a token: {outcome}")
 
 
 def _nth_smallest(a: np.ndarray, n: int):

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import operator
 
-from ..errors import ModelFileError, NbtextError, shown
+from ..errors import KernelError, ModelFileError, NbtextError, shown
 from .container import frame, read_container, section
 from .fields import MAX_COUNT, array_section, names, stored_type, whole_counts
 from .vocabfile import BLOCK, SortedVocabulary, VocabularyError, check_tokens, front_code, front_decode
@@ -546,7 +546,7 @@ def decode(header: dict, payload: memoryview, path: str = "model"):
         raise ModelFileError(f"{path}: corrupt model file ({e})") from None
     except (KeyError, TypeError, ValueError) as e:
         raise ModelFileError(f"{path}: corrupt model file ({e.__class__.__name__}: {e})") from None
-    except ModelFileError:
+    except (ModelFileError, KernelError):
         raise
     except NbtextError as e:
         raise ModelFileError(f"{path}: corrupt model file ({e})") from None

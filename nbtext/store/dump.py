@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from ..errors import NbtextError, shown
+from ..errors import KernelError, NbtextError, shown
 from ..ledger import DIGEST_SIZE, Ledger
 from .container import json_object
 
@@ -187,7 +187,7 @@ def import_lines(lines: Iterable[str], source: str):
     except (KeyError, TypeError, ValueError, OverflowError, StopIteration, RecursionError) as e:
         raise NbtextError(f"{source}: malformed dump ({e.__class__.__name__}: {e})") from None
     except NbtextError as e:
-        if str(e).startswith(source):
+        if str(e).startswith(source) or isinstance(e, KernelError):
             raise
         raise NbtextError(f"{source}: malformed dump ({e})") from None
     if len(set(tokens)) != len(tokens):
