@@ -361,6 +361,19 @@ class Unread:
         if self.count:
             raise Reported()
 
+    @contextlib.contextmanager
+    def explaining(self):
+        """Reading inside: where it found no document while inputs could not be read (a folder
+        of no label directories, /dev/null or an empty stdin of no known format), their lines
+        already say why, and "no documents found" would be a second line for one mistake."""
+        from .errors import NoDocuments
+
+        try:
+            yield
+        except NoDocuments:
+            self.check()
+            raise
+
 
 def read_labelled(sources: Sources, unread: Unread | None = None):
     from .read import labelled_documents
@@ -573,14 +586,15 @@ def train(**kw):
     if cluster is not None:
         from .batch.cluster import train_on_cluster
 
-        with cluster:
+        with cluster, unread.explaining():
             model, fit = train_on_cluster(cluster, cluster_parts(cluster, sources, unread), tok, settings, feats,
                                           decisions, progress=progress, on_error=unread, max_memory=engine.max_memory,
                                           sources=sources.all)
     else:
-        model, fit = train_model(read_labelled(sources, unread), tok, settings, feats, decisions,
-                                 n_jobs=n_jobs(engine), progress=progress, max_memory=engine.max_memory,
-                                 sources=sources.all)
+        with unread.explaining():
+            model, fit = train_model(read_labelled(sources, unread), tok, settings, feats, decisions,
+                                     n_jobs=n_jobs(engine), progress=progress, max_memory=engine.max_memory,
+                                     sources=sources.all)
     progress.done()
     unread.check()
     with progress.saving(output):
@@ -799,8 +813,9 @@ def eval_cmd(model_path, fmt, quiet, **kw):
     check_scorable(model.class_count, model_path)
     progress = Progress("evaluating", quiet)
     unread = Unread()
-    result = evaluate_documents(model, read_labelled(sources, unread), n_jobs=n_jobs(engine_of(kw)),
-                                progress=progress)
+    with unread.explaining():
+        result = evaluate_documents(model, read_labelled(sources, unread), n_jobs=n_jobs(engine_of(kw)),
+                                    progress=progress, sources=sources.all)
     progress.done()
     unread.check()
     answer(json.dumps(result, indent=2) if fmt == "json" else format_eval(result))
@@ -868,12 +883,13 @@ def cv(folds, seed, fmt, predictions_path, quiet, **kw):
     if cluster is not None:
         from .batch.cluster import corpus_on_cluster
 
-        with cluster:
+        with cluster, unread.explaining():
             X, y, vocab = corpus_on_cluster(cluster, cluster_parts(cluster, sources, unread), tok, progress=progress,
-                                            ids=ids, on_error=unread)
+                                            ids=ids, on_error=unread, sources=sources.all)
     else:
-        X, y, vocab = count_corpus(read_labelled(sources, unread), tok, n_jobs=n_jobs(engine), progress=progress,
-                                   ids=ids)
+        with unread.explaining():
+            X, y, vocab = count_corpus(read_labelled(sources, unread), tok, n_jobs=n_jobs(engine), progress=progress,
+                                       ids=ids, sources=sources.all)
     unread.check()
     progress.done()
     predictions: list | None = [None] * len(y) if predictions_path is not None else None
@@ -928,8 +944,9 @@ def calibrate(model_path, quiet, **kw):
             raise NbtextError(f"{model_path}: a table model; its probabilities are not calibrated "
                               "(they are scikit-learn's), so there is nothing to refit")
         check_classes(model.classes, decisions)
-        n, fit = recalibrate(model, read_labelled(sources, unread), decisions, n_jobs=n_jobs(engine_of(kw)),
-                             progress=progress)
+        with unread.explaining():
+            n, fit = recalibrate(model, read_labelled(sources, unread), decisions, n_jobs=n_jobs(engine_of(kw)),
+                                 progress=progress, sources=sources.all)
         progress.done()
         unread.check()
         store.save(model, model_path)

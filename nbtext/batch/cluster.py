@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import NbtextError, SettingError, shown
+from ..errors import NbtextError, NoDocuments, SettingError, shown
 from ..read import Document, LineOptions
 
 INSTALL = "pip install 'nbtext[dask]'"
@@ -586,7 +586,7 @@ def _rows_of(task, tokenizer):
 
 
 def corpus_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, progress=None, ids: list | None = None,
-                      on_error=None):
+                      on_error=None, sources: Sequence[str] = ()):
     """count_corpus's (matrix, labels, vocabulary) from partitions counted on the cluster."""
     from ..features.rows import Rows
     from ..features.vocabulary import Vocabulary
@@ -601,7 +601,7 @@ def corpus_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, progress=N
         if progress:
             progress(len(part_labels))
     if not labels:
-        raise NbtextError("no documents found in the sources")
+        raise NoDocuments(sources=sources)
     return Rows.stack(pieces, len(vocab)).tocsr(), np.asarray(labels), vocab
 
 
