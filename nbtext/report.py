@@ -343,5 +343,6 @@ def format_info(d: dict) -> str:
                                    f"strength={d['layer']['strength']}, alpha={d['layer']['alpha']}, "
                                    f"min_count={d['layer']['min_count']}")]
     for c, toks in d["top_tokens"].items():
-        lines.append(f"top tokens for {c}: " + ", ".join(t["token"] for t in toks))
+        lines.append(f"top tokens for {c}: " + (", ".join(t["token"] for t in toks) if d["classes"][c] else
+                                                f"none ({d['classes'][c]} documents)"))
     return "\n".join(lines)

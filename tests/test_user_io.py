@@ -362,3 +362,19 @@ def test_a_model_of_no_documents_is_refused_for_scoring_and_still_learns(tmp_pat
         assert r.returncode == 0 and r.stderr == b"", (args, r.stderr)
     assert nbtext_process("learn", "-m", model, "--label", "a", corpus / "a" / "1", "-q").stderr == b""
     assert nbtext_process("classify", "-m", model, input=b"apple").stdout == b"a\t1.000000\n"
+
+
+def test_info_lists_no_top_tokens_for_a_class_of_no_documents(run, sample_copy):
+    """A class whose documents were all forgotten has only the smoothing's weights: info listed
+    as its "top tokens" those the other class lacks ($30, $499, 0000). It says the class has
+    none, as its count line does; JSON gives it an empty list."""
+    r = run("learn", "-m", sample_copy, "--forget", "--label", "spam", DATA / "corpus" / "spam", "-q")
+    assert r.exit_code == 0, r.output
+    r = run("info", "-m", sample_copy, "--top", "3")
+    lines = r.stdout.splitlines()
+    assert r.exit_code == 0 and "  spam         0 documents, 0 tokens" in lines
+    d = json.loads(run("info", "-m", sample_copy, "--top", "3", "--format", "json").stdout)
+    assert d["classes"] == {"ham": 298, "spam": 0} and d["top_tokens"]["spam"] == []
+    assert len(d["top_tokens"]["ham"]) == 3
+    assert lines[-2:] == ["top tokens for ham: " + ", ".join(t["token"] for t in d["top_tokens"]["ham"]),
+                          "top tokens for spam: none (0 documents)"]
