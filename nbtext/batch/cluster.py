@@ -119,11 +119,18 @@ class Cluster:
                 # web proxy's reply read as a frame length asked numpy for exabytes: MemoryError)
                 raise NbtextError(f"{address}: not a Dask scheduler ({type(e).__name__} while connecting)") from None
         else:
-            from .chunks import default_jobs
+            from .chunks import default_jobs, interrupts_held
 
-            self.local = distributed.LocalCluster(n_workers=workers or default_jobs(), threads_per_worker=1,
-                                                  processes=True, dashboard_address=":0",
-                                                  silence_logs=logging.ERROR)
+            # (its worker processes, started meanwhile, are in the terminal's process group: Ctrl-C
+            # left ignored in them, as in train's own pool, so that only this process has one to
+            # handle, and closes them; else each printed its traceback, asyncio's or an import's)
+            from multiprocessing import resource_tracker
+
+            resource_tracker.ensure_running()  # (see interrupts_held: before its window, not in it)
+            with interrupts_held(loky=False):
+                self.local = distributed.LocalCluster(n_workers=workers or default_jobs(), threads_per_worker=1,
+                                                      processes=True, dashboard_address=":0",
+                                                      silence_logs=logging.ERROR)
             self.client = distributed.Client(self.local)
             if say:
                 say(f"nbtext: Dask LocalCluster of {len(self.local.workers)} workers; dashboard "
