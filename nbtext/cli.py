@@ -207,9 +207,12 @@ def labelled_sources(f, format_flag="--format"):
     return click.argument("sources", nargs=-1, type=click.Path())(line_options(f, format_flag))
 
 
+INPUT_FORMAT = "--input-format"  # (line files' format in eval and cv, whose --format names their output)
+
+
 def labelled_sources_for_eval(f):
-    """As labelled_sources; --format names the output there, so line files use --input-format."""
-    return labelled_sources(f, "--input-format")
+    """As labelled_sources; --format names the output there, so line files use INPUT_FORMAT."""
+    return labelled_sources(f, INPUT_FORMAT)
 
 
 def training_options(f):
@@ -344,15 +347,17 @@ def table_training(kw: dict) -> TableTraining:
 
 class Unread:
     """Inputs that could not be read: each reported as `nbtext: error: ...` while the batch goes
-    on; check() then fails the command, status 1 (before it writes anything)."""
+    on; check() then fails the command, status 1 (before it writes anything). ``format_flag``:
+    the command's option for line files' format, which a file of no format it can tell names."""
 
-    def __init__(self):
-        self.count = 0
+    def __init__(self, format_flag: str = "--format"):
+        self.count, self.format_flag = 0, format_flag
 
     def __call__(self, error: NbtextError) -> None:
         from .process import error_line
+        from .read.lines import UnknownFormat
 
-        error_line(str(error))
+        error_line(error.worded(self.format_flag) if isinstance(error, UnknownFormat) else str(error))
         self.count += 1
 
     def check(self) -> None:
@@ -812,7 +817,7 @@ def eval_cmd(model_path, fmt, quiet, **kw):
         return
     check_scorable(model.class_count, model_path)
     progress = Progress("evaluating", quiet)
-    unread = Unread()
+    unread = Unread(INPUT_FORMAT)
     with unread.explaining():
         result = evaluate_documents(model, read_labelled(sources, unread), n_jobs=n_jobs(engine_of(kw)),
                                     progress=progress, sources=sources.all)
@@ -878,7 +883,7 @@ def cv(folds, seed, fmt, predictions_path, quiet, **kw):
     tok, settings, feats = build_settings(kw)
     progress = Progress("reading", quiet)
     ids: list | None = [] if predictions_path is not None else None
-    unread = Unread()
+    unread = Unread(INPUT_FORMAT)
     cluster = dask_cluster(engine, quiet, sources.all)
     if cluster is not None:
         from .batch.cluster import corpus_on_cluster

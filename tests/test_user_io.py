@@ -53,7 +53,7 @@ def test_learn_refuses_an_empty_stdin_and_leaves_the_model(run, sample_copy):
     assert r.exit_code == 0 and sample_copy.read_bytes() != before
 
 
-NO_FORMAT = "cannot tell its format (name it .tsv, .csv, .jsonl or .ft, or pass --format)"
+NO_FORMAT = "cannot tell its format (name it .tsv, .csv, .jsonl or .ft, or pass {flag})"
 
 
 @pytest.mark.parametrize("sources,line", [
@@ -66,13 +66,15 @@ NO_FORMAT = "cannot tell its format (name it .tsv, .csv, .jsonl or .ft, or pass 
     (["--label", "spam", "bare", "--label", "ham", "corpus/ham"],
      "bare, corpus/ham: no documents found in the {what}sources"),
 ], ids=["empty-label-folders", "no-label-folders", "empty-file", "dev-null", "empty-stdin", "empty-label-paths"])
-@pytest.mark.parametrize("command,what", [(["train", "-o", "m.nbm"], "training "), (["eval", "-m", "model.nbm"], "evaluation "),
-                                          (["cv"], ""), (["calibrate", "-m", "model.nbm"], "calibration ")])
+@pytest.mark.parametrize("command,what,flag", [
+    (["train", "-o", "m.nbm"], "training ", "--format"), (["eval", "-m", "model.nbm"], "evaluation ", "--input-format"),
+    (["cv"], "", "--input-format"), (["calibrate", "-m", "model.nbm"], "calibration ", "--format")])
 def test_empty_input_is_one_error_line_naming_it(run, sample_model, tmp_path, monkeypatch, sources, line,
-                                                  command, what):
+                                                  command, what, flag):
     """A folder with no label folders (and /dev/null, an empty stdin: no format to tell) said
     why on one line, then "no documents found" on a second; eval, cv and calibrate's line
-    named no path. One mistake, one line, naming what was given."""
+    named no path. One mistake, one line, naming what was given (and in eval and cv, whose
+    --format chooses their output, the option that names a line file's format there)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "corpus" / "spam").mkdir(parents=True)
     (tmp_path / "corpus" / "ham").mkdir()
@@ -80,7 +82,7 @@ def test_empty_input_is_one_error_line_naming_it(run, sample_model, tmp_path, mo
     (tmp_path / "empty.tsv").write_bytes(b"")
     (tmp_path / "model.nbm").write_bytes(sample_model.read_bytes())
     r = run(*command, *sources, input=b"")
-    assert (r.exit_code, r.stdout, r.stderr) == (1, "", f"nbtext: error: {line.format(what=what)}\n")
+    assert (r.exit_code, r.stdout, r.stderr) == (1, "", f"nbtext: error: {line.format(what=what, flag=flag)}\n")
     assert (tmp_path / "model.nbm").read_bytes() == sample_model.read_bytes() and not (tmp_path / "m.nbm").exists()
 
 
