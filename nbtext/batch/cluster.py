@@ -319,16 +319,25 @@ def _part_bytes(total: int, workers: int) -> int:
     return min(PART_BYTES, max(PART_MIN, total // (4 * max(1, workers))))
 
 
-def _planned(units: list[tuple], workers: int, part_bytes: int | None) -> list[Part]:
+def _planned(units: list[tuple], workers: int, part_bytes: int | None, on_error=None) -> list[Part]:
     """Partitions of the units (("files", sized files) or ("lines", path, options, labelled)):
     ``part_bytes`` each, or (None) about a quarter of a worker's share of the input, between
-    PART_MIN and PART_BYTES, so that a small input is spread over the workers too."""
+    PART_MIN and PART_BYTES, so that a small input is spread over the workers too. A line file
+    of no format to tell is reported on ``on_error`` (and left out), as local reading does."""
+    from ..read import _report
+
     if part_bytes is None:
         total = sum(sum(size for _, size in u[1]) if u[0] == "files" else _file_size(u[1]) for u in units)
         part_bytes = _part_bytes(total, workers)
     parts: list[Part] = []
     for u in units:
-        parts += _file_parts(u[1], part_bytes) if u[0] == "files" else _line_parts(*u[1:], part_bytes)
+        if u[0] == "files":
+            parts += _file_parts(u[1], part_bytes)
+            continue
+        try:
+            parts += _line_parts(*u[1:], part_bytes)
+        except NbtextError as e:
+            _report(e, on_error)
     return parts
 
 
@@ -357,7 +366,7 @@ def labelled_parts(sources: list[str], labelled: list[tuple[str, str]], opts: Li
         check_reachable(path)
         read._label_chars(label, "--label")
         units.append(("files", _sized((p, single, label) for p, single in read.mail_folder_files(path, on_error))))
-    return _planned(units, workers, part_bytes)
+    return _planned(units, workers, part_bytes, on_error)
 
 
 def input_parts(inputs: list[str], lines: bool, input_format: str | None, opts: LineOptions, on_error,
@@ -376,7 +385,7 @@ def input_parts(inputs: list[str], lines: bool, input_format: str | None, opts: 
             units.append(("lines", path, line_opts, False))
         else:
             units.append(("files", _sized((p, single, None) for p, single in read.mail_folder_files(path, on_error))))
-    return _planned(units, workers, part_bytes)
+    return _planned(units, workers, part_bytes, on_error)
 
 
 def _count_lines(part: Part) -> int:
