@@ -711,9 +711,12 @@ def predict(model_path, inputs, quiet, **kw):
                                          chunk_size=1 if streaming else CHUNK, batches=bool(output.explain)))
         if output.header and header_row(output.fmt):
             answer(header_row(output.fmt, more))
-        for ids, batch, proba, log_proba in scored:
-            write_predictions(out, model, output, ids, batch, proba, log_proba, pos if output.spamicity else None)
-            progress(len(ids))
+        # (closed here when the reader leaves (`| head`): a cluster's generator cancels its work
+        # while the cluster is open; collected later, it found it closed and printed a traceback)
+        with contextlib.closing(scored):
+            for ids, batch, proba, log_proba in scored:
+                write_predictions(out, model, output, ids, batch, proba, log_proba, pos if output.spamicity else None)
+                progress(len(ids))
     progress.done()
     unread.check()
 

@@ -535,3 +535,19 @@ def test_ctrl_c_with_a_local_cluster_is_one_line(tmp_path):
     rest = p.stderr.read().decode()
     assert (p.wait(timeout=120), rest) == (130, "nbtext: interrupted\n")
     assert not (tmp_path / "m.nbm").exists()
+
+
+def test_predict_on_a_local_cluster_into_head_ends_quietly(tmp_path, sample_model):
+    """`nbtext predict --engine dask ... | head` printed "Exception ignored in: <generator object
+    Cluster.ordered ...> ... RuntimeError: IOLoop is closed": the rows' generator was collected
+    after the cluster had closed, and cancelled its work then. The reader leaves after one row
+    of 20,000 (far more than a pipe holds), as head does."""
+    import subprocess
+
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"word{i % 7} other{i % 3}\n" for i in range(20000)))
+    p = subprocess.Popen([sys.executable, "-m", "nbtext", "predict", "-q", "--engine", "dask", "-m", sample_model,
+                          "--lines", lines], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().decode().startswith(f"{lines}:1\t")
+    p.stdout.close()
+    assert (p.wait(timeout=120), p.stderr.read().decode()) == (0, "")
