@@ -23,11 +23,15 @@ class NotFittedError(InputError, AttributeError):
 
 
 class NoDocuments(InputError):
-    """Sources that held no document to read. The command line says nothing more of it when an
-    input could not be read (its own error line says why nothing came of it)."""
+    """Sources that held no document to read (no_documents words it). The command line says
+    nothing more of it when an input could not be read (its own error line says why nothing
+    came of it)."""
 
-    def __init__(self, what: str = "", sources=()):
-        super().__init__(f"{where(sources)}no documents found in the {what + ' ' if what else ''}sources")
+
+def no_documents(what: str = "", sources=()) -> NoDocuments:
+    """The refusal of sources (named, up to LISTED) in which no document was found, for
+    ``what`` (training, evaluation, ...)."""
+    return NoDocuments(f"{where(sources)}no documents found in the {what + ' ' if what else ''}sources")
 
 
 class ModelFileError(NbtextError):

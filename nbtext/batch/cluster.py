@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import NbtextError, NoDocuments, SettingError, shown
+from ..errors import NbtextError, SettingError, no_documents, shown
 from ..read import Document, LineOptions
 
 INSTALL = "pip install 'nbtext[dask]'"
@@ -617,7 +617,7 @@ def corpus_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, progress=N
         if progress:
             progress(len(part_labels))
     if not labels:
-        raise NoDocuments(sources=sources)
+        raise no_documents(sources=sources)
     return Rows.stack(pieces, len(vocab)).tocsr(), np.asarray(labels), vocab
 
 

@@ -47,7 +47,7 @@ def evaluate_documents(model: Model, docs: Iterable[Document], n_jobs: int = 1, 
                        sources: Sequence[str] = ()) -> dict:
     """eval's figures (nbtext.report.evaluate) of a model on labelled documents (read from
     ``sources``, which a refusal names)."""
-    from ..errors import NoDocuments
+    from ..errors import no_documents
     from ..report import evaluate
 
     y_true, y_pred, probas = [], [], []
@@ -60,5 +60,5 @@ def evaluate_documents(model: Model, docs: Iterable[Document], n_jobs: int = 1, 
         if progress:
             progress(len(chunk))
     if not y_true:
-        raise NoDocuments("evaluation", sources)
+        raise no_documents("evaluation", sources)
     return evaluate(model.classes, y_true, y_pred, np.vstack(probas), model.decision.positive)

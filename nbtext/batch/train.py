@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InputError, NbtextError, NoDocuments, SettingError, where
+from ..errors import InputError, NbtextError, SettingError, no_documents, where
 from ..features.counting import Batch
 from ..features.rows import Rows
 from ..features.selection import select
@@ -305,7 +305,7 @@ class Reduction:
         """The model of what was reduced (model_from_counts), and max_fpr's fit; ``sources``
         names what was read, for the refusals."""
         if not self.n_documents:
-            raise NoDocuments("training", sources)
+            raise no_documents("training", sources)
         if not len(self.vocab) and self.pruning is None:  # (a pruning drops tokens that were counted)
             refuse_tokenless(self.n_documents, sources)
         if self.pruning:  # (the last threshold over every token: see the class's docstring)
@@ -662,7 +662,7 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
         if progress:
             progress(len(chunk))
     if not n_docs:
-        raise NoDocuments("calibration", sources)
+        raise no_documents("calibration", sources)
     if len(seen) < 2:  # (as train refuses: else the model's calibration would be replaced by none)
         raise NbtextError(f"need documents of at least two classes to calibrate, got only {sorted(seen)[0]!r}")
     X, y = reservoir.sample(len(model.vocab)) if reservoir is not None else (None, None)
@@ -687,7 +687,7 @@ def count_corpus(docs: Iterable[Document], tokenizer: TokenizerSettings, n_jobs:
         if progress:
             progress(len(chunk))
     if not labels:
-        raise NoDocuments(sources=sources)
+        raise no_documents(sources=sources)
     return Rows.stack(chunks, len(vocab)).tocsr(), np.asarray(labels), vocab
 
 
