@@ -92,6 +92,18 @@ def _bounded_client(distributed):
     return Client
 
 
+def _not_interrupted_before_it_began(record) -> bool:
+    """A filter for tornado's log (distributed's event loop): False for distributed's own failure
+    to cancel a call that Ctrl-C interrupted before the call began (distributed.utils.sync's
+    ``cancel`` reads ``future`` before it is set: a NameError, logged with its traceback beside
+    `nbtext: interrupted`), True for every other record."""
+    exc, tb = record.exc_info[1:] if record.exc_info else (None, None)
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return not (isinstance(exc, NameError) and "future" in str(exc) and tb is not None
+                and tb.tb_frame.f_code.co_name == "cancel")
+
+
 class Cluster:
     """A Dask client: on the scheduler at ``address``, or on a LocalCluster sized to this
     machine's cores (its dashboard's address said on ``say``)."""
@@ -101,6 +113,9 @@ class Cluster:
         distributed = _distributed()
         import logging
 
+        tornado_log = logging.getLogger("tornado.application")
+        if _not_interrupted_before_it_began not in tornado_log.filters:
+            tornado_log.addFilter(_not_interrupted_before_it_began)
         self.local = None
         if address:
             problem = address_problem(address)
