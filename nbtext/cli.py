@@ -207,9 +207,12 @@ def labelled_sources(f, format_flag="--format"):
     return click.argument("sources", nargs=-1, type=click.Path())(line_options(f, format_flag))
 
 
+INPUT_FORMAT = "--input-format"  # (line files' format in eval and cv, whose --format names their output)
+
+
 def labelled_sources_for_eval(f):
-    """As labelled_sources; --format names the output there, so line files use --input-format."""
-    return labelled_sources(f, "--input-format")
+    """As labelled_sources; --format names the output there, so line files use INPUT_FORMAT."""
+    return labelled_sources(f, INPUT_FORMAT)
 
 
 def training_options(f):
@@ -344,15 +347,17 @@ def table_training(kw: dict) -> TableTraining:
 
 class Unread:
     """Inputs that could not be read: each reported as `nbtext: error: ...` while the batch goes
-    on; check() then fails the command, status 1 (before it writes anything)."""
+    on; check() then fails the command, status 1 (before it writes anything). ``format_flag``:
+    the command's option for line files' format, which a file of no format it can tell names."""
 
-    def __init__(self):
-        self.count = 0
+    def __init__(self, format_flag: str = "--format"):
+        self.count, self.format_flag = 0, format_flag
 
     def __call__(self, error: NbtextError) -> None:
         from .process import error_line
+        from .read.lines import UnknownFormat
 
-        error_line(str(error))
+        error_line(error.worded(self.format_flag) if isinstance(error, UnknownFormat) else str(error))
         self.count += 1
 
     def check(self) -> None:
@@ -360,6 +365,19 @@ class Unread:
 
         if self.count:
             raise Reported()
+
+    @contextlib.contextmanager
+    def explaining(self):
+        """Reading inside: where it found no document while inputs could not be read (a folder
+        of no label directories, /dev/null or an empty stdin of no known format), their lines
+        already say why, and "no documents found" would be a second line for one mistake."""
+        from .errors import NoDocuments
+
+        try:
+            yield
+        except NoDocuments:
+            self.check()
+            raise
 
 
 def read_labelled(sources: Sources, unread: Unread | None = None):
@@ -573,14 +591,15 @@ def train(**kw):
     if cluster is not None:
         from .batch.cluster import train_on_cluster
 
-        with cluster:
+        with cluster, unread.explaining():
             model, fit = train_on_cluster(cluster, cluster_parts(cluster, sources, unread), tok, settings, feats,
                                           decisions, progress=progress, on_error=unread, max_memory=engine.max_memory,
                                           sources=sources.all)
     else:
-        model, fit = train_model(read_labelled(sources, unread), tok, settings, feats, decisions,
-                                 n_jobs=n_jobs(engine), progress=progress, max_memory=engine.max_memory,
-                                 sources=sources.all)
+        with unread.explaining():
+            model, fit = train_model(read_labelled(sources, unread), tok, settings, feats, decisions,
+                                     n_jobs=n_jobs(engine), progress=progress, max_memory=engine.max_memory,
+                                     sources=sources.all)
     progress.done()
     unread.check()
     with progress.saving(output):
@@ -692,9 +711,12 @@ def predict(model_path, inputs, quiet, **kw):
                                          chunk_size=1 if streaming else CHUNK, batches=bool(output.explain)))
         if output.header and header_row(output.fmt):
             answer(header_row(output.fmt, more))
-        for ids, batch, proba, log_proba in scored:
-            write_predictions(out, model, output, ids, batch, proba, log_proba, pos if output.spamicity else None)
-            progress(len(ids))
+        # (closed here when the reader leaves (`| head`): a cluster's generator cancels its work
+        # while the cluster is open; collected later, it found it closed and printed a traceback)
+        with contextlib.closing(scored):
+            for ids, batch, proba, log_proba in scored:
+                write_predictions(out, model, output, ids, batch, proba, log_proba, pos if output.spamicity else None)
+                progress(len(ids))
     progress.done()
     unread.check()
 
@@ -798,9 +820,10 @@ def eval_cmd(model_path, fmt, quiet, **kw):
         return
     check_scorable(model.class_count, model_path)
     progress = Progress("evaluating", quiet)
-    unread = Unread()
-    result = evaluate_documents(model, read_labelled(sources, unread), n_jobs=n_jobs(engine_of(kw)),
-                                progress=progress)
+    unread = Unread(INPUT_FORMAT)
+    with unread.explaining():
+        result = evaluate_documents(model, read_labelled(sources, unread), n_jobs=n_jobs(engine_of(kw)),
+                                    progress=progress, sources=sources.all)
     progress.done()
     unread.check()
     answer(json.dumps(result, indent=2) if fmt == "json" else format_eval(result))
@@ -863,17 +886,18 @@ def cv(folds, seed, fmt, predictions_path, quiet, **kw):
     tok, settings, feats = build_settings(kw)
     progress = Progress("reading", quiet)
     ids: list | None = [] if predictions_path is not None else None
-    unread = Unread()
+    unread = Unread(INPUT_FORMAT)
     cluster = dask_cluster(engine, quiet, sources.all)
     if cluster is not None:
         from .batch.cluster import corpus_on_cluster
 
-        with cluster:
+        with cluster, unread.explaining():
             X, y, vocab = corpus_on_cluster(cluster, cluster_parts(cluster, sources, unread), tok, progress=progress,
-                                            ids=ids, on_error=unread)
+                                            ids=ids, on_error=unread, sources=sources.all)
     else:
-        X, y, vocab = count_corpus(read_labelled(sources, unread), tok, n_jobs=n_jobs(engine), progress=progress,
-                                   ids=ids)
+        with unread.explaining():
+            X, y, vocab = count_corpus(read_labelled(sources, unread), tok, n_jobs=n_jobs(engine), progress=progress,
+                                       ids=ids, sources=sources.all)
     unread.check()
     progress.done()
     predictions: list | None = [None] * len(y) if predictions_path is not None else None
@@ -928,8 +952,9 @@ def calibrate(model_path, quiet, **kw):
             raise NbtextError(f"{model_path}: a table model; its probabilities are not calibrated "
                               "(they are scikit-learn's), so there is nothing to refit")
         check_classes(model.classes, decisions)
-        n, fit = recalibrate(model, read_labelled(sources, unread), decisions, n_jobs=n_jobs(engine_of(kw)),
-                             progress=progress)
+        with unread.explaining():
+            n, fit = recalibrate(model, read_labelled(sources, unread), decisions, n_jobs=n_jobs(engine_of(kw)),
+                                 progress=progress, sources=sources.all)
         progress.done()
         unread.check()
         store.save(model, model_path)

@@ -28,6 +28,18 @@ class KernelError(NbtextError):
     the file's (the kernel is first asked for while one is read)."""
 
 
+class NoDocuments(InputError):
+    """Sources that held no document to read (no_documents words it). The command line says
+    nothing more of it when an input could not be read (its own error line says why nothing
+    came of it)."""
+
+
+def no_documents(what: str = "", sources=()) -> NoDocuments:
+    """The refusal of sources (named, up to LISTED) in which no document was found, for
+    ``what`` (training, evaluation, ...)."""
+    return NoDocuments(f"{where(sources)}no documents found in the {what + ' ' if what else ''}sources")
+
+
 class ModelFileError(NbtextError):
     """A model file that is truncated, corrupt, foreign or from a newer version."""
 
@@ -82,3 +94,23 @@ def shown(text: str) -> str:
             return c
         return f"\\x{o:02x}" if o < 0x100 else f"\\x{o - 0xdc00:02x}" if 0xdc80 <= o <= 0xdcff else f"\\u{o:04x}"
     return "".join(map(visible, text))
+
+
+# A line names at most this many things (train's summary its classes, a refusal its sources);
+# past it, the first or largest nine and how many more (`info` lists every class). A shell glob
+# gives thousands of sources, and a line of thousands of names says nothing.
+LISTED = 10
+
+
+def named(names) -> str:
+    """Names (of sources) for a message: all of them up to LISTED, else the first LISTED - 1
+    and how many more, each made visible (shown)."""
+    names = [shown(str(n)) for n in names]
+    if len(names) <= LISTED:
+        return ", ".join(names)
+    return ", ".join(names[:LISTED - 1]) + f" and {len(names) - (LISTED - 1)} more"
+
+
+def where(sources) -> str:
+    """A refusal's start that names what was read (none: nothing)."""
+    return f"{named(sources)}: " if sources else ""

@@ -49,7 +49,7 @@ def top_tokens(model, n: int, min_count: int = 5) -> dict:
     """Per class, the n tokens whose weight for that class most exceeds their weight for the best
     other class (as explanation() ranks a verdict's tokens; for multinomial models, the
     log-likelihood ratio), among tokens seen at least ``min_count`` times (rare tokens' ratios
-    are noise); ties go to the token first in the vocabulary.
+    are noise); ties go to the token first in the vocabulary. A class of no documents has none.
 
     The weights are made a block of tokens at a time (``linear.columns``, nb.sparse.DENSE_BLOCK),
     each block's n best per class kept: a sparse model's classes x tokens array never exists whole."""
@@ -72,6 +72,9 @@ def top_tokens(model, n: int, min_count: int = 5) -> dict:
     order = [np.lexsort((best_ids[c], -best_llr[c])) for c in range(k)]
     out = {}
     for c, name in enumerate(model.classes):
+        if not model.class_count[c]:  # (all its documents forgotten, or none learned yet: its weights are the
+            out[name] = []            # smoothing's alone, and its "top" tokens would be those the others lack)
+            continue
         row = [(float(best_llr[c, j]), int(best_ids[c, j])) for j in order[c]]
         out[name] = [{"token": model.vocab.token(i), "llr": round(v, 4), "count": _count(model.counts, c, i)}
                      for v, i in row[:n] if np.isfinite(v)]

@@ -44,9 +44,28 @@ def progress_shown(rows_on_stdout: bool = False) -> bool:
     if not rows_on_stdout or not _on_terminal(sys.stdout):
         return True
     try:
-        return not os.path.samestat(os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno()))
+        return not _same_terminal(sys.stdout.fileno(), sys.stderr.fileno())
     except (AttributeError, ValueError, OSError):  # (a stream that is not a file: no terminal of its own)
         return True
+
+
+def _same_terminal(a: int, b: int) -> bool:
+    """Whether descriptors a and b, each on a terminal, are on one: one device (/dev/pts/3, under
+    any name), or both the process's controlling terminal, as `2>/dev/tty` beside a stdout on
+    /dev/pts/3 is (/dev/tty is a device of its own that stands for the controlling terminal)."""
+    if os.fstat(a).st_rdev == os.fstat(b).st_rdev:
+        return True
+    return _controlling(a) and _controlling(b)
+
+
+def _controlling(fd: int) -> bool:
+    """Whether fd is on the process's controlling terminal: only there has the terminal a
+    foreground process group for this process to ask of (elsewhere tcgetpgrp fails, ENOTTY)."""
+    try:
+        os.tcgetpgrp(fd)
+        return True
+    except OSError:
+        return False
 
 
 def error_line(message: str) -> None:

@@ -9,20 +9,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .errors import LISTED
 from .nb.decision import positive_of
-
-
-LISTED_CLASSES = 10  # a summary line names at most this many classes (`info` lists every one)
 
 
 def class_counts(classes: Sequence[str], counts: Sequence[float]) -> str:
     """Each class's documents (or rows) for train's summary line, "298 ham, 134 spam"; past
-    LISTED_CLASSES, how many classes and the largest of them (ties in class order), as a line
+    LISTED, how many classes and the largest of them (ties in class order), as a line
     of hundreds of classes (an id column, a corpus of many labels) is not a summary."""
     pairs = [(int(n), c) for c, n in zip(classes, counts)]
-    if len(pairs) <= LISTED_CLASSES:
+    if len(pairs) <= LISTED:
         return ", ".join(f"{n} {c}" for n, c in pairs)
-    top = sorted(pairs, key=lambda p: -p[0])[:LISTED_CLASSES - 1]
+    top = sorted(pairs, key=lambda p: -p[0])[:LISTED - 1]
     return f"{len(pairs)} classes, the largest " + ", ".join(f"{n} {c}" for n, c in top) + \
         f" and {len(pairs) - len(top)} more"
 
@@ -345,5 +343,6 @@ def format_info(d: dict) -> str:
                                    f"strength={d['layer']['strength']}, alpha={d['layer']['alpha']}, "
                                    f"min_count={d['layer']['min_count']}")]
     for c, toks in d["top_tokens"].items():
-        lines.append(f"top tokens for {c}: " + ", ".join(t["token"] for t in toks))
+        lines.append(f"top tokens for {c}: " + (", ".join(t["token"] for t in toks) if d["classes"][c] else
+                                                f"none ({d['classes'][c]} documents)"))
     return "\n".join(lines)

@@ -111,7 +111,8 @@ def test_info_json(run, sample_model):
 
 @pytest.mark.parametrize("args,message", [
     (["train", "/no/such/dir", "-o", "{tmp}/m.nbm"], "nbtext: error: /no/such/dir: no such file or directory\n"),
-    (["train", "{tmp}/empty", "-o", "{tmp}/m.nbm"], "nbtext: error: {tmp}/empty: no label directories in it"),
+    (["train", "{tmp}/empty", "-o", "{tmp}/m.nbm"], "nbtext: error: {tmp}/empty: no label directories in it "
+     "(expected {tmp}/empty/LABEL/... such as {tmp}/empty/spam and {tmp}/empty/ham; or use --label LABEL {tmp}/empty)\n"),
     (["train", "--label", "spam", "{tmp}/empty", "-o", "{tmp}/m.nbm"],
      "nbtext: error: {tmp}/empty: no documents found in the training sources\n"),
     (["train", "--label", "spam", "{data}/example-spam.eml", "-o", "{tmp}/m.nbm"],

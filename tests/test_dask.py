@@ -512,3 +512,42 @@ def test_past_the_memory_budget_the_cluster_prunes_as_local_training_does(cluste
         assert len(frequent) > 40
         np.testing.assert_array_equal(pruned.feature_count[:, pruned.vocab.lookup(frequent)],
                                       exact.feature_count[:, exact.vocab.lookup(frequent)])
+
+
+def test_ctrl_c_with_a_local_cluster_is_one_line(tmp_path):
+    """Ctrl-C goes to the terminal's whole process group, the LocalCluster's worker processes
+    too: each printed a traceback (asyncio's CancelledError, or an import's while starting)
+    around `nbtext: interrupted`. They ignore it, as train's own pool's workers do, and the
+    command closes them. The signal is sent to the group once the cluster is said to be up;
+    the training after it (20,000 documents, calibrated) takes seconds."""
+    import random
+    import subprocess
+
+    rng, words = random.Random(1), [f"w{i}" for i in range(3000)]
+    lines = tmp_path / "lines.tsv"
+    lines.write_text("".join(f"{label}\t{' '.join(rng.choice(words[i % 2 * 1000:][:2000]) for _ in range(12))}\n"
+                             for i, label in enumerate(["ham", "spam"] * 10000)))
+    p = subprocess.Popen([sys.executable, "-m", "nbtext", "train", "--engine", "dask", lines, "-o", tmp_path / "m.nbm"],
+                         stderr=subprocess.PIPE, start_new_session=True)  # (its own group, as a shell's job)
+    first = p.stderr.readline().decode()
+    assert first.startswith("nbtext: Dask LocalCluster of "), first
+    os.killpg(p.pid, signal.SIGINT)
+    rest = p.stderr.read().decode()
+    assert (p.wait(timeout=120), rest) == (130, "nbtext: interrupted\n")
+    assert not (tmp_path / "m.nbm").exists()
+
+
+def test_predict_on_a_local_cluster_into_head_ends_quietly(tmp_path, sample_model):
+    """`nbtext predict --engine dask ... | head` printed "Exception ignored in: <generator object
+    Cluster.ordered ...> ... RuntimeError: IOLoop is closed": the rows' generator was collected
+    after the cluster had closed, and cancelled its work then. The reader leaves after one row
+    of 20,000 (far more than a pipe holds), as head does."""
+    import subprocess
+
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"word{i % 7} other{i % 3}\n" for i in range(20000)))
+    p = subprocess.Popen([sys.executable, "-m", "nbtext", "predict", "-q", "--engine", "dask", "-m", sample_model,
+                          "--lines", lines], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().decode().startswith(f"{lines}:1\t")
+    p.stdout.close()
+    assert (p.wait(timeout=120), p.stderr.read().decode()) == (0, "")

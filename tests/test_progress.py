@@ -16,11 +16,19 @@ from conftest import DATA
 NBTEXT = [sys.executable, "-m", "nbtext"]
 
 
-def on_terminal(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL) -> tuple[int, str]:
+# A shell's `2>/dev/tty`: the pseudo-terminal (on stdout) made the process's controlling
+# terminal, as a login's is, and stderr opened by the name that stands for that terminal.
+VIA_DEV_TTY = ("import fcntl, os, sys, termios; os.setsid(); fcntl.ioctl(1, termios.TIOCSCTTY, 0); "
+               "os.dup2(os.open('/dev/tty', os.O_WRONLY), 2); os.execv(sys.argv[1], sys.argv[1:])")
+
+
+def on_terminal(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr="terminal") -> tuple[int, str]:
     """(status, what the terminal showed) of nbtext with stderr on a pseudo-terminal (stdout
-    too, with stdout="terminal")."""
+    too, with stdout="terminal"; stderr="/dev/tty" opens it by that name, the pseudo-terminal
+    being the process's controlling terminal)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen(NBTEXT + [str(a) for a in args], stdin=stdin, stderr=slave,
+    prefix = [sys.executable, "-c", VIA_DEV_TTY] if stderr == "/dev/tty" else []
+    p = subprocess.Popen(prefix + NBTEXT + [str(a) for a in args], stdin=stdin, stderr=slave,
                          stdout=slave if stdout == "terminal" else stdout)
     os.close(slave)
     shown = bytearray()
@@ -190,13 +198,18 @@ def test_predict_counts_documents_as_train_does(tmp_path, sample_model):
 def test_predict_shows_no_progress_on_the_terminal_its_rows_go_to(tmp_path, sample_model):
     """predict's progress line was drawn between its rows when both went to one terminal
     ("predicting: 63 documents/corpus/spam/..."): as curl's meter, it is shown only when the
-    rows go elsewhere (a file, a pipe, another terminal); train's, whose stdout is empty, stays."""
+    rows go elsewhere (a file, a pipe, another terminal); train's, whose stdout is empty, stays.
+    The terminal is one whatever it is called: `2>/dev/tty` drew the line among the rows."""
     lines = tmp_path / "lines.txt"
     lines.write_text("".join(f"word{i % 7} other{i % 3}\n" for i in range(50)))
     status, shown = on_terminal(["predict", "-m", sample_model, "--lines", lines], stdout="terminal")
     rows = shown.replace("\r\n", "\n").splitlines()
     assert status == 0 and "predicting" not in shown and "\r" not in shown.replace("\r\n", ""), shown
     assert [row.split("\t")[0] for row in rows] == [f"{lines}:{i}" for i in range(1, 51)]
+    # `2>/dev/tty` is the same terminal under another device's name: the line was drawn there
+    status, by_name = on_terminal(["predict", "-m", sample_model, "--lines", lines], stdout="terminal",
+                                  stderr="/dev/tty")
+    assert status == 0 and by_name == shown
     with open(tmp_path / "rows.tsv", "wb") as out:
         status, shown = on_terminal(["predict", "-m", sample_model, "--lines", lines], stdout=out)
     assert status == 0 and shown == "\rpredicting: 50 documents\r\n"

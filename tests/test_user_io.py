@@ -53,6 +53,59 @@ def test_learn_refuses_an_empty_stdin_and_leaves_the_model(run, sample_copy):
     assert r.exit_code == 0 and sample_copy.read_bytes() != before
 
 
+NO_FORMAT = "cannot tell its format (name it .tsv, .csv, .jsonl or .ft, or pass {flag})"
+
+
+@pytest.mark.parametrize("sources,line", [
+    (["corpus"], "corpus: no documents found in the {what}sources"),  # (its label folders empty)
+    (["bare"], "bare: no label directories in it (expected bare/LABEL/... such as bare/spam and bare/ham; "
+               "or use --label LABEL bare)"),
+    (["empty.tsv"], "empty.tsv: no documents found in the {what}sources"),
+    (["/dev/null"], f"/dev/null: {NO_FORMAT}"),
+    (["-"], f"-: {NO_FORMAT}"),
+    (["--label", "spam", "bare", "--label", "ham", "corpus/ham"],
+     "bare, corpus/ham: no documents found in the {what}sources"),
+], ids=["empty-label-folders", "no-label-folders", "empty-file", "dev-null", "empty-stdin", "empty-label-paths"])
+@pytest.mark.parametrize("command,what,flag", [
+    (["train", "-o", "m.nbm"], "training ", "--format"), (["eval", "-m", "model.nbm"], "evaluation ", "--input-format"),
+    (["cv"], "", "--input-format"), (["calibrate", "-m", "model.nbm"], "calibration ", "--format")])
+def test_empty_input_is_one_error_line_naming_it(run, sample_model, tmp_path, monkeypatch, sources, line,
+                                                  command, what, flag):
+    """A folder with no label folders (and /dev/null, an empty stdin: no format to tell) said
+    why on one line, then "no documents found" on a second; eval, cv and calibrate's line
+    named no path. One mistake, one line, naming what was given (and in eval and cv, whose
+    --format chooses their output, the option that names a line file's format there)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus" / "spam").mkdir(parents=True)
+    (tmp_path / "corpus" / "ham").mkdir()
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "empty.tsv").write_bytes(b"")
+    (tmp_path / "model.nbm").write_bytes(sample_model.read_bytes())
+    r = run(*command, *sources, input=b"")
+    assert (r.exit_code, r.stdout, r.stderr) == (1, "", f"nbtext: error: {line.format(what=what, flag=flag)}\n")
+    assert (tmp_path / "model.nbm").read_bytes() == sample_model.read_bytes() and not (tmp_path / "m.nbm").exists()
+
+
+def test_a_refusal_names_at_most_ten_sources(run, tmp_path, monkeypatch):
+    """After `nbtext train data/*.tsv` on thousands of empty files, the refusal named every one:
+    a line of thousands of names. Past ten, as train's summary line names classes: the first
+    nine and how many more."""
+    monkeypatch.chdir(tmp_path)
+    names = [f"f{i:02}.tsv" for i in range(25)]
+    for name in names:
+        (tmp_path / name).write_bytes(b"")
+    r = run("train", *names, "-o", "m.nbm")
+    assert (r.exit_code, r.stderr) == (1, f"nbtext: error: {', '.join(names[:9])} and 16 more: no documents "
+                                          "found in the training sources\n")
+    r = run("train", *names[:10], "-o", "m.nbm")  # (ten: all of them)
+    assert r.stderr == f"nbtext: error: {', '.join(names[:10])}: no documents found in the training sources\n"
+    (tmp_path / "f00.tsv").write_text("spam\t\nham\t\n")  # (labels alone: documents of no token)
+    r = run("train", *names, "-o", "m.nbm")
+    assert r.stderr == (f"nbtext: error: {', '.join(names[:9])} and 16 more: none of the 2 documents read "
+                        "has a token: nothing to train on\n")
+    assert not (tmp_path / "m.nbm").exists()
+
+
 @pytest.mark.parametrize("message", ["", "qqqzzzunknownword xxyyzzqq"])
 def test_a_document_without_known_tokens_gets_the_prior(run, sample_model, message):
     """An empty message classified ham 0.9987 though the prior was 0.85: the calibration map
@@ -311,3 +364,19 @@ def test_a_model_of_no_documents_is_refused_for_scoring_and_still_learns(tmp_pat
         assert r.returncode == 0 and r.stderr == b"", (args, r.stderr)
     assert nbtext_process("learn", "-m", model, "--label", "a", corpus / "a" / "1", "-q").stderr == b""
     assert nbtext_process("classify", "-m", model, input=b"apple").stdout == b"a\t1.000000\n"
+
+
+def test_info_lists_no_top_tokens_for_a_class_of_no_documents(run, sample_copy):
+    """A class whose documents were all forgotten has only the smoothing's weights: info listed
+    as its "top tokens" those the other class lacks ($30, $499, 0000). It says the class has
+    none, as its count line does; JSON gives it an empty list."""
+    r = run("learn", "-m", sample_copy, "--forget", "--label", "spam", DATA / "corpus" / "spam", "-q")
+    assert r.exit_code == 0, r.output
+    r = run("info", "-m", sample_copy, "--top", "3")
+    lines = r.stdout.splitlines()
+    assert r.exit_code == 0 and "  spam         0 documents, 0 tokens" in lines
+    d = json.loads(run("info", "-m", sample_copy, "--top", "3", "--format", "json").stdout)
+    assert d["classes"] == {"ham": 298, "spam": 0} and d["top_tokens"]["spam"] == []
+    assert len(d["top_tokens"]["ham"]) == 3
+    assert lines[-2:] == ["top tokens for ham: " + ", ".join(t["token"] for t in d["top_tokens"]["ham"]),
+                          "top tokens for spam: none (0 documents)"]

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import NbtextError, SettingError, shown
+from ..errors import NbtextError, SettingError, no_documents, shown
 from ..read import Document, LineOptions
 
 INSTALL = "pip install 'nbtext[dask]'"
@@ -92,6 +92,18 @@ def _bounded_client(distributed):
     return Client
 
 
+def _not_interrupted_before_it_began(record) -> bool:
+    """A filter for tornado's log (distributed's event loop): False for distributed's own failure
+    to cancel a call that Ctrl-C interrupted before the call began (distributed.utils.sync's
+    ``cancel`` reads ``future`` before it is set: a NameError, logged with its traceback beside
+    `nbtext: interrupted`), True for every other record."""
+    exc, tb = record.exc_info[1:] if record.exc_info else (None, None)
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return not (isinstance(exc, NameError) and "future" in str(exc) and tb is not None
+                and tb.tb_frame.f_code.co_name == "cancel")
+
+
 class Cluster:
     """A Dask client: on the scheduler at ``address``, or on a LocalCluster sized to this
     machine's cores (its dashboard's address said on ``say``)."""
@@ -101,6 +113,9 @@ class Cluster:
         distributed = _distributed()
         import logging
 
+        tornado_log = logging.getLogger("tornado.application")
+        if _not_interrupted_before_it_began not in tornado_log.filters:
+            tornado_log.addFilter(_not_interrupted_before_it_began)
         self.local = None
         if address:
             problem = address_problem(address)
@@ -119,11 +134,18 @@ class Cluster:
                 # web proxy's reply read as a frame length asked numpy for exabytes: MemoryError)
                 raise NbtextError(f"{address}: not a Dask scheduler ({type(e).__name__} while connecting)") from None
         else:
-            from .chunks import default_jobs
+            from .chunks import default_jobs, interrupts_held
 
-            self.local = distributed.LocalCluster(n_workers=workers or default_jobs(), threads_per_worker=1,
-                                                  processes=True, dashboard_address=":0",
-                                                  silence_logs=logging.ERROR)
+            # (its worker processes, started meanwhile, are in the terminal's process group: Ctrl-C
+            # left ignored in them, as in train's own pool, so that only this process has one to
+            # handle, and closes them; else each printed its traceback, asyncio's or an import's)
+            from multiprocessing import resource_tracker
+
+            resource_tracker.ensure_running()  # (see interrupts_held: before its window, not in it)
+            with interrupts_held(loky=False):
+                self.local = distributed.LocalCluster(n_workers=workers or default_jobs(), threads_per_worker=1,
+                                                      processes=True, dashboard_address=":0",
+                                                      silence_logs=logging.ERROR)
             self.client = distributed.Client(self.local)
             if say:
                 say(f"nbtext: Dask LocalCluster of {len(self.local.workers)} workers; dashboard "
@@ -312,16 +334,25 @@ def _part_bytes(total: int, workers: int) -> int:
     return min(PART_BYTES, max(PART_MIN, total // (4 * max(1, workers))))
 
 
-def _planned(units: list[tuple], workers: int, part_bytes: int | None) -> list[Part]:
+def _planned(units: list[tuple], workers: int, part_bytes: int | None, on_error=None) -> list[Part]:
     """Partitions of the units (("files", sized files) or ("lines", path, options, labelled)):
     ``part_bytes`` each, or (None) about a quarter of a worker's share of the input, between
-    PART_MIN and PART_BYTES, so that a small input is spread over the workers too."""
+    PART_MIN and PART_BYTES, so that a small input is spread over the workers too. A line file
+    of no format to tell is reported on ``on_error`` (and left out), as local reading does."""
+    from ..read import _report
+
     if part_bytes is None:
         total = sum(sum(size for _, size in u[1]) if u[0] == "files" else _file_size(u[1]) for u in units)
         part_bytes = _part_bytes(total, workers)
     parts: list[Part] = []
     for u in units:
-        parts += _file_parts(u[1], part_bytes) if u[0] == "files" else _line_parts(*u[1:], part_bytes)
+        if u[0] == "files":
+            parts += _file_parts(u[1], part_bytes)
+            continue
+        try:
+            parts += _line_parts(*u[1:], part_bytes)
+        except NbtextError as e:
+            _report(e, on_error)
     return parts
 
 
@@ -350,7 +381,7 @@ def labelled_parts(sources: list[str], labelled: list[tuple[str, str]], opts: Li
         check_reachable(path)
         read._label_chars(label, "--label")
         units.append(("files", _sized((p, single, label) for p, single in read.mail_folder_files(path, on_error))))
-    return _planned(units, workers, part_bytes)
+    return _planned(units, workers, part_bytes, on_error)
 
 
 def input_parts(inputs: list[str], lines: bool, input_format: str | None, opts: LineOptions, on_error,
@@ -369,7 +400,7 @@ def input_parts(inputs: list[str], lines: bool, input_format: str | None, opts: 
             units.append(("lines", path, line_opts, False))
         else:
             units.append(("files", _sized((p, single, None) for p, single in read.mail_folder_files(path, on_error))))
-    return _planned(units, workers, part_bytes)
+    return _planned(units, workers, part_bytes, on_error)
 
 
 def _count_lines(part: Part) -> int:
@@ -586,7 +617,7 @@ def _rows_of(task, tokenizer):
 
 
 def corpus_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, progress=None, ids: list | None = None,
-                      on_error=None):
+                      on_error=None, sources: Sequence[str] = ()):
     """count_corpus's (matrix, labels, vocabulary) from partitions counted on the cluster."""
     from ..features.rows import Rows
     from ..features.vocabulary import Vocabulary
@@ -601,7 +632,7 @@ def corpus_on_cluster(cluster: Cluster, parts: list[Part], tokenizer, progress=N
         if progress:
             progress(len(part_labels))
     if not labels:
-        raise NbtextError("no documents found in the sources")
+        raise no_documents(sources=sources)
     return Rows.stack(pieces, len(vocab)).tocsr(), np.asarray(labels), vocab
 
 

@@ -2,7 +2,7 @@
 then its posteriors, in input order."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -43,9 +43,11 @@ def score_chunks(model: Model, docs: Iterable[Document], n_jobs: int = 1, chunk_
         yield chunk, proba
 
 
-def evaluate_documents(model: Model, docs: Iterable[Document], n_jobs: int = 1, progress=None) -> dict:
-    """eval's figures (nbtext.report.evaluate) of a model on labelled documents."""
-    from ..errors import NbtextError
+def evaluate_documents(model: Model, docs: Iterable[Document], n_jobs: int = 1, progress=None,
+                       sources: Sequence[str] = ()) -> dict:
+    """eval's figures (nbtext.report.evaluate) of a model on labelled documents (read from
+    ``sources``, which a refusal names)."""
+    from ..errors import no_documents
     from ..report import evaluate
 
     y_true, y_pred, probas = [], [], []
@@ -58,5 +60,5 @@ def evaluate_documents(model: Model, docs: Iterable[Document], n_jobs: int = 1, 
         if progress:
             progress(len(chunk))
     if not y_true:
-        raise NbtextError("no documents found in the evaluation sources")
+        raise no_documents("evaluation", sources)
     return evaluate(model.classes, y_true, y_pred, np.vstack(probas), model.decision.positive)

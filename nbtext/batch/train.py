@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InputError, NbtextError, SettingError, shown
+from ..errors import InputError, NbtextError, SettingError, no_documents, where
 from ..features.counting import Batch
 from ..features.rows import Rows
 from ..features.selection import select
@@ -305,7 +305,7 @@ class Reduction:
         """The model of what was reduced (model_from_counts), and max_fpr's fit; ``sources``
         names what was read, for the refusals."""
         if not self.n_documents:
-            raise InputError(f"{where(sources)}no documents found in the training sources")
+            raise no_documents("training", sources)
         if not len(self.vocab) and self.pruning is None:  # (a pruning drops tokens that were counted)
             refuse_tokenless(self.n_documents, sources)
         if self.pruning:  # (the last threshold over every token: see the class's docstring)
@@ -319,11 +319,6 @@ class Reduction:
                                            n_jobs=n_jobs, progress=progress)
         model.ledger, model.pruned = self.ledger, self.pruning
         return model, fit
-
-
-def where(sources: Sequence[str]) -> str:
-    """A refusal's start that names what was read (none: nothing)."""
-    return f"{', '.join(map(shown, sources))}: " if sources else ""
 
 
 def refuse_tokenless(n_documents: int, sources: Sequence[str] = (), outcome: str = "nothing to train on") -> None:
@@ -646,8 +641,8 @@ _CALL = "call"  # (a task for FoldWorkers' workers after their folds: (_CALL, fu
 
 
 def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptions = DecisionOptions(),
-                n_jobs: int = 1, progress=None, calibration_sample: int = CALIBRATION_SAMPLE
-                ) -> tuple[int, ThresholdFit | None]:
+                n_jobs: int = 1, progress=None, calibration_sample: int = CALIBRATION_SAMPLE,
+                sources: Sequence[str] = ()) -> tuple[int, ThresholdFit | None]:
     """Refit the model's decision (calibration map, positive class, threshold, max_fpr) on
     labelled documents, as train fits it, without changing its counts; returns how many
     documents were read and what a max_fpr threshold costs.
@@ -656,7 +651,8 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
     their order, the same internal folds. Given the very documents a model learned (in the
     order train read them), the fit is train's: merge(A, B) then calibrate on A + B predicts
     as train(A + B) does. Other documents are calibrated against themselves, as train does a
-    sample of a larger corpus. Their tokens the model lacks are left out, as in scoring."""
+    sample of a larger corpus. Their tokens the model lacks are left out, as in scoring.
+    ``sources``: the paths the documents were read from, which a refusal names."""
     needs_sample = decisions.needs_matrix or model.settings.choosing
     reservoir = Reservoir(calibration_sample, decisions.seed) if needs_sample else None
     n_docs, seen = 0, set()
@@ -671,7 +667,7 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
         if progress:
             progress(len(chunk))
     if not n_docs:
-        raise NbtextError("no documents found in the calibration sources")
+        raise no_documents("calibration", sources)
     if len(seen) < 2:  # (as train refuses: else the model's calibration would be replaced by none)
         raise NbtextError(f"need documents of at least two classes to calibrate, got only {sorted(seen)[0]!r}")
     X, y = reservoir.sample(len(model.vocab)) if reservoir is not None else (None, None)
@@ -681,9 +677,11 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
 
 
 def count_corpus(docs: Iterable[Document], tokenizer: TokenizerSettings, n_jobs: int = 1,
-                 progress=None, ids: list | None = None) -> tuple["sp.csr_matrix", np.ndarray, Vocabulary]:
+                 progress=None, ids: list | None = None, sources: Sequence[str] = ()
+                 ) -> tuple["sp.csr_matrix", np.ndarray, Vocabulary]:
     """The whole corpus as one document-by-term matrix (scipy's), with labels and vocabulary;
-    the documents' ids are appended to ``ids`` when it is given."""
+    the documents' ids are appended to ``ids`` when it is given. ``sources``: the paths the
+    documents were read from, which a refusal names."""
     vocab = Vocabulary()
     chunks, labels = [], []
     for chunk, batch in counted(docs, tokenizer, n_jobs=n_jobs):
@@ -694,7 +692,7 @@ def count_corpus(docs: Iterable[Document], tokenizer: TokenizerSettings, n_jobs:
         if progress:
             progress(len(chunk))
     if not labels:
-        raise NbtextError("no documents found in the sources")
+        raise no_documents(sources=sources)
     return Rows.stack(chunks, len(vocab)).tocsr(), np.asarray(labels), vocab
 
 

@@ -49,8 +49,23 @@ def line_format(path: str, first_line: bytes, opts: LineOptions) -> str:
         return "jsonl"
     if b"\t" in first_line:
         return "tsv"
-    raise NbtextError(
-        f"{path}: cannot tell its format (name it .tsv, .csv, .jsonl or .ft, or pass --format)")
+    raise UnknownFormat(path)
+
+
+class UnknownFormat(NbtextError):
+    """A line file whose format neither its name nor its first line tells. The message names
+    the option that gives it: --format, unless the command calls it otherwise (``worded``: eval
+    and cv, whose --format chooses their output, call it --input-format)."""
+
+    def __init__(self, path: str, flag: str = "--format"):
+        self.path, self.flag = path, flag
+        super().__init__(f"{path}: cannot tell its format (name it .tsv, .csv, .jsonl or .ft, or pass {flag})")
+
+    def __reduce__(self):  # (raised in a worker process, it reaches the parent pickled)
+        return type(self), (self.path, self.flag)
+
+    def worded(self, flag: str) -> str:
+        return str(UnknownFormat(self.path, flag))
 
 
 def _lines(inp: _Input, path: str, n: int = 0, size: int | None = None) -> Iterator[tuple[int, bytes]]:
