@@ -1071,3 +1071,63 @@ def test_pruning_records_past_2_53_are_refused_and_merge_never_sums_past_it(run,
     b = with_record((tmp_path / "o.nbm").read_bytes(), "b.nbm", 0)
     assert run("merge", "-o", out, a, b).exit_code == 0
     assert store.load(str(out)).pruned == {"tokens": 2**53, "threshold": 1, "documents": 4}
+
+
+# -- sums past what a model file holds ------------------------------------------------------------
+
+NEAR = 2**53 - 1  # (a number a model file holds: one more is 2**53, two more what no file holds)
+
+
+def near_limit(tmp_path, run, docs: str, change, train: list) -> pathlib.Path:
+    """A model trained on ``docs`` (a TSV's text) whose dump is changed by change(settings,
+    rows) (rows: token -> its counts as the dump writes them) and imported: a file that loads,
+    made to hold a number near 2**53."""
+    tsv = tmp_path / "near.tsv"
+    tsv.write_text(docs)
+    path = tmp_path / "near.nbm"
+    assert run("train", tsv, "-q", "--no-calibrate", *train, "-o", path).exit_code == 0
+    head, settings, *lines = export_lines(store.load(str(path)))
+    settings = json.loads(settings)
+    rows = {json.loads(tok): counts for tok, counts in (line.split("\t", 1) for line in lines)}
+    change(settings, rows)
+    dump = [head, json.dumps(settings), *(f"{json.dumps(t)}\t{c}" for t, c in rows.items())]
+    store.save(import_lines(iter(dump), "near"), str(path))
+    store.load(str(path))  # (a file within the limits)
+    return path
+
+
+def set_count(token: str, at: int, value: int):
+    def change(settings, rows):
+        counts = rows[token].split("\t")
+        counts[at] = str(value)
+        rows[token] = "\t".join(counts)
+    return change
+
+
+def set_documents(*class_count: int):
+    def change(settings, rows):
+        settings["class_count"] = [str(n) for n in class_count]
+    return change
+
+
+def both(*changes):
+    return lambda settings, rows: [change(settings, rows) for change in changes]
+
+
+UNIGRAMS = ["--ngrams", "1", "--char-ngrams", "0,0"]
+TWO, THREE = "spam\tbuy cheap pills\nham\tmeeting at noon\n", "spam\tbuy cheap pills\nham\tmeeting at noon\nnews\tpills\n"
+IDF = [*UNIGRAMS, "--variant", "complement", "--idf"]
+
+
+def test_merge_keeps_a_token_in_2_31_documents(run, tmp_path):
+    """merge summed the documents a token is in as 32-bit integers: a token of an idf model in
+    2**31 documents wrapped below zero (numpy's warning on stderr) and the file written was
+    refused by every command."""
+    near = near_limit(tmp_path, run, TWO, both(set_documents(3 * 2**30, 1), set_count("pills", 2, 2**31)), IDF)
+    (tmp_path / "other.tsv").write_text("ham\tpills later\nspam\toffer\n")
+    other, out = tmp_path / "other.nbm", tmp_path / "merged.nbm"
+    assert run("train", tmp_path / "other.tsv", "-q", "--no-calibrate", *IDF, "-o", other).exit_code == 0
+    r = run("merge", "-o", out, near, other)
+    assert r.exit_code == 0 and "Warning" not in r.stderr
+    merged = store.load(str(out))
+    assert merged.counts.doc_freq[merged.vocab.index["pills"]] == 2**31 + 1

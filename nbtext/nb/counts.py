@@ -573,9 +573,9 @@ class Counts:
         np.maximum.at(self._ls, cols, other.last_seen)
         if other.classes:
             self._cc[rows] += other.class_count
-            if not np.array_equal(other.doc_freq, np.round(other.doc_freq)):
+            if self._df.dtype != np.float64:  # (as a model's are: int32 wraps a token in 2**31 documents)
                 self._df = self._df.astype(np.float64)
-            np.add.at(self._df, cols, other.doc_freq.astype(self._df.dtype))
+            np.add.at(self._df, cols, other.doc_freq)
         self.version += 1
 
     # -- taking parts ---------------------------------------------------------------------------
