@@ -23,7 +23,7 @@ from nbtext.errors import ModelFileError, NbtextError
 from nbtext.fastscore import FastScorer
 from nbtext.store.dump import export_lines, import_lines
 
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, implementation
 
 
 def nb(*args, input=None, env=None, timeout=120, capture_output=True, **kw):
@@ -1117,6 +1117,79 @@ def both(*changes):
 UNIGRAMS = ["--ngrams", "1", "--char-ngrams", "0,0"]
 TWO, THREE = "spam\tbuy cheap pills\nham\tmeeting at noon\n", "spam\tbuy cheap pills\nham\tmeeting at noon\nnews\tpills\n"
 IDF = [*UNIGRAMS, "--variant", "complement", "--idf"]
+# What ``n`` more documents take to NEAR + n: (the model near the limit: its documents, how its
+# dump is changed, train's options; the documents, n of them, that add to it; what is refused)
+LIMITS = {
+    "a token's count": (TWO, set_count("pills", 1, NEAR), UNIGRAMS,
+                        lambda n: f"spam\t{' pills' * n}\nham\tlunch\n",
+                        "the count of token 'pills' in class 'spam' would be {}"),
+    "a token's count, sparse": (THREE, set_count("pills", 2, NEAR), UNIGRAMS,
+                                lambda n: f"spam\t{' pills' * n}\nham\tlunch\n",
+                                "the count of token 'pills' in class 'spam' would be {}"),
+    "a class's documents": (TWO, set_documents(1, NEAR), UNIGRAMS,
+                            lambda n: "".join(f"spam\toffer {i}\n" for i in range(n)) + "ham\tlunch\n",
+                            "class 'spam' would hold {} documents"),
+    "a token's documents": (TWO, both(set_documents(2**52, 2**52), set_count("pills", 2, NEAR)), IDF,
+                            lambda n: "".join(f"ham\tpills {i}\n" for i in range(n)) + "spam\toffer\n",
+                            "token 'pills' would be in {} documents"),
+}
+
+
+@pytest.mark.parametrize("kernel", ["c", "python"])
+@pytest.mark.parametrize("case", sorted(LIMITS))
+def test_merge_refuses_a_sum_past_2_53_exactly_and_writes_nothing(run, tmp_path, case, kernel):
+    """merge summed two loadable models' counts, a class's documents, a token's documents past
+    2**53 and wrote a file that every command then refused; and 2**53 + 1, which a float64 sum
+    rounds to 2**53, was written as 2**53, a count silently one short. Refused, writing
+    nothing; a sum of 2**53 itself is merged."""
+    docs, change, train, more, why = LIMITS[case]
+    near = near_limit(tmp_path, run, docs, change, train)
+    out = tmp_path / "merged.nbm"
+    for n in (2, 3, 1):
+        other = tmp_path / f"other{n}.nbm"
+        (tmp_path / "other.tsv").write_text(more(n))
+        assert run("train", tmp_path / "other.tsv", "-q", "--no-calibrate", *train, "-o", other).exit_code == 0
+        with implementation(kernel):
+            r = run("merge", "-o", out, near, other)
+        if n == 1:
+            assert r.exit_code == 0, r.stderr
+            break
+        assert (r.exit_code, r.stdout, r.stderr) == (
+            1, "", f"nbtext: error: {near}, {other}: merged, {why.format(NEAR + n)}, past 2**53, more than a model "
+                   "file holds\n")
+        assert not out.exists()
+    merged = store.load(str(out)).counts
+    assert 2**53 in [*merged.class_count, *merged.doc_freq, *merged.token_sums.values]
+
+
+@pytest.mark.parametrize("kernel", ["c", "python"])
+@pytest.mark.parametrize("case", sorted(LIMITS))
+def test_learn_refuses_a_sum_past_2_53_exactly_and_leaves_the_model(run, tmp_path, case, kernel):
+    """learn added documents to a model near 2**53 and saved a file that every command then
+    refused (the model lost), or, one past 2**53, a count rounded back to 2**53 (the document
+    in the ledger, its count not). Refused, the model file as it was; learning to 2**53 itself
+    is learned."""
+    docs, change, train, more, why = LIMITS[case]
+    near = near_limit(tmp_path, run, docs, change, train)
+    for n in (2, 3, 1):
+        label = more(n).split("\t")[0]
+        label_docs = [line.split("\t")[1] for line in more(n).splitlines() if line.startswith(label + "\t")]
+        paths = []
+        for i, text in enumerate(label_docs):
+            paths.append(tmp_path / f"doc{n}-{i}.txt")
+            paths[-1].write_text(text)
+        before = near.read_bytes()
+        with implementation(kernel):
+            r = run("learn", "-m", near, "--label", label, *paths)
+        if n == 1:
+            assert r.exit_code == 0, r.stderr
+            break
+        assert (r.exit_code, r.stdout, r.stderr) == (
+            1, "", f"nbtext: error: {near}: with these documents learned, {why.format(NEAR + n)}, past 2**53, "
+                   "more than a model file holds\n")
+        assert near.read_bytes() == before
+    learned = store.load(str(near)).counts
+    assert 2**53 in [*learned.class_count, *learned.doc_freq, *learned.token_sums.values]
 
 
 def test_merge_keeps_a_token_in_2_31_documents(run, tmp_path):
