@@ -22,7 +22,7 @@ from .nb.counts import UNKNOWN_DAY, Counts
 from .nb.decision import Decision
 from .read import Document
 from .record import Record
-from .store.fields import MAX_COUNT
+from .store.fields import MAX_COUNT, check_class_sums
 
 
 def digest(label: str, data: bytes | str) -> bytes:
@@ -141,17 +141,11 @@ def check_sum(parts: Sequence[tuple[Counts, np.ndarray]], vocab: Vocabulary, wha
     rounded up), before anything is added; by one max of each part where their largest numbers
     sum to at most MAX_COUNT, as those of any model learned from real documents do."""
     limit = int(MAX_COUNT)
-    classes = sorted({c for counts, _ in parts for c in counts.classes})
-    documents = dict.fromkeys(classes, 0)
-    for counts, _ in parts:
-        for c, n in zip(counts.classes, counts.class_count.tolist()):
-            documents[c] += math.ceil(n)
-    for c, n in documents.items():
-        if n > limit:
-            raise NbtextError(f"{what}, class {c!r} would hold {n} documents, past 2**53, more than a model file holds")
+    check_class_sums([(counts.classes, counts.class_count.tolist()) for counts, _ in parts], what, "documents")
     if sum(top(counts) for counts, _ in parts) <= limit:
         return
     # (only files made to be near the limit come here: the sums per token and class, exactly)
+    classes = sorted({c for counts, _ in parts for c in counts.classes})
     index, k, width = {c: i for i, c in enumerate(classes)}, len(classes), len(vocab)
     keys, values, doc_freq = [], [], np.zeros(width, dtype=np.int64)
     for counts, ids in parts:

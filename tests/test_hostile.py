@@ -1204,3 +1204,40 @@ def test_merge_keeps_a_token_in_2_31_documents(run, tmp_path):
     assert r.exit_code == 0 and "Warning" not in r.stderr
     merged = store.load(str(out))
     assert merged.counts.doc_freq[merged.vocab.index["pills"]] == 2**31 + 1
+
+
+def test_table_merge_and_learn_refuse_rows_past_2_53_and_write_nothing(run, tmp_path):
+    """The table models' merge and learn summed a class's rows (and its counts of a column's
+    values, at most its rows) past 2**53: a file every command then refused (for learn, the
+    model lost), or one past, rounded back to 2**53 and written one short. Refused, writing
+    nothing; rows to 2**53 itself are learned."""
+    (tmp_path / "near.csv").write_text("label,color,size\nspam,red,1.5\nham,blue,2.0\n")
+    near = tmp_path / "near.nbm"
+    assert run("train", tmp_path / "near.csv", "-q", "--no-calibrate", "-o", near).exit_code == 0
+    head, settings, *arrays = export_lines(store.load(str(near)))
+    settings = json.loads(settings)
+    settings["class_count"][1] = NEAR
+    cat = json.loads(arrays[0])
+    assert cat["array"] == "cat_counts" and cat["data"] == [0, 1, 1, 0]  # (ham: red, blue; spam: red, blue)
+    cat["data"][2] = NEAR
+    store.save(import_lines(iter([head, json.dumps(settings), json.dumps(cat), *arrays[1:]]), "near"), str(near))
+    out = tmp_path / "merged.nbm"
+    for n in (2, 3, 1):
+        rows = "".join(f"spam,red,1.{i}\n" for i in range(n))
+        (tmp_path / "more.csv").write_text(f"label,color,size\n{rows}ham,blue,2.5\n")
+        other = tmp_path / "more.nbm"
+        assert run("train", tmp_path / "more.csv", "-q", "--no-calibrate", "-o", other).exit_code == 0
+        (tmp_path / "learn.csv").write_text("color,size\n" + "".join(f"red,1.{i}\n" for i in range(n)))
+        before = near.read_bytes()
+        merged = run("merge", "-o", out, near, other)
+        learned = run("learn", "-m", near, "--label", "spam", tmp_path / "learn.csv")
+        if n == 1:
+            assert merged.exit_code == learned.exit_code == 0, merged.stderr + learned.stderr
+            break
+        why = f"class 'spam' would hold {NEAR + n} rows, past 2**53, more than a model file holds\n"
+        assert (merged.exit_code, merged.stderr) == (1, f"nbtext: error: {near}, {other}: merged, {why}")
+        assert (learned.exit_code, learned.stderr) == (1, f"nbtext: error: {near}: with these rows learned, {why}")
+        assert not out.exists() and near.read_bytes() == before
+    for path in (out, near):
+        stats = store.load(str(path)).stats
+        assert stats.class_count[1] == 2**53
