@@ -22,7 +22,7 @@ from .nb.counts import UNKNOWN_DAY, Counts
 from .nb.decision import Decision
 from .read import Document
 from .record import Record
-from .store.fields import MAX_COUNT, check_class_sums
+from .store.fields import MAX_COUNT, PAST_MAX, check_class_sums
 
 
 def digest(label: str, data: bytes | str) -> bytes:
@@ -106,7 +106,7 @@ def merge(models: list[tuple[str, Model]], disjoint: bool = False) -> Model:
     tokens = sum(p["tokens"] for _, p in pruned)
     if tokens > MAX_COUNT:  # (each is at most that, store.codec.pruning; no real model comes near)
         raise NbtextError(f"{', '.join(path for path, _ in pruned)}: merged, their pruned tokens would number "
-                          f"{tokens}, past 2**53, more than a model file holds")
+                          f"{tokens}, {PAST_MAX}")
     vocab = Vocabulary()
     ids = [vocab.extend_encoded(m.vocab.encoded(), m.vocab.keys()) for _, m in models]
     check_sum([(m.counts, i) for (_, m), i in zip(models, ids)], vocab,
@@ -160,11 +160,11 @@ def check_sum(parts: Sequence[tuple[Counts, np.ndarray]], vocab: Vocabulary, wha
         i = int(sums.argmax())
         token, c = divmod(int(cells[i]), k)
         raise NbtextError(f"{what}, the count of token {vocab.token(token)!r} in class {classes[c]!r} would be "
-                          f"{int(sums[i])}, past 2**53, more than a model file holds")
+                          f"{int(sums[i])}, {PAST_MAX}")
     if width and doc_freq.max() > limit:
         token = int(doc_freq.argmax())
         raise NbtextError(f"{what}, token {vocab.token(token)!r} would be in {int(doc_freq[token])} documents, "
-                          "past 2**53, more than a model file holds")
+                          f"{PAST_MAX}")
 
 
 # Below this, no count of a model can pass MAX_COUNT by a learn: the documents would have to add

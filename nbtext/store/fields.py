@@ -9,6 +9,7 @@ import re
 from ..errors import BAD_NAME_CHAR, NbtextError, shown
 
 MAX_COUNT = 2.0 ** 53  # (a count beyond it is no longer a whole number in a float64)
+PAST_MAX = "past 2**53, more than a model file holds"  # (how a sum's refusal ends: merge, learn)
 
 
 def names(value, what: str) -> list:
@@ -62,7 +63,7 @@ def check_class_sums(parts, what: str, unit: str) -> None:
             sums[c] = sums.get(c, 0) + math.ceil(n)
     for c, n in sums.items():
         if n > int(MAX_COUNT):
-            raise NbtextError(f"{what}, class {c!r} would hold {n} {unit}, past 2**53, more than a model file holds")
+            raise NbtextError(f"{what}, class {c!r} would hold {n} {unit}, {PAST_MAX}")
 
 
 def whole_counts(value, n: int, what: str, whole: bool = True) -> list:
