@@ -578,7 +578,7 @@ class Counts:
             self._cc[rows] += other.class_count
             if self._df.dtype != np.float64:  # (as a model's are: int32 wraps a token in 2**31 documents)
                 self._df = self._df.astype(np.float64)
-            np.add.at(self._df, cols, other.doc_freq)
+            np.add.at(self._df, cols, other.doc_freq.astype(np.float64))
         self.version += 1
 
     # -- taking parts ---------------------------------------------------------------------------
