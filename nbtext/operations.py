@@ -7,7 +7,8 @@ still add and subtract exactly on it.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 from hashlib import blake2b
 
 import numpy as np
@@ -21,6 +22,7 @@ from .nb.counts import UNKNOWN_DAY, Counts
 from .nb.decision import Decision
 from .read import Document
 from .record import Record
+from .store.fields import MAX_COUNT, PAST_MAX, check_class_sums
 
 
 def digest(label: str, data: bytes | str) -> bytes:
@@ -32,11 +34,14 @@ def digest(label: str, data: bytes | str) -> bytes:
     return h.digest()
 
 
-def learn(model: Model, docs: Iterable[Document], label: str, forget: bool = False) -> tuple[int, int]:
+def learn(model: Model, docs: Iterable[Document], label: str, forget: bool = False,
+          where: str = "the model") -> tuple[int, int]:
     """Add (or with forget, take out) documents under ``label``. Returns (changed, skipped).
 
     Learning a document already learned under that label is a no-op (skipped); forgetting
-    one that was never learned under it is an error, and nothing changes."""
+    one that was never learned under it is an error, and nothing changes; so is learning
+    documents that would take a count past what a model file holds (``where``: the model's
+    path, which the error names)."""
     model.counts.check_labels([label])
     tok = model.tokenizer
     todo, seen, skipped = [], set(), 0
@@ -49,6 +54,8 @@ def learn(model: Model, docs: Iterable[Document], label: str, forget: bool = Fal
             continue
         seen.add(h)
         todo.append((h, tok(d.data)))
+    if todo and not forget and top(model.counts) >= NEAR_MAX:
+        check_learnable(model, [t for _, t in todo], label, where)
     if todo:
         model.add([t for _, t in todo], [label] * len(todo), weight=-1.0 if forget else 1.0)
         (model.ledger.difference_update if forget else model.ledger.update)([h for h, _ in todo])
@@ -95,26 +102,85 @@ def merge(models: list[tuple[str, Model]], disjoint: bool = False) -> Model:
             raise NbtextError(f"{path}: learned {common} of the same documents as "
                               f"{owner}; merged, they would be counted twice")
         ledger.update(m.ledger.tobytes())
-    vocab, counts = Vocabulary(), Counts()
-    for _, m in models:
-        ids = vocab.extend_encoded(m.vocab.encoded(), m.vocab.keys())
-        counts.merge(m.counts, ids, len(vocab))
+    pruned = [(path, m.pruned) for path, m in models if m.pruned]
+    tokens = sum(p["tokens"] for _, p in pruned)
+    if tokens > MAX_COUNT:  # (each is at most that, store.codec.pruning; no real model comes near)
+        raise NbtextError(f"{', '.join(path for path, _ in pruned)}: merged, their pruned tokens would number "
+                          f"{tokens}, {PAST_MAX}")
+    vocab = Vocabulary()
+    ids = [vocab.extend_encoded(m.vocab.encoded(), m.vocab.keys()) for _, m in models]
+    check_sum([(m.counts, i) for (_, m), i in zip(models, ids)], vocab,
+              f"{', '.join(path for path, _ in models)}: merged")
+    counts = Counts()
+    for (_, m), i in zip(models, ids):
+        counts.merge(m.counts, i, len(vocab))
     counts.compact()
     out = Model(first.tokenizer_settings, first.settings, vocab, counts,
                 Decision.from_dict(first.decision.to_dict()), ledger)
-    pruned = [(path, m.pruned) for path, m in models if m.pruned]
     if pruned:  # (counts pruned anywhere are pruned here: the largest threshold, the tokens of all)
-        from .store.fields import MAX_COUNT
-
-        tokens = sum(p["tokens"] for _, p in pruned)
-        if tokens > MAX_COUNT:  # (each is at most that, store.codec.pruning; no real model comes near)
-            raise NbtextError(f"{', '.join(path for path, _ in pruned)}: merged, their pruned tokens would number "
-                              f"{tokens}, past 2**53, more than a model file holds")
         out.pruned = {"tokens": tokens, "threshold": max(p["threshold"] for _, p in pruned),
                       "documents": max(p["documents"] for _, p in pruned)}
     if out.decision.positive not in out.classes:
         out.decision.positive = None
     return out
+
+
+def top(counts: Counts) -> int:
+    """The largest number ``counts`` hold (a token's count in a class, a class's documents, a
+    token's documents), rounded up to a whole number."""
+    values = counts.token_sums.values if counts.sparse else counts.token_major
+    return math.ceil(max((float(a.max()) for a in (values, counts.class_count, counts.doc_freq) if a.size),
+                         default=0.0))
+
+
+def check_sum(parts: Sequence[tuple[Counts, np.ndarray]], vocab: Vocabulary, what: str) -> None:
+    """Refuse (NbtextError: ``what``, then the number) the sum of counts ``parts``, each with the
+    id each of its tokens has in the sum (in ``vocab``), where a number of it would pass
+    MAX_COUNT, which a model file holds at most: a float64 sum past 2**53 rounds (2**53 + 1 to
+    2**53), and a file past it is refused at load. Checked exactly, as whole numbers (a fraction
+    rounded up), before anything is added; by one max of each part where their largest numbers
+    sum to at most MAX_COUNT, as those of any model learned from real documents do."""
+    limit = int(MAX_COUNT)
+    check_class_sums([(counts.classes, counts.class_count.tolist()) for counts, _ in parts], what, "documents")
+    if sum(top(counts) for counts, _ in parts) <= limit:
+        return
+    # (only files made to be near the limit come here: the sums per token and class, exactly)
+    classes = sorted({c for counts, _ in parts for c in counts.classes})
+    index, k, width = {c: i for i, c in enumerate(classes)}, len(classes), len(vocab)
+    keys, values, doc_freq = [], [], np.zeros(width, dtype=np.int64)
+    for counts, ids in parts:
+        s, rows = counts.token_sums, np.asarray([index[c] for c in counts.classes], dtype=np.int64)
+        keys.append(ids[s.token_of_entries()] * k + rows[s.classes.astype(np.int64)])
+        values.append(np.ceil(s.values).astype(np.int64))
+        np.add.at(doc_freq, ids, np.ceil(counts.doc_freq).astype(np.int64))
+    cells, at = np.unique(np.concatenate(keys), return_inverse=True)
+    sums = np.zeros(len(cells), dtype=np.int64)
+    np.add.at(sums, at.reshape(-1), np.concatenate(values))
+    if len(sums) and sums.max() > limit:
+        i = int(sums.argmax())
+        token, c = divmod(int(cells[i]), k)
+        raise NbtextError(f"{what}, the count of token {vocab.token(token)!r} in class {classes[c]!r} would be "
+                          f"{int(sums[i])}, {PAST_MAX}")
+    if width and doc_freq.max() > limit:
+        token = int(doc_freq.argmax())
+        raise NbtextError(f"{what}, token {vocab.token(token)!r} would be in {int(doc_freq[token])} documents, "
+                          f"{PAST_MAX}")
+
+
+# Below this, no count of a model can pass MAX_COUNT by a learn: the documents would have to add
+# 2**52 to one count (petabytes of text in one run).
+NEAR_MAX = int(MAX_COUNT) // 2
+
+
+def check_learnable(model: Model, token_lists: list[list[str]], label: str, where: str) -> None:
+    """check_sum of the model and the documents ``token_lists`` learned as ``label`` (counted
+    apart, as the model counts them), where the model holds a number near MAX_COUNT."""
+    docs = Model(model.tokenizer_settings, model.settings, Vocabulary(), Counts(model.classes),
+                 Decision(), Ledger())
+    docs.add(token_lists, [label] * len(token_lists))
+    vocab = Vocabulary()
+    ids = [vocab.extend_encoded(m.vocab.encoded(), m.vocab.keys()) for m in (model, docs)]
+    check_sum([(model.counts, ids[0]), (docs.counts, ids[1])], vocab, f"{where}: with these documents learned")
 
 
 class PruneRule(Record):
@@ -214,7 +280,7 @@ def learn_each_in_place(model_path: str, requests: list[tuple], new_model=None, 
                         other = learned_as(model, d.data)
                         if other not in (None, label):
                             learn(model, [d], other, forget=True)
-                results.append(learn(model, docs, label, forget))
+                results.append(learn(model, docs, label, forget, model_path))
             except NbtextError as e:
                 results.append(e)
         if any(isinstance(r, tuple) and r[0] for r in results):

@@ -389,17 +389,21 @@ def classify_row(table, ask, out) -> tuple:
 def learn(model_path: str, inputs: list[str], label: str, forget: bool) -> int:
     """Add (or take out) the rows of tables under ``label``, under the model's lock."""
     from . import store
+    from .store.fields import check_class_sums
 
     with store.locked(model_path):
         model = store.load(model_path)
         model.stats.check_labels([label])
         n = 0
         stats = model.stats
+        before = (list(stats.classes), stats.class_count.tolist())
         for path in inputs:
             for frame in model.frames_of(path, TableOptions(), labelled=False):
                 labels = [label] * len(frame)
                 stats = stats.plus(frame, labels, -1.0) if forget else (stats.add(frame, labels) or stats)
                 n += len(frame)
+        if not forget:  # (a class's counts of a column are at most its rows: merge_tables)
+            check_class_sums([before, ([label], [n])], f"{model_path}: with these rows learned", "rows")
         stats.check_finite(model.numeric_columns)
         model.stats = stats
         if n:

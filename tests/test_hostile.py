@@ -23,7 +23,7 @@ from nbtext.errors import ModelFileError, NbtextError
 from nbtext.fastscore import FastScorer
 from nbtext.store.dump import export_lines, import_lines
 
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, implementation
 
 
 def nb(*args, input=None, env=None, timeout=120, capture_output=True, **kw):
@@ -1071,3 +1071,173 @@ def test_pruning_records_past_2_53_are_refused_and_merge_never_sums_past_it(run,
     b = with_record((tmp_path / "o.nbm").read_bytes(), "b.nbm", 0)
     assert run("merge", "-o", out, a, b).exit_code == 0
     assert store.load(str(out)).pruned == {"tokens": 2**53, "threshold": 1, "documents": 4}
+
+
+# -- sums past what a model file holds ------------------------------------------------------------
+
+NEAR = 2**53 - 1  # (a number a model file holds: one more is 2**53, two more what no file holds)
+
+
+def near_limit(tmp_path, run, docs: str, change, train: list) -> pathlib.Path:
+    """A model trained on ``docs`` (a TSV's text) whose dump is changed by change(settings,
+    rows) (rows: token -> its counts as the dump writes them) and imported: a file that loads,
+    made to hold a number near 2**53."""
+    tsv = tmp_path / "near.tsv"
+    tsv.write_text(docs)
+    path = tmp_path / "near.nbm"
+    assert run("train", tsv, "-q", "--no-calibrate", *train, "-o", path).exit_code == 0
+    head, settings, *lines = export_lines(store.load(str(path)))
+    settings = json.loads(settings)
+    rows = {json.loads(tok): counts for tok, counts in (line.split("\t", 1) for line in lines)}
+    change(settings, rows)
+    dump = [head, json.dumps(settings), *(f"{json.dumps(t)}\t{c}" for t, c in rows.items())]
+    store.save(import_lines(iter(dump), "near"), str(path))
+    store.load(str(path))  # (a file within the limits)
+    return path
+
+
+def set_count(token: str, at: int, value: int):
+    def change(settings, rows):
+        counts = rows[token].split("\t")
+        counts[at] = str(value)
+        rows[token] = "\t".join(counts)
+    return change
+
+
+def set_documents(*class_count: int):
+    def change(settings, rows):
+        settings["class_count"] = [str(n) for n in class_count]
+    return change
+
+
+def both(*changes):
+    return lambda settings, rows: [change(settings, rows) for change in changes]
+
+
+UNIGRAMS = ["--ngrams", "1", "--char-ngrams", "0,0"]
+TWO, THREE = "spam\tbuy cheap pills\nham\tmeeting at noon\n", "spam\tbuy cheap pills\nham\tmeeting at noon\nnews\tpills\n"
+IDF = [*UNIGRAMS, "--variant", "complement", "--idf"]
+# What ``n`` more documents take to NEAR + n: (the model near the limit: its documents, how its
+# dump is changed, train's options; the documents, n of them, that add to it; what is refused)
+LIMITS = {
+    "a token's count": (TWO, set_count("pills", 1, NEAR), UNIGRAMS,
+                        lambda n: f"spam\t{' pills' * n}\nham\tlunch\n",
+                        "the count of token 'pills' in class 'spam' would be {}"),
+    "a token's count, sparse": (THREE, set_count("pills", 2, NEAR), UNIGRAMS,
+                                lambda n: f"spam\t{' pills' * n}\nham\tlunch\n",
+                                "the count of token 'pills' in class 'spam' would be {}"),
+    "a class's documents": (TWO, set_documents(1, NEAR), UNIGRAMS,
+                            lambda n: "".join(f"spam\toffer {i}\n" for i in range(n)) + "ham\tlunch\n",
+                            "class 'spam' would hold {} documents"),
+    "a token's documents": (TWO, both(set_documents(2**52, 2**52), set_count("pills", 2, NEAR)), IDF,
+                            lambda n: "".join(f"ham\tpills {i}\n" for i in range(n)) + "spam\toffer\n",
+                            "token 'pills' would be in {} documents"),
+}
+
+
+@pytest.mark.parametrize("kernel", ["c", "python"])
+@pytest.mark.parametrize("case", sorted(LIMITS))
+def test_merge_refuses_a_sum_past_2_53_exactly_and_writes_nothing(run, tmp_path, case, kernel):
+    """merge summed two loadable models' counts, a class's documents, a token's documents past
+    2**53 and wrote a file that every command then refused; and 2**53 + 1, which a float64 sum
+    rounds to 2**53, was written as 2**53, a count silently one short. Refused, writing
+    nothing; a sum of 2**53 itself is merged."""
+    docs, change, train, more, why = LIMITS[case]
+    near = near_limit(tmp_path, run, docs, change, train)
+    out = tmp_path / "merged.nbm"
+    for n in (2, 3, 1):
+        other = tmp_path / f"other{n}.nbm"
+        (tmp_path / "other.tsv").write_text(more(n))
+        assert run("train", tmp_path / "other.tsv", "-q", "--no-calibrate", *train, "-o", other).exit_code == 0
+        with implementation(kernel):
+            r = run("merge", "-o", out, near, other)
+        if n == 1:
+            assert r.exit_code == 0, r.stderr
+            break
+        assert (r.exit_code, r.stdout, r.stderr) == (
+            1, "", f"nbtext: error: {near}, {other}: merged, {why.format(NEAR + n)}, past 2**53, more than a model "
+                   "file holds\n")
+        assert not out.exists()
+    merged = store.load(str(out)).counts
+    assert 2**53 in [*merged.class_count, *merged.doc_freq, *merged.token_sums.values]
+
+
+@pytest.mark.parametrize("kernel", ["c", "python"])
+@pytest.mark.parametrize("case", sorted(LIMITS))
+def test_learn_refuses_a_sum_past_2_53_exactly_and_leaves_the_model(run, tmp_path, case, kernel):
+    """learn added documents to a model near 2**53 and saved a file that every command then
+    refused (the model lost), or, one past 2**53, a count rounded back to 2**53 (the document
+    in the ledger, its count not). Refused, the model file as it was; learning to 2**53 itself
+    is learned."""
+    docs, change, train, more, why = LIMITS[case]
+    near = near_limit(tmp_path, run, docs, change, train)
+    for n in (2, 3, 1):
+        label = more(n).split("\t")[0]
+        label_docs = [line.split("\t")[1] for line in more(n).splitlines() if line.startswith(label + "\t")]
+        paths = []
+        for i, text in enumerate(label_docs):
+            paths.append(tmp_path / f"doc{n}-{i}.txt")
+            paths[-1].write_text(text)
+        before = near.read_bytes()
+        with implementation(kernel):
+            r = run("learn", "-m", near, "--label", label, *paths)
+        if n == 1:
+            assert r.exit_code == 0, r.stderr
+            break
+        assert (r.exit_code, r.stdout, r.stderr) == (
+            1, "", f"nbtext: error: {near}: with these documents learned, {why.format(NEAR + n)}, past 2**53, "
+                   "more than a model file holds\n")
+        assert near.read_bytes() == before
+    learned = store.load(str(near)).counts
+    assert 2**53 in [*learned.class_count, *learned.doc_freq, *learned.token_sums.values]
+
+
+def test_merge_keeps_a_token_in_2_31_documents(run, tmp_path):
+    """merge summed the documents a token is in as 32-bit integers: a token of an idf model in
+    2**31 documents wrapped below zero (numpy's warning on stderr) and the file written was
+    refused by every command."""
+    near = near_limit(tmp_path, run, TWO, both(set_documents(3 * 2**30, 1), set_count("pills", 2, 2**31)), IDF)
+    (tmp_path / "other.tsv").write_text("ham\tpills later\nspam\toffer\n")
+    other, out = tmp_path / "other.nbm", tmp_path / "merged.nbm"
+    assert run("train", tmp_path / "other.tsv", "-q", "--no-calibrate", *IDF, "-o", other).exit_code == 0
+    r = run("merge", "-o", out, near, other)
+    assert r.exit_code == 0 and "Warning" not in r.stderr
+    merged = store.load(str(out))
+    assert merged.counts.doc_freq[merged.vocab.index["pills"]] == 2**31 + 1
+
+
+def test_table_merge_and_learn_refuse_rows_past_2_53_and_write_nothing(run, tmp_path):
+    """The table models' merge and learn summed a class's rows (and its counts of a column's
+    values, at most its rows) past 2**53: a file every command then refused (for learn, the
+    model lost), or one past, rounded back to 2**53 and written one short. Refused, writing
+    nothing; rows to 2**53 itself are learned."""
+    (tmp_path / "near.csv").write_text("label,color,size\nspam,red,1.5\nham,blue,2.0\n")
+    near = tmp_path / "near.nbm"
+    assert run("train", tmp_path / "near.csv", "-q", "--no-calibrate", "-o", near).exit_code == 0
+    head, settings, *arrays = export_lines(store.load(str(near)))
+    settings = json.loads(settings)
+    settings["class_count"][1] = NEAR
+    cat = json.loads(arrays[0])
+    assert cat["array"] == "cat_counts" and cat["data"] == [0, 1, 1, 0]  # (ham: red, blue; spam: red, blue)
+    cat["data"][2] = NEAR
+    store.save(import_lines(iter([head, json.dumps(settings), json.dumps(cat), *arrays[1:]]), "near"), str(near))
+    out = tmp_path / "merged.nbm"
+    for n in (2, 3, 1):
+        rows = "".join(f"spam,red,1.{i}\n" for i in range(n))
+        (tmp_path / "more.csv").write_text(f"label,color,size\n{rows}ham,blue,2.5\n")
+        other = tmp_path / "more.nbm"
+        assert run("train", tmp_path / "more.csv", "-q", "--no-calibrate", "-o", other).exit_code == 0
+        (tmp_path / "learn.csv").write_text("color,size\n" + "".join(f"red,1.{i}\n" for i in range(n)))
+        before = near.read_bytes()
+        merged = run("merge", "-o", out, near, other)
+        learned = run("learn", "-m", near, "--label", "spam", tmp_path / "learn.csv")
+        if n == 1:
+            assert merged.exit_code == learned.exit_code == 0, merged.stderr + learned.stderr
+            break
+        why = f"class 'spam' would hold {NEAR + n} rows, past 2**53, more than a model file holds\n"
+        assert (merged.exit_code, merged.stderr) == (1, f"nbtext: error: {near}, {other}: merged, {why}")
+        assert (learned.exit_code, learned.stderr) == (1, f"nbtext: error: {near}: with these rows learned, {why}")
+        assert not out.exists() and near.read_bytes() == before
+    for path in (out, near):
+        stats = store.load(str(path)).stats
+        assert stats.class_count[1] == 2**53

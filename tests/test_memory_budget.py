@@ -13,6 +13,7 @@ import pytest
 from nbtext import store
 from nbtext.store import codec
 from nbtext.batch.train import train_model
+from nbtext.errors import SettingError
 from nbtext.read import Document
 from nbtext.settings import TokenizerSettings
 
@@ -151,6 +152,7 @@ import sys, tracemalloc
 sys.path.insert(0, {tests!r})
 from test_memory_budget import WORDS, growing
 from nbtext.batch.train import train_model
+from nbtext.errors import SettingError
 from nbtext.settings import DecisionOptions
 docs = growing(int(sys.argv[1]), seed=1)
 from nbtext.store import codec
@@ -277,3 +279,26 @@ def test_info_says_one_document_in_the_singular(run, tmp_path):
     store.save(model, str(tmp_path / "m.nbm"))
     assert ("counts         pruned: tokens in at most 1 document before document 9 were dropped (7 tokens), "
             "to train within --max-memory\n") in run("info", "-m", tmp_path / "m.nbm", "--top", "0").stdout
+
+
+
+def test_a_budget_that_leaves_no_token_is_refused_and_writes_nothing(run, tmp_path):
+    """Documents of tokens each seen once, past a budget: every pruning dropped every token, and
+    train wrote a model of none (exit 0, numpy's divide-by-zero warnings on stderr) that called
+    every message spam at the classes' shares, 0.5. Refused, naming --max-memory, as a corpus
+    of no token is; the model file is left as it was."""
+    rng = np.random.default_rng(0)
+    docs = [Document(str(i), " ".join(f"r{x:x}" for x in rng.integers(0, 1 << 40, size=60)).encode(), "ab"[i % 2])
+            for i in range(600)]
+    corpus, model = tmp_path / "c.tsv", tmp_path / "m.nbm"
+    corpus.write_text("".join(f"{d.label}\t{d.data.decode()}\n" for d in docs))
+    model.write_bytes(b"before")
+    for kernel in ("c", "python"):
+        with implementation(kernel):
+            r = run("train", corpus, "-o", model, "--max-memory", "1M", "--ngrams", "1", "--char-ngrams", "0,0")
+        assert (r.exit_code, r.stdout, r.stderr) == (
+            1, "", "nbtext: error: --max-memory leaves no token: to train the 600 documents within it, the tokens in "
+                   "at most 1 document were dropped, and that was every one; give a larger one\n")
+        assert model.read_bytes() == b"before"
+    with pytest.raises(SettingError, match=re.escape("max_memory leaves no token: to train the 600 documents")):
+        train_model(iter(docs), TokenizerSettings(ngram_max=1, char_ngram_min=0), max_memory=1 << 20)

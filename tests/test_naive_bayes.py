@@ -478,3 +478,18 @@ def test_rows_taken_as_pairs_are_numpys_take():
             got, want = take_rows(arr, rows[rows < arr.shape[0]]), np.take(arr, rows[rows < arr.shape[0]], axis=0)
             assert got.shape == want.shape and got.dtype == want.dtype
             assert got.tobytes() == want.tobytes()
+
+
+def test_documents_per_token_past_2_31_are_kept_exactly():
+    """Counts keep a token's documents as int32 while they are whole, and whole sample weights
+    of 1e9 (scikit-learn's partial_fit takes any) summed them past 2**31: a token of 6e9
+    documents' weight had 1705032704, and idf weighed it so, silently. Past what int32 holds,
+    they are float64, as a model file keeps them."""
+    X = np.array([[1, 0], [0, 1], [1, 1]])
+    parts = ComplementNB(idf=True)
+    for _ in range(3):
+        parts.partial_fit(X, ["a", "b", "a"], classes=["a", "b"], sample_weight=[1e9, 1e9, 1e9])
+    assert parts.doc_freq_.tolist() == [6e9, 6e9]
+    whole = ComplementNB(idf=True).fit(np.vstack([X] * 3), ["a", "b", "a"] * 3, sample_weight=[1e9] * 9)
+    assert whole.doc_freq_.tolist() == [6e9, 6e9]
+    assert np.array_equal(parts.predict_log_proba(X), whole.predict_log_proba(X))

@@ -310,6 +310,11 @@ class Reduction:
             refuse_tokenless(self.n_documents, sources)
         if self.pruning:  # (the last threshold over every token: see the class's docstring)
             self.prune(self.pruning["threshold"])
+            if not len(self.vocab):  # (a model of no token scores every document by the classes' shares)
+                t = self.pruning["threshold"]
+                raise SettingError("max_memory", None, f"leaves no token: to train the {self.n_documents} documents "
+                                   f"within it, the tokens in at most {t} document{'' if t == 1 else 's'} were "
+                                   "dropped, and that was every one; give a larger one")
         vocab, counts = self.vocab, self.counts
         vocab.drop_index()  # (counted: from here on only the tokens are read)
         release_free_memory()

@@ -388,8 +388,11 @@ class Counts:
         if width is None:
             width = max(self.width, n if cols is None else int(cols.max(initial=-1)) + 1)
         self._reserve(width)
-        if self._df.dtype == np.int32 and not np.array_equal(df, np.round(df)):
-            self._df = self._df.astype(np.float64)  # fractional weights: no longer whole
+        if self._df.dtype == np.int32 and (not np.array_equal(df, np.round(df))
+                                           or self.class_count.sum() + np.sum(cc) >= 2**31):
+            # fractional weights: no longer whole; or past what int32 holds (a token's documents
+            # are at most those counted, as each is added at its document's weight)
+            self._df = self._df.astype(np.float64)
         df = df.astype(self._df.dtype)
         every = len(rows) == k  # (the chunk has every class: rows are 0..k-1, a slice)
         at = slice(0, k) if every else rows
@@ -573,9 +576,9 @@ class Counts:
         np.maximum.at(self._ls, cols, other.last_seen)
         if other.classes:
             self._cc[rows] += other.class_count
-            if not np.array_equal(other.doc_freq, np.round(other.doc_freq)):
+            if self._df.dtype != np.float64:  # (as a model's are: int32 wraps a token in 2**31 documents)
                 self._df = self._df.astype(np.float64)
-            np.add.at(self._df, cols, other.doc_freq.astype(self._df.dtype))
+            np.add.at(self._df, cols, other.doc_freq.astype(np.float64))
         self.version += 1
 
     # -- taking parts ---------------------------------------------------------------------------

@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 import re
 
-from ..errors import BAD_NAME_CHAR, shown
+from ..errors import BAD_NAME_CHAR, NbtextError, shown
 
 MAX_COUNT = 2.0 ** 53  # (a count beyond it is no longer a whole number in a float64)
+PAST_MAX = "past 2**53, more than a model file holds"  # (how a sum's refusal ends: merge, learn)
 
 
 def names(value, what: str) -> list:
@@ -49,6 +50,20 @@ def count_of(value) -> float:
     if not 0 <= exact <= MAX_COUNT:
         raise ValueError(f"{shown(str(value))[:40]!r} is not a count from 0 to 2**53")
     return x
+
+
+def check_class_sums(parts, what: str, unit: str) -> None:
+    """Refuse (NbtextError: ``what``, then the class) the sum of models' or rows' numbers per
+    class (``parts``: (classes, their numbers of ``unit``) each) where one would pass MAX_COUNT,
+    which a model file holds at most. Summed exactly, as whole numbers (a fraction rounded up):
+    a float64 sum past 2**53 rounds, 2**53 + 1 to 2**53."""
+    sums: dict = {}
+    for classes, numbers in parts:
+        for c, n in zip(classes, numbers):
+            sums[c] = sums.get(c, 0) + math.ceil(n)
+    for c, n in sums.items():
+        if n > int(MAX_COUNT):
+            raise NbtextError(f"{what}, class {c!r} would hold {n} {unit}, {PAST_MAX}")
 
 
 def whole_counts(value, n: int, what: str, whole: bool = True) -> list:

@@ -14,6 +14,7 @@ from ..errors import NbtextError
 from ..nb.decision import Decision, decide, default_positive
 from ..nb.estimators import log_posteriors
 from ..settings import TableSettings
+from ..store.fields import check_class_sums
 from .estimate import TableEstimator
 from .read import CATEGORICAL, NUMERIC, Frame, Retype, TableOptions, frames, infer_kinds, open_table, spooled
 from .stats import TableStats
@@ -160,6 +161,10 @@ def merge_tables(models: list) -> TableModel:
             if a != b:
                 raise NbtextError(f"{path}: its {what} differ ({first_path}: {a!r}, {path}: {b!r}); only table "
                                   "models with equal settings and columns can be merged")
+    # (a class's count of a column's values is at most its rows, as the file's checks hold it:
+    # rows that stay within MAX_COUNT keep every count within it)
+    check_class_sums([(m.classes, m.stats.class_count.tolist()) for _, m in models],
+                     f"{', '.join(path for path, _ in models)}: merged", "rows")
     stats = first.stats.copy()
     for _, m in rest:
         stats.merge(m.stats)
