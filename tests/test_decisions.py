@@ -423,6 +423,22 @@ def test_calibrate_refuses_unknown_labels_and_leaves_the_model(run, tmp_path, sa
     assert sample_copy.read_bytes() == before
 
 
+def test_calibrate_refuses_documents_without_a_token_of_the_model_and_leaves_it(run, tmp_path, sample_copy):
+    """calibrate on documents none of which holds a token of the model (each empty, or all of
+    their tokens foreign to it) replaced the model's calibration and layer with none, exit 0:
+    every document scored by the priors alone. Refused, as train refuses documents of no token."""
+    before = sample_copy.read_bytes()
+    for name, text in (("empty.tsv", "spam\t!!!\nham\t...\n"), ("foreign.tsv", "spam\tqqqzx\nham\tzzxqv\n")):
+        t = tmp_path / name
+        t.write_text(text)
+        r = run("calibrate", "-m", sample_copy, t)
+        assert (r.exit_code, r.stderr) == (1, f"nbtext: error: {t}: none of the 2 documents read has a token of "
+                                              "the model: nothing to calibrate on\n")
+        assert sample_copy.read_bytes() == before
+    t.write_text("spam\tqqqzx\nham\tzzxqv free money\n")  # (one token of the model: calibrated)
+    assert run("calibrate", "-m", sample_copy, t, "-q").exit_code == 0
+
+
 @pytest.mark.slow
 def test_auto_keeps_the_variant_with_fewest_out_of_fold_errors(monkeypatch, sample_counts):
     """The default variant, auto, scores each candidate (multinomial, complement: they count a

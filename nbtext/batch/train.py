@@ -660,7 +660,7 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
     ``sources``: the paths the documents were read from, which a refusal names."""
     needs_sample = decisions.needs_matrix or model.settings.choosing
     reservoir = Reservoir(calibration_sample, decisions.seed) if needs_sample else None
-    n_docs, seen = 0, set()
+    n_docs, seen, scored = 0, set(), False
     for chunk, batch in counted(docs, model.tokenizer_settings, n_jobs=n_jobs):
         labels = [d.label for d in chunk]
         for d in chunk:
@@ -668,13 +668,19 @@ def recalibrate(model: Model, docs: Iterable[Document], decisions: DecisionOptio
         seen.update(labels)
         n_docs += len(chunk)
         if reservoir is not None:
-            reservoir.add(batch.onto(model.vocab, grow=False), labels)
+            rows = batch.onto(model.vocab, grow=False)
+            scored = scored or rows.nnz > 0
+            reservoir.add(rows, labels)
         if progress:
             progress(len(chunk))
     if not n_docs:
         raise no_documents("calibration", sources)
     if len(seen) < 2:  # (as train refuses: else the model's calibration would be replaced by none)
         raise NbtextError(f"need documents of at least two classes to calibrate, got only {sorted(seen)[0]!r}")
+    if reservoir is not None and not scored:  # (each scored by the priors alone: a map fit to them
+        # would replace the model's calibration with one that says nothing, as train refuses them)
+        raise InputError(f"{where(sources)}none of the {n_docs} document{'' if n_docs == 1 else 's'} read has a "
+                         "token of the model: nothing to calibrate on")
     X, y = reservoir.sample(len(model.vocab)) if reservoir is not None else (None, None)
     model.decision = Decision(positive=default_positive(model.classes))
     fit = apply_decisions(model, decisions, X, y, n_jobs=n_jobs, progress=progress)
