@@ -552,6 +552,43 @@ def test_malformed_http_gets_an_error(daemon, sample_model):
         assert r.read() == b"pong\n"
 
 
+@pytest.mark.parametrize("length", ["\u00b2", "\uff15", "\u0663"])  # (², fullwidth 5, Arabic-Indic 3)
+def test_a_content_length_of_unicode_digits_is_refused_by_both_protocols(daemon, sample_model, length):
+    """A length is ASCII digits: one that Python's str.isdigit takes but int() cannot read (²)
+    once ended the worker, and every connection it held, where the client gets a 400."""
+    d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1")
+    host, port = d.http.rsplit(":", 1)
+    head = f"POST /checkv2 HTTP/1.1\r\nContent-Length: {length}\r\n\r\n".encode()
+    assert raw(int(port), head + b"hello") == http_error(400, "Content-Length is not a number")
+    head = f"CHECK SPAMC/1.5\r\nContent-length: {length}\r\n\r\n".encode()
+    assert raw(d.port, head + b"hello") == b"SPAMD/1.0 76 Bad header line: (Content-Length contains non-numeric bytes)\r\n"
+    with urllib.request.urlopen(d.http_url + "/ping", timeout=SAFETY) as r:
+        assert r.read() == b"pong\n"
+    assert not [line for line in d.lines if "failed" in line or "ended" in line]
+
+
+def test_two_different_content_lengths_are_refused_by_both_protocols(daemon, sample_model):
+    """Which of two lengths ends the message is a guess (a proxy in front may guess the other):
+    both protocols refuse the request; the same length twice is one length."""
+    d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1")
+    host, port = d.http.rsplit(":", 1)
+    msg = SPAM.read_bytes()
+    two = b"POST /checkv2 HTTP/1.1\r\nContent-Length: %d\r\nContent-Length: 5\r\n\r\n" % len(msg) + msg
+    assert raw(int(port), two) == http_error(400, f"Content-Length given twice, as {len(msg)} and 5")
+    two = b"CHECK SPAMC/1.5\r\nContent-length: %d\r\nContent-length: 5\r\n\r\n" % len(msg) + msg
+    assert raw(d.port, two) == b"SPAMD/1.0 76 Bad header line: (Content-Length given twice, as %d and 5)\r\n" % len(msg)
+    same = b"CHECK SPAMC/1.5\r\nContent-length: %d\r\nContent-length: %d\r\n\r\n" % (len(msg), len(msg)) + msg
+    assert raw(d.port, same) == raw(d.port, request("CHECK", msg))
+    same = b"POST /checkv2 HTTP/1.1\r\nContent-Length: %d\r\nContent-Length: %d\r\n\r\n" % (len(msg), len(msg))
+    assert raw(int(port), same + msg).startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def http_error(status: int, text: str) -> bytes:
+    from nbtext.serve.http import HttpError
+
+    return HttpError(status, text).reply()
+
+
 def own_address():
     """An address of this machine other than loopback, or None."""
     try:
