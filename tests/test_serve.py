@@ -364,9 +364,7 @@ def test_kill_9_during_a_storm_of_learns_keeps_every_acknowledged_learn(daemon, 
     while len(acknowledged) < 3:  # (a storm under way: some learns acknowledged, more in flight)
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    workers = [int(p) for task in os.listdir(f"/proc/{d.proc.pid}/task")
-               for p in open(f"/proc/{d.proc.pid}/task/{task}/children").read().split()]
-    for pid in [d.proc.pid, *workers]:
+    for pid in [d.proc.pid, *workers_of(d)]:
         os.kill(pid, signal.SIGKILL)
     for t in threads:
         t.join(SAFETY)
@@ -538,6 +536,40 @@ def test_connections_beyond_the_bound_wait_their_turn(daemon, sample_model):
     assert read_all(third).startswith(b"SPAMD/1.1 0 EX_OK\r\nSpam: True")
     third.close()
     idle[1].close()
+
+
+def workers_of(d) -> list[int]:
+    """The pids of a daemon's worker processes (its parent's children)."""
+    return [int(p) for task in os.listdir(f"/proc/{d.proc.pid}/task")
+            for p in open(f"/proc/{d.proc.pid}/task/{task}/children").read().split()]
+
+
+def test_a_worker_out_of_file_descriptors_waits_instead_of_spinning(daemon, sample_model):
+    """A worker whose accept fails for want of file descriptors leaves the client in the listen
+    queue and stops accepting until a connection ends (or a second passes), with one line in the
+    log: it once tried again at once, in a loop that held a core and wrote thousands of lines a
+    second until a descriptor was free. Here it runs out with two idle clients held and four
+    waiting; between its first line and its first timeout of an idle client (--timeout 1, the
+    daemon's own clock) it tries at most twice more; then every client is answered."""
+    import resource
+
+    d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "1", "--max-connections", "1000",
+               "--timeout", "1")
+    assert raw(d.port, b"PING SPAMC/1.5\r\n\r\n") == b"SPAMD/1.5 0 PONG\r\n"  # (the worker's loop runs)
+    (worker,) = workers_of(d)
+    _, hard = resource.prlimit(worker, resource.RLIMIT_NOFILE)
+    resource.prlimit(worker, resource.RLIMIT_NOFILE, (len(os.listdir(f"/proc/{worker}/fd")) + 2, hard))
+    start = len(d.lines)
+    idle = [socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY) for _ in range(6)]
+    try:
+        d.wait_for("cannot accept a connection: Too many open files", start)
+        timed_out = d.wait_for(r"spamd - from 127\.0\.0\.1 user=-: timeout in ", start)
+        before = d.lines[start:d.lines.index(timed_out)]
+        assert len([line for line in before if "cannot accept" in line]) <= 3, len(before)
+    finally:
+        for s in idle:
+            s.close()
+    assert raw(d.port, request("CHECK", SPAM.read_bytes())).startswith(b"SPAMD/1.1 0 EX_OK\r\nSpam: True")
 
 
 def test_malformed_http_gets_an_error(daemon, sample_model):

@@ -30,6 +30,7 @@ HEAD_MAX = 64 << 10   # bytes of a request's head (request line and header field
 LINGER = 2.0          # seconds a connection is drained after its reply, so the reply is not reset
 READ = 1 << 16
 ACCEPTS = 8           # connections a worker takes from the listen queue between two looks at its others
+ACCEPT_RETRY = 1.0    # seconds a worker out of file descriptors waits to accept again, unless a connection ends
 
 
 def log_line(message: str) -> None:
@@ -66,7 +67,8 @@ class Worker:
         self.conns: dict[int, Conn] = {}
         self.sel = selectors.DefaultSelector()
         self.stopping = False
-        self.paused = False
+        self.paused = False       # (not accepting: the listening sockets are out of the selector)
+        self.resume_at = None     # (paused for want of file descriptors: when to try again)
 
     # -- the loop -----------------------------------------------------------------------
     def run(self) -> int:
@@ -100,6 +102,8 @@ class Worker:
                     self._ready(key.data)
             self._learned()
             self._expire()
+            if self.resume_at is not None and time.monotonic() >= self.resume_at:
+                self._resume()
         return 0
 
     @staticmethod
@@ -126,6 +130,8 @@ class Worker:
     def _wait(self) -> float:
         now = time.monotonic()
         soonest = min((c.deadline for c in self.conns.values() if c.stage != "learn"), default=now + 1.0)
+        if self.resume_at is not None:
+            soonest = min(soonest, self.resume_at)
         return max(0.0, min(soonest - now, 1.0))
 
     def _expire(self) -> None:
@@ -154,18 +160,19 @@ class Worker:
         selector."""
         for _ in range(ACCEPTS):
             if len(self.conns) >= self.opts.max_connections:
-                if not self.paused:  # (the bound reached: new clients wait in the listen queue)
-                    self.paused = True
-                    for s, _ in self.listeners:
-                        self.sel.unregister(s)
-                return
+                return self._pause()  # (the bound reached: new clients wait in the listen queue)
             try:
                 sock, peer = lsock.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
                 if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    log_line(f"cannot accept a connection: {e.strerror}")
+                    # (the client stays in the listen queue, and the listening socket stays
+                    # readable: accepting again at once fails again, a loop that holds the CPU
+                    # and writes this line thousands of times a second)
+                    log_line(f"cannot accept a connection: {e.strerror}; accepting again when a "
+                             f"connection ends, or in {ACCEPT_RETRY:g} s")
+                    self._pause(time.monotonic() + ACCEPT_RETRY)
                 return
             sock.setblocking(False)
             host = peer[0] if isinstance(peer, tuple) else "local"
@@ -183,6 +190,21 @@ class Worker:
             self._ready(c)
             if c.stage == "read" and self.conns.get(fd) is c:  # (more to come: the selector says when)
                 self._watch(c, selectors.EVENT_READ)
+
+    def _pause(self, until: float | None = None) -> None:
+        """Stop accepting: until a connection ends, or (``until``) a time to try again."""
+        if not self.paused:
+            self.paused = True
+            for s, _ in self.listeners:
+                self.sel.unregister(s)
+        self.resume_at = until
+
+    def _resume(self) -> None:
+        self.resume_at = None
+        if self.paused and not self.stopping:
+            self.paused = False
+            for s, address in self.listeners:
+                self.sel.register(s, selectors.EVENT_READ, ("listen", address))
 
     def _watch(self, c: Conn, events: int) -> None:
         if c.registered == events:
@@ -203,10 +225,8 @@ class Worker:
         except OSError:
             pass
         self.metrics.set("connections", len(self.conns))
-        if self.paused and not self.stopping and len(self.conns) < self.opts.max_connections:
-            self.paused = False
-            for s, address in self.listeners:
-                self.sel.register(s, selectors.EVENT_READ, ("listen", address))
+        if self.paused and len(self.conns) < self.opts.max_connections:
+            self._resume()  # (a place, and a file descriptor, free)
 
     def _ready(self, c: Conn) -> None:
         try:
