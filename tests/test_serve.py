@@ -336,6 +336,41 @@ def test_spamc_learn_and_forget_go_to_disk_through_the_ledger(daemon, sample_cop
     assert (restored.feature_count == before.feature_count).all()
 
 
+def test_a_learn_the_model_file_cannot_take_is_an_error_not_already_learned(daemon, sample_copy):
+    """A model file that cannot be written (here a worker limited to files of 1 KiB, as a full
+    disk refuses a write) leaves the model as it was, and the client is told that nothing was
+    learned: spamc -L exits 74 (EX_IOERR) where it once printed "Message was already
+    un/learned" and exited 0, HTTP answers 500 where it answered 400 (a forget 404), and
+    /metrics counts the learns as failed. A forget of a message never learned is still the
+    client's error, and spamd's "already"."""
+    import resource
+
+    d = daemon(sample_copy, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1")
+    assert raw(d.port, b"PING SPAMC/1.5\r\n\r\n") == b"SPAMD/1.5 0 PONG\r\n"  # (the worker's loop runs)
+    (worker,) = workers_of(d)
+    resource.prlimit(worker, resource.RLIMIT_FSIZE, (1024, resource.RLIM_INFINITY))
+    before = sample_copy.read_bytes()
+    msg = HAM.read_bytes()
+    r = d.spamc("-L", "spam", data=msg)
+    assert (r.returncode, r.stdout) == (74, b"")
+    reply = raw(d.port, request("TELL", msg, Message_class="spam", Set="local"))
+    assert reply == f"SPAMD/1.0 74 cannot learn: {sample_copy}: cannot write: File too large\r\n".encode()
+    assert raw(d.port, request("TELL", msg, Message_class="spam", Remove="local")) == spamd_ok()  # (never learned)
+    status, body = http_post(d.http_url + "/learnspam", msg)
+    assert (status, json.loads(body)) == (500, {"success": False, "error": f"{sample_copy}: cannot write: File too large"})
+    assert http_post(d.http_url + "/forget", msg)[0] == 404
+    assert sample_copy.read_bytes() == before
+    text = urllib.request.urlopen(d.http_url + "/metrics", timeout=SAFETY).read().decode()
+    assert metric(text, 'nbtext_learns_total{outcome="failed"}') == 3
+    assert metric(text, 'nbtext_learns_total{outcome="refused"}') == 2
+
+
+def spamd_ok() -> bytes:
+    from nbtext.serve.spamd import tell_reply
+
+    return tell_reply(False, False)
+
+
 @pytest.mark.slow
 def test_kill_9_during_a_storm_of_learns_keeps_every_acknowledged_learn(daemon, sample_copy):
     """Clients learn messages as fast as they can; the daemon (parent and workers) is killed

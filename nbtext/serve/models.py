@@ -33,6 +33,12 @@ class BadUser(NbtextError):
     """A user name that cannot name a model file in --user-models' directory."""
 
 
+class NotSaved(Exception):
+    """A learn the model file could not take: its lock, reading it or writing it failed (a full
+    disk, a read-only directory, a damaged file). The daemon's failure, not the client's, which
+    a learn refused for what it asks (a forget of a message never learned) is."""
+
+
 class Watched:
     """A model file and the model read from it, read again when the file changes."""
 
@@ -132,7 +138,8 @@ class Models:
 @dataclass
 class Learn:
     """One learn or forget: the message, the class (None: forget as whatever it was learned as),
-    which model file, and, once done, (changed, skipped) or the NbtextError that refused it."""
+    which model file, and, once done, (changed, skipped), the NbtextError that refused it, or
+    the NotSaved (or, from a bug, other exception) that failed it."""
     path: str
     data: bytes
     label: str | None
@@ -186,8 +193,8 @@ class Learner:
             results = learn_each_in_place(path, [([Document("message", j.data)], j.label, j.forget) for j in jobs],
                                           new_model=(lambda: empty_like(template)) if template else None,
                                           relearn=True)
-        except NbtextError as e:
-            results = [e] * len(jobs)
+        except NbtextError as e:  # (the lock, the load or the save: nothing learned, and not for the client's asking)
+            results = [NotSaved(str(e))] * len(jobs)
         except Exception as e:  # (a bug: each waiting client gets an error reply, the worker goes on)
             results = [RuntimeError(f"{e.__class__.__name__}: {e}")] * len(jobs)
         for job, result in zip(jobs, results):

@@ -24,7 +24,7 @@ from . import http, spamd
 from .address import allowed, check_socket_path
 from .options import ServeOptions
 from .metrics import Metrics
-from .models import BadUser, Learn, Learner, Models
+from .models import BadUser, Learn, Learner, Models, NotSaved
 
 HEAD_MAX = 64 << 10   # bytes of a request's head (request line and header fields)
 LINGER = 2.0          # seconds a connection is drained after its reply, so the reply is not reset
@@ -445,13 +445,15 @@ class Worker:
                 c.outcome = (("forgot" if job.forget else f"learned as {job.label}") if did
                              else ("already forgotten" if job.forget else f"already learned as {job.label}"))
             else:
-                self.metrics.add("learn:refused")
+                self.metrics.add(f"learn:{'refused' if isinstance(r, NbtextError) else 'failed'}")
                 c.outcome = f"not {'forgotten' if job.forget else 'learned'}: {r}"
             if c.address.protocol == "spamd":
+                # (a refused learn is spamd's "already": the model is as the client asks)
                 if isinstance(r, NbtextError) or isinstance(r, tuple):
                     out = spamd.tell_reply(did and not job.forget, did and job.forget)
-                else:
-                    out = spamd.SpamdError("EX_SOFTWARE", f"cannot learn: {r}").reply()
+                else:  # (spamc exits non-zero: a Sieve script or a user learns that it was not learned)
+                    code = "EX_IOERR" if isinstance(r, NotSaved) else "EX_SOFTWARE"
+                    out = spamd.SpamdError(code, f"cannot learn: {r}").reply()
             elif did:
                 out = http.reply(200, {"success": True})
             elif isinstance(r, tuple):
