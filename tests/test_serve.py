@@ -438,6 +438,56 @@ def test_sighup_reads_the_models_again(daemon, sample_model):
         assert time.monotonic() < deadline, text
 
 
+def test_a_sighup_while_the_daemon_starts_is_a_reload_not_its_end(sample_model, tmp_path):
+    """`systemctl reload` just after a start (Type=simple: started once forked) sends SIGHUP
+    while the daemon sets up: it once ended the daemon, silently, as the default action (and
+    systemd counts that end as clean: no restart). Here the daemon's stderr is a pipe already
+    full, so it stops at its log lines, after it listens and before it forks: the SIGHUP comes
+    then, and once the pipe is read the daemon goes on and answers."""
+    sock = tmp_path / "spamd.sock"
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    filler = 0
+    for size in (65536, 4096, 1):
+        while True:
+            try:
+                filler += os.write(w, b"." * size)
+            except BlockingIOError:
+                break
+    os.set_blocking(w, True)
+    proc = subprocess.Popen([*NBTEXT, "serve", "-m", str(sample_model), "--spamd", f"unix:{sock}", "--workers", "1"],
+                            stderr=w, stdout=subprocess.DEVNULL)
+    os.close(w)
+    try:
+        deadline = time.monotonic() + SAFETY
+        while True:  # (listening: then it logs, and the log is full)
+            assert proc.poll() is None and time.monotonic() < deadline
+            try:
+                with socket.socket(socket.AF_UNIX) as probe:
+                    probe.connect(str(sock))
+                break
+            except OSError:
+                time.sleep(0.01)
+        proc.send_signal(signal.SIGHUP)
+        with os.fdopen(r, "rb") as log:
+            assert log.read(filler) == b"." * filler
+            lines = [log.readline().decode() for _ in range(2)]
+            assert lines[0].endswith(f"listening for spamd on unix:{sock}\n") and " 1 workers" in lines[1], \
+                (lines, proc.poll())  # (-1: ended by the SIGHUP)
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(SAFETY)
+                s.connect(str(sock))
+                s.sendall(request("CHECK", SPAM.read_bytes()))
+                s.shutdown(socket.SHUT_WR)
+                assert read_all(s).startswith(b"SPAMD/1.1 0 EX_OK\r\nSpam: True")
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(SAFETY) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_sigterm_finishes_the_request_in_flight(daemon, sample_model):
     d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1")
     msg = request("CHECK", SPAM.read_bytes())

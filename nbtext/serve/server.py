@@ -492,6 +492,10 @@ def serve(opts: ServeOptions) -> int:
     """Run the daemon until SIGTERM or SIGINT; the exit status."""
     metrics = Metrics(opts.workers)
     models = Models(opts.model, opts.user_models, opts.min_learns, log_line, metrics)
+    # (a SIGHUP before the supervisor's handler is set, `systemctl reload` just after a start,
+    # asks the workers to read the models again: its default action would end the daemon, and
+    # systemd counts an end by SIGHUP as clean, so Restart=on-failure would not start it again)
+    signal.signal(signal.SIGHUP, lambda *_: models.reload())
     model = models.load()  # (a model that cannot be read is an error before anything listens)
     if opts.user_models is not None and not os.path.isdir(opts.user_models):
         raise NbtextError(f"--user-models: {opts.user_models} is not a directory")
@@ -532,8 +536,9 @@ def _supervise(opts, listeners, metrics, models) -> int:
                 signal.set_wakeup_fd(-1)
                 os.close(wake_r)
                 os.close(wake_w)
-                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
                     signal.signal(sig, signal.SIG_DFL)
+                signal.signal(signal.SIGHUP, lambda *_: models.reload())  # (never the default: the end)
                 metrics.use_row(n)
                 status = Worker(opts, listeners, metrics, models).run()
             except BaseException as e:  # (a worker ends here, whatever happens: never in the parent's code)
