@@ -365,6 +365,41 @@ def test_a_learn_the_model_file_cannot_take_is_an_error_not_already_learned(daem
     assert metric(text, 'nbtext_learns_total{outcome="refused"}') == 2
 
 
+def test_a_model_locked_elsewhere_fails_learns_in_time_and_stalls_no_one(daemon, sample_copy):
+    """Another process holds the model's lock (a long `nbtext learn` from cron, or a stuck
+    one): a learn waits for it --timeout at most, then the client is told to try again
+    (EX_TEMPFAIL 75, HTTP 503) and nothing is learned. Learns once waited for the lock with no
+    limit, each holding its connection: at --max-connections of them the worker accepted
+    nobody, not even a PING, until the lock was let go. Once it is, a learn goes through."""
+    import fcntl
+
+    from nbtext import store
+
+    d = daemon(sample_copy, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1",
+               "--max-connections", "3", "--timeout", "1")
+    lock = f"{sample_copy}.lock"
+    msg = HAM.read_bytes()
+    before = store.load(str(sample_copy))
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        tells = [socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY) for _ in range(3)]  # (every place)
+        for s in tells:
+            s.sendall(request("TELL", msg, Message_class="spam", Set="local"))
+            s.shutdown(socket.SHUT_WR)
+        busy = f"cannot learn: {lock}: held by another process for 1 s; try again"
+        for s in tells:
+            assert read_all(s) == f"SPAMD/1.0 75 {busy}\r\n".encode()
+            s.close()
+        assert raw(d.port, b"PING SPAMC/1.5\r\n\r\n") == b"SPAMD/1.5 0 PONG\r\n"
+        status, body = http_post(d.http_url + "/learnspam", msg)
+        assert (status, json.loads(body)) == (503, {"success": False, "error": busy.split(": ", 1)[1]})
+        assert digest("spam", msg) not in store.load(str(sample_copy)).ledger
+    learned = raw(d.port, request("TELL", msg, Message_class="spam", Set="local"))
+    assert learned == b"SPAMD/1.1 0 EX_OK\r\nDidSet: local\r\n\r\n"
+    after = store.load(str(sample_copy))
+    assert digest("spam", msg) in after.ledger and sum(after.class_count) == sum(before.class_count) + 1
+
+
 def spamd_ok() -> bytes:
     from nbtext.serve.spamd import tell_reply
 

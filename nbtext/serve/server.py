@@ -79,7 +79,9 @@ class Worker:
         for s in (wake_r, wake_w):
             s.setblocking(False)
         sel.register(wake_r, selectors.EVENT_READ, ("wake", None))
-        self.learner = Learner(lambda: self._poke(wake_w))
+        # (a learn waits for its model's lock as a request waits for its bytes, --timeout: a lock
+        # held elsewhere must not keep connections, and at --max-connections the worker, forever)
+        self.learner = Learner(lambda: self._poke(wake_w), self.opts.timeout)
         self.metrics.set("models_loaded", 1)  # (the global model, read by the parent)
         signal.set_wakeup_fd(wake_w.fileno(), warn_on_full_buffer=False)
         signal.signal(signal.SIGTERM, self._stop)
@@ -452,7 +454,8 @@ class Worker:
                 if isinstance(r, NbtextError) or isinstance(r, tuple):
                     out = spamd.tell_reply(did and not job.forget, did and job.forget)
                 else:  # (spamc exits non-zero: a Sieve script or a user learns that it was not learned)
-                    code = "EX_IOERR" if isinstance(r, NotSaved) else "EX_SOFTWARE"
+                    code = ("EX_TEMPFAIL" if getattr(r, "busy", False) else "EX_IOERR") if isinstance(r, NotSaved) \
+                        else "EX_SOFTWARE"
                     out = spamd.SpamdError(code, f"cannot learn: {r}").reply()
             elif did:
                 out = http.reply(200, {"success": True})
@@ -461,7 +464,7 @@ class Worker:
             elif isinstance(r, NbtextError):
                 out = http.reply(404 if job.forget else 400, {"success": False, "error": str(r)})
             else:
-                out = http.reply(500, {"success": False, "error": str(r)})
+                out = http.reply(503 if getattr(r, "busy", False) else 500, {"success": False, "error": str(r)})
             self._reply(c, out)
 
 
