@@ -523,6 +523,40 @@ def test_a_sighup_while_the_daemon_starts_is_a_reload_not_its_end(sample_model, 
             proc.wait()
 
 
+def running(pid: int) -> bool:
+    """Whether a process runs (an orphan that ended and was not reaped yet is a zombie: not)."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_stop_when_their_supervisor_is_killed(daemon, sample_model):
+    """The parent killed outright (SIGKILL, the OOM killer): its workers once went on serving
+    the port, unsupervised (no restart, no reload, no stop) and holding it against a new
+    daemon's bind; each now sees that its parent is gone, finishes what it holds and exits."""
+    d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "2")
+    assert raw(d.port, b"PING SPAMC/1.5\r\n\r\n") == b"SPAMD/1.5 0 PONG\r\n"
+    workers = workers_of(d)
+    assert len(workers) == 2
+    start = len(d.lines)
+    d.proc.kill()
+    d.proc.wait(SAFETY)
+    deadline = time.monotonic() + SAFETY
+    try:
+        for pid in workers:
+            while running(pid):
+                assert time.monotonic() < deadline, f"worker {pid} still runs without its supervisor"
+                time.sleep(0.01)
+    finally:  # (a failure leaves no orphan behind)
+        for pid in filter(running, workers):
+            os.kill(pid, signal.SIGKILL)
+    d.reader.join(SAFETY)  # (the workers' ends closed the log pipe: every line is read)
+    assert len([line for line in d.lines[start:] if "the supervising process is gone: stopping" in line]) == 2
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY).close()
+
+
 def test_sigterm_finishes_the_request_in_flight(daemon, sample_model):
     d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1")
     msg = request("CHECK", SPAM.read_bytes())

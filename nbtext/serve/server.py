@@ -67,6 +67,7 @@ class Worker:
         self.conns: dict[int, Conn] = {}
         self.sel = selectors.DefaultSelector()
         self.stopping = False
+        self.parent = os.getppid()  # (the supervisor: once it is gone, nobody restarts or reloads this worker)
         self.paused = False       # (not accepting: the listening sockets are out of the selector)
         self.resume_at = None     # (paused for want of file descriptors: when to try again)
 
@@ -90,6 +91,12 @@ class Worker:
         while True:
             if self.stopping and self._drained():
                 break
+            if not self.stopping and os.getppid() != self.parent:  # (checked at least once a second: _wait)
+                # (its parent killed, SIGKILL or the OOM killer: a worker left alone would go on
+                # serving the port with no one to reload, restart or stop it, and hold the port
+                # against a new daemon's bind)
+                log_line("the supervising process is gone: stopping")
+                self._stop()
             for key, _ in sel.select(self._wait()):
                 kind, address = key.data if isinstance(key.data, tuple) else ("conn", None)
                 if kind == "listen":
