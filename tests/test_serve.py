@@ -557,6 +557,29 @@ def test_workers_stop_when_their_supervisor_is_killed(daemon, sample_model):
         socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY).close()
 
 
+def test_a_sigterm_as_a_worker_is_started_again_stops_the_daemon(daemon, sample_model):
+    """A worker that dies in its first second is started again after a second; a SIGTERM that
+    comes meanwhile is forwarded to the new worker just after its fork, before it has set its
+    own handlers: it once ran the handler inherited from the parent (which marks the parent's
+    state, in the child's copy) and was lost, the worker served on, and the daemon never
+    ended. Signals are now held across the fork: the daemon ends, 0."""
+    for _ in range(3):  # (the window is a few microseconds wide: a few tries)
+        d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "1")
+        deadline = time.monotonic() + SAFETY
+        while not workers_of(d):
+            assert time.monotonic() < deadline
+        (worker,) = workers_of(d)
+        start = len(d.lines)
+        os.kill(worker, signal.SIGKILL)  # (within its first second: started again after a second)
+        d.wait_for(rf"worker 0 \(pid {worker}\) ended \(killed by signal 9\); starting another", start)
+        d.proc.send_signal(signal.SIGTERM)
+        try:
+            assert d.proc.wait(SAFETY) == 0
+        finally:
+            for pid in filter(running, workers_of(d) if d.proc.poll() is None else []):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_sigterm_finishes_the_request_in_flight(daemon, sample_model):
     d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1")
     msg = request("CHECK", SPAM.read_bytes())

@@ -539,7 +539,16 @@ def _supervise(opts, listeners, metrics, models) -> int:
     os.set_blocking(wake_w, False)
 
     def spawn(n: int) -> None:
-        pid = os.fork()
+        # (signals held across the fork: one sent to a new worker before it has set its own
+        # handlers would run the parent's, which mark the parent's state in the child's copy,
+        # and be lost; a SIGTERM so lost left a worker, and the daemon, running)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+        pid = -1
+        try:
+            pid = os.fork()
+        finally:
+            if pid != 0:  # (the parent, or a fork that failed)
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
         if pid == 0:
             status = 70
             try:
@@ -547,8 +556,9 @@ def _supervise(opts, listeners, metrics, models) -> int:
                 os.close(wake_r)
                 os.close(wake_w)
                 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
-                    signal.signal(sig, signal.SIG_DFL)
+                    signal.signal(sig, signal.SIG_DFL)  # (a SIGTERM held until now ends it: it holds nothing yet)
                 signal.signal(signal.SIGHUP, lambda *_: models.reload())  # (never the default: the end)
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
                 metrics.use_row(n)
                 status = Worker(opts, listeners, metrics, models).run()
             except BaseException as e:  # (a worker ends here, whatever happens: never in the parent's code)
