@@ -1114,7 +1114,9 @@ def prune(model_path, older_than, seen_at_most, max_tokens, dry_run, quiet):
 @click.option("--max-size", default=str(SERVE.max_size), show_default=True, metavar="SIZE",
               help="Largest message accepted (K, M suffixes); a larger one gets an error reply.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=SERVE.timeout, show_default=True,
-              metavar="SECONDS", help="Time a client has to send its request (and to read the reply).")
+              metavar="SECONDS",
+              help="Time a client has to send its request (and to read the reply); a learn's longest wait for the "
+                   "model's lock.")
 @click.option("--max-connections", type=click.IntRange(min=1), default=SERVE.max_connections, show_default=True,
               help="Open connections per worker; more wait in the listen queue.")
 @click.option("--socket-mode", default=None, metavar="MODE",

@@ -250,7 +250,8 @@ def learned_as(model: Model, data: bytes | str) -> str | None:
     return next((c for c in model.classes if digest(c, data) in model.ledger), None)
 
 
-def learn_each_in_place(model_path: str, requests: list[tuple], new_model=None, relearn: bool = False) -> list:
+def learn_each_in_place(model_path: str, requests: list[tuple], new_model=None, relearn: bool = False,
+                        wait: float | None = None) -> list:
     """Several learns and forgets, each (docs, label, forget), in one load and one save under
     the model's lock. Each gets (changed, skipped), or the NbtextError that refused it and
     changed nothing (a forget of a document never learned), as learn() says; a label of None
@@ -258,12 +259,13 @@ def learn_each_in_place(model_path: str, requests: list[tuple], new_model=None, 
     none). ``new_model``: makes the model where the file does not exist yet (the daemon's
     per-user models, created by their first learn); without it, a missing file is an error.
     ``relearn``: a document learned under another class is first forgotten there (a user's
-    correction, as SpamAssassin's learning moves a message from spam to ham)."""
+    correction, as SpamAssassin's learning moves a message from spam to ham). ``wait``: seconds
+    to wait for the model's lock at most (store.locked)."""
     import os
 
     from . import store
 
-    with store.locked(model_path):
+    with store.locked(model_path, wait):
         model = new_model() if new_model is not None and not os.path.exists(model_path) else store.load(model_path)
         results: list = []
         for docs, label, forget in requests:

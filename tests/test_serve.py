@@ -336,6 +336,76 @@ def test_spamc_learn_and_forget_go_to_disk_through_the_ledger(daemon, sample_cop
     assert (restored.feature_count == before.feature_count).all()
 
 
+def test_a_learn_the_model_file_cannot_take_is_an_error_not_already_learned(daemon, sample_copy):
+    """A model file that cannot be written (here a worker limited to files of 1 KiB, as a full
+    disk refuses a write) leaves the model as it was, and the client is told that nothing was
+    learned: spamc -L exits 74 (EX_IOERR) where it once printed "Message was already
+    un/learned" and exited 0, HTTP answers 500 where it answered 400 (a forget 404), and
+    /metrics counts the learns as failed. A forget of a message never learned is still the
+    client's error, and spamd's "already"."""
+    import resource
+
+    d = daemon(sample_copy, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1")
+    assert raw(d.port, b"PING SPAMC/1.5\r\n\r\n") == b"SPAMD/1.5 0 PONG\r\n"  # (the worker's loop runs)
+    (worker,) = workers_of(d)
+    resource.prlimit(worker, resource.RLIMIT_FSIZE, (1024, resource.RLIM_INFINITY))
+    before = sample_copy.read_bytes()
+    msg = HAM.read_bytes()
+    r = d.spamc("-L", "spam", data=msg)
+    assert (r.returncode, r.stdout) == (74, b"")
+    reply = raw(d.port, request("TELL", msg, Message_class="spam", Set="local"))
+    assert reply == f"SPAMD/1.0 74 cannot learn: {sample_copy}: cannot write: File too large\r\n".encode()
+    assert raw(d.port, request("TELL", msg, Message_class="spam", Remove="local")) == spamd_ok()  # (never learned)
+    status, body = http_post(d.http_url + "/learnspam", msg)
+    assert (status, json.loads(body)) == (500, {"success": False, "error": f"{sample_copy}: cannot write: File too large"})
+    assert http_post(d.http_url + "/forget", msg)[0] == 404
+    assert sample_copy.read_bytes() == before
+    text = urllib.request.urlopen(d.http_url + "/metrics", timeout=SAFETY).read().decode()
+    assert metric(text, 'nbtext_learns_total{outcome="failed"}') == 3
+    assert metric(text, 'nbtext_learns_total{outcome="refused"}') == 2
+
+
+def test_a_model_locked_elsewhere_fails_learns_in_time_and_stalls_no_one(daemon, sample_copy):
+    """Another process holds the model's lock (a long `nbtext learn` from cron, or a stuck
+    one): a learn waits for it --timeout at most, then the client is told to try again
+    (EX_TEMPFAIL 75, HTTP 503) and nothing is learned. Learns once waited for the lock with no
+    limit, each holding its connection: at --max-connections of them the worker accepted
+    nobody, not even a PING, until the lock was let go. Once it is, a learn goes through."""
+    import fcntl
+
+    from nbtext import store
+
+    d = daemon(sample_copy, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1",
+               "--max-connections", "3", "--timeout", "1")
+    lock = f"{sample_copy}.lock"
+    msg = HAM.read_bytes()
+    before = store.load(str(sample_copy))
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        tells = [socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY) for _ in range(3)]  # (every place)
+        for s in tells:
+            s.sendall(request("TELL", msg, Message_class="spam", Set="local"))
+            s.shutdown(socket.SHUT_WR)
+        busy = f"cannot learn: {lock}: held by another process for 1 s; try again"
+        for s in tells:
+            assert read_all(s) == f"SPAMD/1.0 75 {busy}\r\n".encode()
+            s.close()
+        assert raw(d.port, b"PING SPAMC/1.5\r\n\r\n") == b"SPAMD/1.5 0 PONG\r\n"
+        status, body = http_post(d.http_url + "/learnspam", msg)
+        assert (status, json.loads(body)) == (503, {"success": False, "error": busy.split(": ", 1)[1]})
+        assert digest("spam", msg) not in store.load(str(sample_copy)).ledger
+    learned = raw(d.port, request("TELL", msg, Message_class="spam", Set="local"))
+    assert learned == b"SPAMD/1.1 0 EX_OK\r\nDidSet: local\r\n\r\n"
+    after = store.load(str(sample_copy))
+    assert digest("spam", msg) in after.ledger and sum(after.class_count) == sum(before.class_count) + 1
+
+
+def spamd_ok() -> bytes:
+    from nbtext.serve.spamd import tell_reply
+
+    return tell_reply(False, False)
+
+
 @pytest.mark.slow
 def test_kill_9_during_a_storm_of_learns_keeps_every_acknowledged_learn(daemon, sample_copy):
     """Clients learn messages as fast as they can; the daemon (parent and workers) is killed
@@ -364,9 +434,7 @@ def test_kill_9_during_a_storm_of_learns_keeps_every_acknowledged_learn(daemon, 
     while len(acknowledged) < 3:  # (a storm under way: some learns acknowledged, more in flight)
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    workers = [int(p) for task in os.listdir(f"/proc/{d.proc.pid}/task")
-               for p in open(f"/proc/{d.proc.pid}/task/{task}/children").read().split()]
-    for pid in [d.proc.pid, *workers]:
+    for pid in [d.proc.pid, *workers_of(d)]:
         os.kill(pid, signal.SIGKILL)
     for t in threads:
         t.join(SAFETY)
@@ -403,6 +471,113 @@ def test_sighup_reads_the_models_again(daemon, sample_model):
         if metric(text, "nbtext_model_loads_total") == loads + 1:
             break
         assert time.monotonic() < deadline, text
+
+
+def test_a_sighup_while_the_daemon_starts_is_a_reload_not_its_end(sample_model, tmp_path):
+    """`systemctl reload` just after a start (Type=simple: started once forked) sends SIGHUP
+    while the daemon sets up: it once ended the daemon, silently, as the default action (and
+    systemd counts that end as clean: no restart). Here the daemon's stderr is a pipe already
+    full, so it stops at its log lines, after it listens and before it forks: the SIGHUP comes
+    then, and once the pipe is read the daemon goes on and answers."""
+    sock = tmp_path / "spamd.sock"
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    filler = 0
+    for size in (65536, 4096, 1):
+        while True:
+            try:
+                filler += os.write(w, b"." * size)
+            except BlockingIOError:
+                break
+    os.set_blocking(w, True)
+    proc = subprocess.Popen([*NBTEXT, "serve", "-m", str(sample_model), "--spamd", f"unix:{sock}", "--workers", "1"],
+                            stderr=w, stdout=subprocess.DEVNULL)
+    os.close(w)
+    try:
+        deadline = time.monotonic() + SAFETY
+        while True:  # (listening: then it logs, and the log is full)
+            assert proc.poll() is None and time.monotonic() < deadline
+            try:
+                with socket.socket(socket.AF_UNIX) as probe:
+                    probe.connect(str(sock))
+                break
+            except OSError:
+                time.sleep(0.01)
+        proc.send_signal(signal.SIGHUP)
+        with os.fdopen(r, "rb") as log:
+            assert log.read(filler) == b"." * filler
+            lines = [log.readline().decode() for _ in range(2)]
+            assert lines[0].endswith(f"listening for spamd on unix:{sock}\n") and " 1 workers" in lines[1], \
+                (lines, proc.poll())  # (-1: ended by the SIGHUP)
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(SAFETY)
+                s.connect(str(sock))
+                s.sendall(request("CHECK", SPAM.read_bytes()))
+                s.shutdown(socket.SHUT_WR)
+                assert read_all(s).startswith(b"SPAMD/1.1 0 EX_OK\r\nSpam: True")
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(SAFETY) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def running(pid: int) -> bool:
+    """Whether a process runs (an orphan that ended and was not reaped yet is a zombie: not)."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_stop_when_their_supervisor_is_killed(daemon, sample_model):
+    """The parent killed outright (SIGKILL, the OOM killer): its workers once went on serving
+    the port, unsupervised (no restart, no reload, no stop) and holding it against a new
+    daemon's bind; each now sees that its parent is gone, finishes what it holds and exits."""
+    d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "2")
+    assert raw(d.port, b"PING SPAMC/1.5\r\n\r\n") == b"SPAMD/1.5 0 PONG\r\n"
+    workers = workers_of(d)
+    assert len(workers) == 2
+    start = len(d.lines)
+    d.proc.kill()
+    d.proc.wait(SAFETY)
+    deadline = time.monotonic() + SAFETY
+    try:
+        for pid in workers:
+            while running(pid):
+                assert time.monotonic() < deadline, f"worker {pid} still runs without its supervisor"
+                time.sleep(0.01)
+    finally:  # (a failure leaves no orphan behind)
+        for pid in filter(running, workers):
+            os.kill(pid, signal.SIGKILL)
+    d.reader.join(SAFETY)  # (the workers' ends closed the log pipe: every line is read)
+    assert len([line for line in d.lines[start:] if "the supervising process is gone: stopping" in line]) == 2
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY).close()
+
+
+def test_a_sigterm_as_a_worker_is_started_again_stops_the_daemon(daemon, sample_model):
+    """A worker that dies in its first second is started again after a second; a SIGTERM that
+    comes meanwhile is forwarded to the new worker just after its fork, before it has set its
+    own handlers: it once ran the handler inherited from the parent (which marks the parent's
+    state, in the child's copy) and was lost, the worker served on, and the daemon never
+    ended. Signals are now held across the fork: the daemon ends, 0."""
+    for _ in range(3):  # (the window is a few microseconds wide: a few tries)
+        d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "1")
+        deadline = time.monotonic() + SAFETY
+        while not workers_of(d):
+            assert time.monotonic() < deadline
+        (worker,) = workers_of(d)
+        start = len(d.lines)
+        os.kill(worker, signal.SIGKILL)  # (within its first second: started again after a second)
+        d.wait_for(rf"worker 0 \(pid {worker}\) ended \(killed by signal 9\); starting another", start)
+        d.proc.send_signal(signal.SIGTERM)
+        try:
+            assert d.proc.wait(SAFETY) == 0
+        finally:
+            for pid in filter(running, workers_of(d) if d.proc.poll() is None else []):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_sigterm_finishes_the_request_in_flight(daemon, sample_model):
@@ -540,6 +715,40 @@ def test_connections_beyond_the_bound_wait_their_turn(daemon, sample_model):
     idle[1].close()
 
 
+def workers_of(d) -> list[int]:
+    """The pids of a daemon's worker processes (its parent's children)."""
+    return [int(p) for task in os.listdir(f"/proc/{d.proc.pid}/task")
+            for p in open(f"/proc/{d.proc.pid}/task/{task}/children").read().split()]
+
+
+def test_a_worker_out_of_file_descriptors_waits_instead_of_spinning(daemon, sample_model):
+    """A worker whose accept fails for want of file descriptors leaves the client in the listen
+    queue and stops accepting until a connection ends (or a second passes), with one line in the
+    log: it once tried again at once, in a loop that held a core and wrote thousands of lines a
+    second until a descriptor was free. Here it runs out with two idle clients held and four
+    waiting; between its first line and its first timeout of an idle client (--timeout 1, the
+    daemon's own clock) it tries at most twice more; then every client is answered."""
+    import resource
+
+    d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "1", "--max-connections", "1000",
+               "--timeout", "1")
+    assert raw(d.port, b"PING SPAMC/1.5\r\n\r\n") == b"SPAMD/1.5 0 PONG\r\n"  # (the worker's loop runs)
+    (worker,) = workers_of(d)
+    _, hard = resource.prlimit(worker, resource.RLIMIT_NOFILE)
+    resource.prlimit(worker, resource.RLIMIT_NOFILE, (len(os.listdir(f"/proc/{worker}/fd")) + 2, hard))
+    start = len(d.lines)
+    idle = [socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY) for _ in range(6)]
+    try:
+        d.wait_for("cannot accept a connection: Too many open files", start)
+        timed_out = d.wait_for(r"spamd - from 127\.0\.0\.1 user=-: timeout in ", start)
+        before = d.lines[start:d.lines.index(timed_out)]
+        assert len([line for line in before if "cannot accept" in line]) <= 3, len(before)
+    finally:
+        for s in idle:
+            s.close()
+    assert raw(d.port, request("CHECK", SPAM.read_bytes())).startswith(b"SPAMD/1.1 0 EX_OK\r\nSpam: True")
+
+
 def test_malformed_http_gets_an_error(daemon, sample_model):
     d = daemon(sample_model, "--http", "127.0.0.1:0", "--workers", "1")
     host, port = d.http.rsplit(":", 1)
@@ -550,6 +759,43 @@ def test_malformed_http_gets_an_error(daemon, sample_model):
                shut=False).startswith(b"HTTP/1.1 413 ")
     with urllib.request.urlopen(d.http_url + "/ping", timeout=SAFETY) as r:
         assert r.read() == b"pong\n"
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "\uff15", "\u0663"])  # (², fullwidth 5, Arabic-Indic 3)
+def test_a_content_length_of_unicode_digits_is_refused_by_both_protocols(daemon, sample_model, length):
+    """A length is ASCII digits: one that Python's str.isdigit takes but int() cannot read (²)
+    once ended the worker, and every connection it held, where the client gets a 400."""
+    d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1")
+    host, port = d.http.rsplit(":", 1)
+    head = f"POST /checkv2 HTTP/1.1\r\nContent-Length: {length}\r\n\r\n".encode()
+    assert raw(int(port), head + b"hello") == http_error(400, "Content-Length is not a number")
+    head = f"CHECK SPAMC/1.5\r\nContent-length: {length}\r\n\r\n".encode()
+    assert raw(d.port, head + b"hello") == b"SPAMD/1.0 76 Bad header line: (Content-Length contains non-numeric bytes)\r\n"
+    with urllib.request.urlopen(d.http_url + "/ping", timeout=SAFETY) as r:
+        assert r.read() == b"pong\n"
+    assert not [line for line in d.lines if "failed" in line or "ended" in line]
+
+
+def test_two_different_content_lengths_are_refused_by_both_protocols(daemon, sample_model):
+    """Which of two lengths ends the message is a guess (a proxy in front may guess the other):
+    both protocols refuse the request; the same length twice is one length."""
+    d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1")
+    host, port = d.http.rsplit(":", 1)
+    msg = SPAM.read_bytes()
+    two = b"POST /checkv2 HTTP/1.1\r\nContent-Length: %d\r\nContent-Length: 5\r\n\r\n" % len(msg) + msg
+    assert raw(int(port), two) == http_error(400, f"Content-Length given twice, as {len(msg)} and 5")
+    two = b"CHECK SPAMC/1.5\r\nContent-length: %d\r\nContent-length: 5\r\n\r\n" % len(msg) + msg
+    assert raw(d.port, two) == b"SPAMD/1.0 76 Bad header line: (Content-Length given twice, as %d and 5)\r\n" % len(msg)
+    same = b"CHECK SPAMC/1.5\r\nContent-length: %d\r\nContent-length: %d\r\n\r\n" % (len(msg), len(msg)) + msg
+    assert raw(d.port, same) == raw(d.port, request("CHECK", msg))
+    same = b"POST /checkv2 HTTP/1.1\r\nContent-Length: %d\r\nContent-Length: %d\r\n\r\n" % (len(msg), len(msg))
+    assert raw(int(port), same + msg).startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def http_error(status: int, text: str) -> bytes:
+    from nbtext.serve.http import HttpError
+
+    return HttpError(status, text).reply()
 
 
 def own_address():

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from .scoring import Verdict
-from .spamd import blank_line_end, symbols
+from .spamd import blank_line_end, content_length, symbols
 
 STATUS = {200: "OK", 208: "Already Reported", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
           405: "Method Not Allowed", 408: "Request Timeout", 411: "Length Required", 413: "Payload Too Large",
@@ -84,14 +84,16 @@ def parse_head(head: bytes) -> Request:
         if any(b < 0x20 and b != 9 or b == 0x7f for b in value):
             raise HttpError(400, f"control characters in header {name}")
         req.headers[name] = value.decode("utf-8", "surrogateescape")
+        if name == "content-length":
+            length = content_length(value)
+            if length is None:
+                raise HttpError(400, "Content-Length is not a number")
+            if req.length not in (None, length):  # (RFC 9110 8.6: two lengths are an error, not a choice)
+                raise HttpError(400, f"Content-Length given twice, as {req.length} and {length}")
+            req.length = length
     if "transfer-encoding" in req.headers:
         raise HttpError(411, "send the message with a Content-Length (chunked bodies are not read)")
-    length = req.headers.get("content-length")
-    if length is not None:
-        if not length.isdigit() or len(length) > 12:
-            raise HttpError(400, "Content-Length is not a number")
-        req.length = int(length)
-    elif req.method == "POST":
+    if req.length is None and req.method == "POST":
         raise HttpError(411, "a POST needs a Content-Length")
     req.user = req.headers.get("user") or req.headers.get("deliver-to") or None
     return req

@@ -14,7 +14,7 @@ HTTP = ("checkv2", "learnspam", "learnham", "forget", "ping", "metrics")
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 ERRORS = ("refused", "malformed", "too_big", "timeout", "internal")
 VERDICTS = ("spam", "ham", "unsure")
-LEARNS = ("spam", "ham", "forget", "already", "refused")
+LEARNS = ("spam", "ham", "forget", "already", "refused", "failed")
 
 NAMES = ([f"requests:spamd:{m}" for m in SPAMD] + [f"requests:http:{m}" for m in HTTP]
          + [f"errors:{e}" for e in ERRORS] + [f"bucket:{i}" for i in range(len(BUCKETS))]
@@ -74,7 +74,8 @@ class Metrics:
         out += ["# HELP nbtext_verdicts_total Messages scored, by verdict.", "# TYPE nbtext_verdicts_total counter"]
         out += [f'nbtext_verdicts_total{{verdict="{v}"}} {t(f"verdict:{v}")}' for v in VERDICTS]
         out += ["# HELP nbtext_learns_total Learn and forget requests, by outcome (already: learned or "
-                "forgotten before; refused: forget of a message never learned).",
+                "forgotten before; refused: forget of a message never learned; failed: the model file could not "
+                "be locked, read or written).",
                 "# TYPE nbtext_learns_total counter"]
         out += [f'nbtext_learns_total{{outcome="{x}"}} {t(f"learn:{x}")}' for x in LEARNS]
         out += ["# HELP nbtext_model_loads_total Model files read (at start, and when a file changed).",

@@ -33,6 +33,17 @@ class BadUser(NbtextError):
     """A user name that cannot name a model file in --user-models' directory."""
 
 
+class NotSaved(Exception):
+    """A learn the model file could not take: its lock, reading it or writing it failed (a full
+    disk, a read-only directory, a damaged file), or (``busy``) another process held the lock
+    longer than --timeout. The daemon's failure, not the client's, which a learn refused for
+    what it asks (a forget of a message never learned) is."""
+
+    def __init__(self, text: str, busy: bool = False):
+        super().__init__(text)
+        self.busy = busy
+
+
 class Watched:
     """A model file and the model read from it, read again when the file changes."""
 
@@ -132,7 +143,8 @@ class Models:
 @dataclass
 class Learn:
     """One learn or forget: the message, the class (None: forget as whatever it was learned as),
-    which model file, and, once done, (changed, skipped) or the NbtextError that refused it."""
+    which model file, and, once done, (changed, skipped), the NbtextError that refused it, or
+    the NotSaved (or, from a bug, other exception) that failed it."""
     path: str
     data: bytes
     label: str | None
@@ -147,7 +159,8 @@ class Learner:
     queued, and does each model's in one load and one save (nbtext.operations), then hands
     them back through ``finished`` and a byte on ``wake`` (the worker's event loop)."""
 
-    def __init__(self, wake):
+    def __init__(self, wake, wait: float):
+        self.wait = wait  # (seconds a batch waits for its model's lock: then each job is NotSaved, busy)
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
         self.finished: queue.SimpleQueue = queue.SimpleQueue()
         self.wake = wake
@@ -171,23 +184,24 @@ class Learner:
             for job in batch:
                 by_path.setdefault(job.path, []).append(job)
             for path, jobs in by_path.items():
-                self._learn(path, jobs)
+                self._learn(path, jobs, self.wait)
             for job in batch:
                 self.finished.put(job)
             self.wake()
 
     @staticmethod
-    def _learn(path: str, jobs: list[Learn]) -> None:
+    def _learn(path: str, jobs: list[Learn], wait: float) -> None:
         from ..operations import learn_each_in_place
         from ..read import Document
+        from ..store.atomic import Busy
 
         template = jobs[0].template
         try:
             results = learn_each_in_place(path, [([Document("message", j.data)], j.label, j.forget) for j in jobs],
                                           new_model=(lambda: empty_like(template)) if template else None,
-                                          relearn=True)
-        except NbtextError as e:
-            results = [e] * len(jobs)
+                                          relearn=True, wait=wait)
+        except NbtextError as e:  # (the lock, the load or the save: nothing learned, and not for the client's asking)
+            results = [NotSaved(str(e), busy=isinstance(e, Busy))] * len(jobs)
         except Exception as e:  # (a bug: each waiting client gets an error reply, the worker goes on)
             results = [RuntimeError(f"{e.__class__.__name__}: {e}")] * len(jobs)
         for job, result in zip(jobs, results):

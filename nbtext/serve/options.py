@@ -13,7 +13,7 @@ class ServeOptions:
     workers: int = 2
     networks: tuple = ()                  # --allow's, beside loopback (nbtext.serve.address)
     max_size: int = 2 << 20               # bytes of one message
-    timeout: float = 30.0                 # seconds to read a request, and to write its reply
+    timeout: float = 30.0                 # seconds to read a request, to write its reply; a learn's lock wait
     max_connections: int = 256            # open connections per worker
     socket_mode: int | None = None        # of unix sockets (default: as the umask leaves it)
     log: bool = True                      # a line per request on stderr

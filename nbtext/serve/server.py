@@ -24,12 +24,13 @@ from . import http, spamd
 from .address import allowed, check_socket_path
 from .options import ServeOptions
 from .metrics import Metrics
-from .models import BadUser, Learn, Learner, Models
+from .models import BadUser, Learn, Learner, Models, NotSaved
 
 HEAD_MAX = 64 << 10   # bytes of a request's head (request line and header fields)
 LINGER = 2.0          # seconds a connection is drained after its reply, so the reply is not reset
 READ = 1 << 16
 ACCEPTS = 8           # connections a worker takes from the listen queue between two looks at its others
+ACCEPT_RETRY = 1.0    # seconds a worker out of file descriptors waits to accept again, unless a connection ends
 
 
 def log_line(message: str) -> None:
@@ -66,7 +67,9 @@ class Worker:
         self.conns: dict[int, Conn] = {}
         self.sel = selectors.DefaultSelector()
         self.stopping = False
-        self.paused = False
+        self.parent = os.getppid()  # (the supervisor: once it is gone, nobody restarts or reloads this worker)
+        self.paused = False       # (not accepting: the listening sockets are out of the selector)
+        self.resume_at = None     # (paused for want of file descriptors: when to try again)
 
     # -- the loop -----------------------------------------------------------------------
     def run(self) -> int:
@@ -77,7 +80,9 @@ class Worker:
         for s in (wake_r, wake_w):
             s.setblocking(False)
         sel.register(wake_r, selectors.EVENT_READ, ("wake", None))
-        self.learner = Learner(lambda: self._poke(wake_w))
+        # (a learn waits for its model's lock as a request waits for its bytes, --timeout: a lock
+        # held elsewhere must not keep connections, and at --max-connections the worker, forever)
+        self.learner = Learner(lambda: self._poke(wake_w), self.opts.timeout)
         self.metrics.set("models_loaded", 1)  # (the global model, read by the parent)
         signal.set_wakeup_fd(wake_w.fileno(), warn_on_full_buffer=False)
         signal.signal(signal.SIGTERM, self._stop)
@@ -86,6 +91,12 @@ class Worker:
         while True:
             if self.stopping and self._drained():
                 break
+            if not self.stopping and os.getppid() != self.parent:  # (checked at least once a second: _wait)
+                # (its parent killed, SIGKILL or the OOM killer: a worker left alone would go on
+                # serving the port with no one to reload, restart or stop it, and hold the port
+                # against a new daemon's bind)
+                log_line("the supervising process is gone: stopping")
+                self._stop()
             for key, _ in sel.select(self._wait()):
                 kind, address = key.data if isinstance(key.data, tuple) else ("conn", None)
                 if kind == "listen":
@@ -100,6 +111,8 @@ class Worker:
                     self._ready(key.data)
             self._learned()
             self._expire()
+            if self.resume_at is not None and time.monotonic() >= self.resume_at:
+                self._resume()
         return 0
 
     @staticmethod
@@ -126,6 +139,8 @@ class Worker:
     def _wait(self) -> float:
         now = time.monotonic()
         soonest = min((c.deadline for c in self.conns.values() if c.stage != "learn"), default=now + 1.0)
+        if self.resume_at is not None:
+            soonest = min(soonest, self.resume_at)
         return max(0.0, min(soonest - now, 1.0))
 
     def _expire(self) -> None:
@@ -154,18 +169,19 @@ class Worker:
         selector."""
         for _ in range(ACCEPTS):
             if len(self.conns) >= self.opts.max_connections:
-                if not self.paused:  # (the bound reached: new clients wait in the listen queue)
-                    self.paused = True
-                    for s, _ in self.listeners:
-                        self.sel.unregister(s)
-                return
+                return self._pause()  # (the bound reached: new clients wait in the listen queue)
             try:
                 sock, peer = lsock.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
                 if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    log_line(f"cannot accept a connection: {e.strerror}")
+                    # (the client stays in the listen queue, and the listening socket stays
+                    # readable: accepting again at once fails again, a loop that holds the CPU
+                    # and writes this line thousands of times a second)
+                    log_line(f"cannot accept a connection: {e.strerror}; accepting again when a "
+                             f"connection ends, or in {ACCEPT_RETRY:g} s")
+                    self._pause(time.monotonic() + ACCEPT_RETRY)
                 return
             sock.setblocking(False)
             host = peer[0] if isinstance(peer, tuple) else "local"
@@ -183,6 +199,21 @@ class Worker:
             self._ready(c)
             if c.stage == "read" and self.conns.get(fd) is c:  # (more to come: the selector says when)
                 self._watch(c, selectors.EVENT_READ)
+
+    def _pause(self, until: float | None = None) -> None:
+        """Stop accepting: until a connection ends, or (``until``) a time to try again."""
+        if not self.paused:
+            self.paused = True
+            for s, _ in self.listeners:
+                self.sel.unregister(s)
+        self.resume_at = until
+
+    def _resume(self) -> None:
+        self.resume_at = None
+        if self.paused and not self.stopping:
+            self.paused = False
+            for s, address in self.listeners:
+                self.sel.register(s, selectors.EVENT_READ, ("listen", address))
 
     def _watch(self, c: Conn, events: int) -> None:
         if c.registered == events:
@@ -203,10 +234,8 @@ class Worker:
         except OSError:
             pass
         self.metrics.set("connections", len(self.conns))
-        if self.paused and not self.stopping and len(self.conns) < self.opts.max_connections:
-            self.paused = False
-            for s, address in self.listeners:
-                self.sel.register(s, selectors.EVENT_READ, ("listen", address))
+        if self.paused and len(self.conns) < self.opts.max_connections:
+            self._resume()  # (a place, and a file descriptor, free)
 
     def _ready(self, c: Conn) -> None:
         try:
@@ -425,13 +454,16 @@ class Worker:
                 c.outcome = (("forgot" if job.forget else f"learned as {job.label}") if did
                              else ("already forgotten" if job.forget else f"already learned as {job.label}"))
             else:
-                self.metrics.add("learn:refused")
+                self.metrics.add(f"learn:{'refused' if isinstance(r, NbtextError) else 'failed'}")
                 c.outcome = f"not {'forgotten' if job.forget else 'learned'}: {r}"
             if c.address.protocol == "spamd":
+                # (a refused learn is spamd's "already": the model is as the client asks)
                 if isinstance(r, NbtextError) or isinstance(r, tuple):
                     out = spamd.tell_reply(did and not job.forget, did and job.forget)
-                else:
-                    out = spamd.SpamdError("EX_SOFTWARE", f"cannot learn: {r}").reply()
+                else:  # (spamc exits non-zero: a Sieve script or a user learns that it was not learned)
+                    code = ("EX_TEMPFAIL" if getattr(r, "busy", False) else "EX_IOERR") if isinstance(r, NotSaved) \
+                        else "EX_SOFTWARE"
+                    out = spamd.SpamdError(code, f"cannot learn: {r}").reply()
             elif did:
                 out = http.reply(200, {"success": True})
             elif isinstance(r, tuple):
@@ -439,7 +471,7 @@ class Worker:
             elif isinstance(r, NbtextError):
                 out = http.reply(404 if job.forget else 400, {"success": False, "error": str(r)})
             else:
-                out = http.reply(500, {"success": False, "error": str(r)})
+                out = http.reply(503 if getattr(r, "busy", False) else 500, {"success": False, "error": str(r)})
             self._reply(c, out)
 
 
@@ -470,6 +502,10 @@ def serve(opts: ServeOptions) -> int:
     """Run the daemon until SIGTERM or SIGINT; the exit status."""
     metrics = Metrics(opts.workers)
     models = Models(opts.model, opts.user_models, opts.min_learns, log_line, metrics)
+    # (a SIGHUP before the supervisor's handler is set, `systemctl reload` just after a start,
+    # asks the workers to read the models again: its default action would end the daemon, and
+    # systemd counts an end by SIGHUP as clean, so Restart=on-failure would not start it again)
+    signal.signal(signal.SIGHUP, lambda *_: models.reload())
     model = models.load()  # (a model that cannot be read is an error before anything listens)
     if opts.user_models is not None and not os.path.isdir(opts.user_models):
         raise NbtextError(f"--user-models: {opts.user_models} is not a directory")
@@ -503,15 +539,26 @@ def _supervise(opts, listeners, metrics, models) -> int:
     os.set_blocking(wake_w, False)
 
     def spawn(n: int) -> None:
-        pid = os.fork()
+        # (signals held across the fork: one sent to a new worker before it has set its own
+        # handlers would run the parent's, which mark the parent's state in the child's copy,
+        # and be lost; a SIGTERM so lost left a worker, and the daemon, running)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+        pid = -1
+        try:
+            pid = os.fork()
+        finally:
+            if pid != 0:  # (the parent, or a fork that failed)
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
         if pid == 0:
             status = 70
             try:
                 signal.set_wakeup_fd(-1)
                 os.close(wake_r)
                 os.close(wake_w)
-                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
-                    signal.signal(sig, signal.SIG_DFL)
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+                    signal.signal(sig, signal.SIG_DFL)  # (a SIGTERM held until now ends it: it holds nothing yet)
+                signal.signal(signal.SIGHUP, lambda *_: models.reload())  # (never the default: the end)
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
                 metrics.use_row(n)
                 status = Worker(opts, listeners, metrics, models).run()
             except BaseException as e:  # (a worker ends here, whatever happens: never in the parent's code)

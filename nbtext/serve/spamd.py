@@ -20,6 +20,7 @@ CODES = {"EX_OK": 0, "EX_USAGE": 64, "EX_DATAERR": 65, "EX_NOINPUT": 66, "EX_NOU
 CHECKS = ("CHECK", "SYMBOLS", "REPORT", "REPORT_IFSPAM", "PROCESS", "HEADERS")
 METHODS = CHECKS + ("TELL", "PING", "SKIP")
 MAX_HEADERS = 255  # as spamd
+LENGTH_DIGITS = 12  # a Content-length's digits at most (a terabyte: past any --max-size)
 REQUEST_LINE = re.compile(rb"([A-Z_]{1,20}) SPAMC/(\d{1,3})\.(\d{1,3})\r?\Z")
 EXPLAINED = 10  # tokens each way in a report (and in /checkv2's symbol options)
 
@@ -64,6 +65,12 @@ def head_end(buf: bytes | bytearray, scanned: int = 0) -> int:
     return blank_line_end(buf, max(scanned - 2, line))
 
 
+def content_length(value: bytes) -> int | None:
+    """A Content-length's value (either protocol's) as a number of bytes, or None when it is not
+    ASCII digits alone: a sign, a space inside, a Unicode digit ('²', '５') are not a length."""
+    return int(value) if value.isdigit() and len(value) <= LENGTH_DIGITS else None
+
+
 def blank_line_end(buf: bytes | bytearray, start: int) -> int:
     """The end of the first empty line ("\n\n" or "\n\r\n") found from ``start`` on, or -1."""
     ends = [i + len(sep) for sep in (b"\n\n", b"\n\r\n") if (i := buf.find(sep, start)) >= 0]
@@ -88,9 +95,13 @@ def parse_head(head: bytes) -> Request:
             raise SpamdError("EX_PROTOCOL", "Bad header line: (header not in 'Name: value' format)")
         name, value = name.strip().lower(), value.strip()
         if name == b"content-length":
-            if not value.isdigit() or len(value) > 12:
+            length = content_length(value)
+            if length is None:
                 raise SpamdError("EX_PROTOCOL", "Bad header line: (Content-Length contains non-numeric bytes)")
-            req.length = int(value)
+            if req.length not in (None, length):  # (two lengths: which one ends the message is a guess)
+                raise SpamdError("EX_PROTOCOL", f"Bad header line: (Content-Length given twice, as {req.length} "
+                                                f"and {length})")
+            req.length = length
         elif name == b"user":
             if any(b < 0x20 or b == 0x7f for b in value):
                 raise SpamdError("EX_PROTOCOL", "Bad header line: (User header contains control chars)")

@@ -55,11 +55,18 @@ def check_target(path: str, inputs: list[str] = ()) -> str:
     return real
 
 
+class Busy(NbtextError):
+    """The model's lock was held by another process for longer than the caller would wait."""
+
+
 @contextlib.contextmanager
-def locked(path: str) -> Iterator[None]:
+def locked(path: str, wait: float | None = None) -> Iterator[None]:
     """An exclusive lock beside the model (beside its real file, so that every name of it takes
-    the same lock), so concurrent learn/merge runs lose no counts."""
+    the same lock), so concurrent learn/merge runs lose no counts. ``wait``: the seconds to
+    wait for it at most, then Busy (the daemon's learns, which a client waits for); None: as
+    long as it takes (the command line's, which its user can interrupt)."""
     import fcntl
+    import time
 
     lock = target(path) + ".lock"
     try:  # (O_NONBLOCK: a FIFO put there must not hang the open; it is refused below)
@@ -70,7 +77,19 @@ def locked(path: str) -> Iterator[None]:
         fd.close()
         raise NbtextError(f"{lock}: is not a regular file; cannot lock the model with it")
     with fd:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if wait is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:  # (flock has no time limit: tried, then tried again a little later)
+            deadline, pause = time.monotonic() + wait, 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise Busy(f"{lock}: held by another process for {wait:g} s; try again") from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.05)
         try:
             yield
         finally:
