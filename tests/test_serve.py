@@ -672,14 +672,21 @@ def test_bad_clients_stall_nobody(daemon, sample_model):
 
 
 def test_a_silent_client_is_timed_out(daemon, sample_model):
+    """A client that sends part of a request, or nothing, is answered with a timeout error after
+    --timeout, and logged with the time it held its connection (one that sent nothing was
+    logged "timeout in -0.0 ms", timed from a first byte that never came)."""
     d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--http", "127.0.0.1:0", "--workers", "1",
                "--timeout", "0.5")
     with socket.create_connection(("127.0.0.1", d.port), timeout=SAFETY) as s:
         s.sendall(b"CHECK SPAMC/1.5\r\n")
         assert read_all(s) == b"SPAMD/1.0 79 Timeout: (0.5 second timeout reading input from client)\r\n"
     host, port = d.http.rsplit(":", 1)
+    start = len(d.lines)
     with socket.create_connection((host, int(port)), timeout=SAFETY) as s:
         assert read_all(s).startswith(b"HTTP/1.1 408 Request Timeout\r\n")
+    line = d.wait_for(r"\]: http - from 127\.0\.0\.1 user=-: timeout in ", start)
+    held = float(re.search(r"timeout in (\S+) ms, 0 bytes$", line).group(1))
+    assert held >= 500, line  # (the daemon's own clock: it answers no sooner than --timeout)
     assert d.spamc("-c", data=HAM.read_bytes()).returncode == 0
 
 

@@ -43,7 +43,7 @@ def log_line(message: str) -> None:
 
 class Conn:
     __slots__ = ("sock", "address", "peer", "buf", "scanned", "body_start", "req", "deadline", "out", "started",
-                 "stage", "user", "outcome", "method", "registered")
+                 "accepted", "stage", "user", "outcome", "method", "registered")
 
     def __init__(self, sock, address, peer, now, timeout):
         self.sock, self.address, self.peer = sock, address, peer
@@ -54,6 +54,7 @@ class Conn:
         self.deadline = now + timeout
         self.out = b""
         self.started = None       # the first byte's time
+        self.accepted = now       # (a connection that sent no byte is timed from here)
         self.stage = "read"       # read, learn, write, linger
         self.user = None
         self.outcome = ""
@@ -343,7 +344,7 @@ class Worker:
         self._watch(c, selectors.EVENT_READ)
 
     def _log(self, c: Conn) -> None:
-        elapsed = time.monotonic() - (c.started or time.monotonic())
+        elapsed = time.monotonic() - (c.accepted if c.started is None else c.started)
         if c.req is not None and c.outcome and not c.outcome.startswith(("error", "timeout", "refused")):
             self.metrics.observe(elapsed)
         if self.opts.log:
