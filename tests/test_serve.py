@@ -537,10 +537,13 @@ def test_workers_stop_when_their_supervisor_is_killed(daemon, sample_model):
     daemon's bind; each now sees that its parent is gone, finishes what it holds and exits."""
     d = daemon(sample_model, "--spamd", "127.0.0.1:0", "--workers", "2")
     assert raw(d.port, b"PING SPAMC/1.5\r\n\r\n") == b"SPAMD/1.5 0 PONG\r\n"
+    deadline = time.monotonic() + SAFETY
+    while len(workers_of(d)) < 2:  # (one answered: the other may not be forked yet)
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     workers = workers_of(d)
-    assert len(workers) == 2
     start = len(d.lines)
-    d.proc.kill()
+    d.proc.kill()  # (a worker just forked may not have begun its loop: it sees the parent gone too)
     d.proc.wait(SAFETY)
     deadline = time.monotonic() + SAFETY
     try:

@@ -63,12 +63,14 @@ class Conn:
 
 
 class Worker:
-    def __init__(self, opts: ServeOptions, listeners: list, metrics: Metrics, models: Models):
+    def __init__(self, opts: ServeOptions, listeners: list, metrics: Metrics, models: Models, parent: int):
         self.opts, self.listeners, self.metrics, self.models = opts, listeners, metrics, models
         self.conns: dict[int, Conn] = {}
         self.sel = selectors.DefaultSelector()
         self.stopping = False
-        self.parent = os.getppid()  # (the supervisor: once it is gone, nobody restarts or reloads this worker)
+        # (the supervisor's pid, taken before the fork: a getppid() here, after a parent killed
+        # meanwhile, would be its reaper's; once it is gone, nobody restarts or reloads this worker)
+        self.parent = parent
         self.paused = False       # (not accepting: the listening sockets are out of the selector)
         self.resume_at = None     # (paused for want of file descriptors: when to try again)
 
@@ -544,7 +546,7 @@ def _supervise(opts, listeners, metrics, models) -> int:
         # handlers would run the parent's, which mark the parent's state in the child's copy,
         # and be lost; a SIGTERM so lost left a worker, and the daemon, running)
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
-        pid = -1
+        pid, parent = -1, os.getpid()
         try:
             pid = os.fork()
         finally:
@@ -561,7 +563,7 @@ def _supervise(opts, listeners, metrics, models) -> int:
                 signal.signal(signal.SIGHUP, lambda *_: models.reload())  # (never the default: the end)
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
                 metrics.use_row(n)
-                status = Worker(opts, listeners, metrics, models).run()
+                status = Worker(opts, listeners, metrics, models, parent).run()
             except BaseException as e:  # (a worker ends here, whatever happens: never in the parent's code)
                 log_line(f"worker {n} failed: {e.__class__.__name__}: {e}")
             finally:
